@@ -1,0 +1,75 @@
+/* Fatal error reporting shared by the trainer and the tools (see fail.h). */
+#define _GNU_SOURCE /* program_invocation_short_name */
+#include "dist/fail.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <unistd.h>
+
+static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
+    int initialized = 0, finalized = 0;
+    *rank = 0;
+    *size = 1;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) {
+        MPI_Comm_rank(MPI_COMM_WORLD, rank);
+        MPI_Comm_size(MPI_COMM_WORLD, size);
+    }
+    if (gethostname(host, host_len) != 0) snprintf(host, host_len, "?");
+    host[host_len - 1] = '\0';
+}
+
+_Noreturn void fail_at(const char *file, int line, int exit_code, const char *fmt, ...) {
+    int rank, size;
+    char host[256];
+    where_am_i(&rank, &size, host, sizeof host);
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n", program_invocation_short_name, rank, size, host, file,
+            line, msg);
+    fflush(stderr);
+    fflush(stdout);
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized && size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+    exit(exit_code);
+}
+
+_Noreturn void fail_collective(int exit_code, const char *fmt, ...) {
+    int rank, size;
+    char host[256];
+    where_am_i(&rank, &size, host, sizeof host);
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: error: ", program_invocation_short_name);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+        fflush(stderr);
+    }
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Finalize();
+    exit(exit_code);
+}
+
+void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) FAIL("out of host memory allocating %zu bytes", bytes);
+    return p;
+}
+
+void *xcalloc(size_t count, size_t size) {
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) FAIL("out of host memory allocating %zu x %zu bytes", count, size);
+    return p;
+}

@@ -1,0 +1,25 @@
+/* Model weights as an HDF5 file of named fp32 datasets (GPT-2 names, nn.Linear
+ * (out, in) shapes) plus the model sizes and config text as attributes:
+ * readable by h5dump and h5py alone. Written by training runs and read by
+ * gpt2_sample; the checkpoint's rank-0 file uses the same layout. */
+#ifndef GPT2_DIST_WEIGHTS_H5_H
+#define GPT2_DIST_WEIGHTS_H5_H
+
+#include <stddef.h>
+
+#include "model/layout.h"
+
+/* Writes every tensor of lay from host_params (flat fp32) to path, through
+ * a temporary file renamed into place. Fails the process on I/O errors. */
+void weights_save(const char *path, const gpt2_layout *lay, const float *host_params,
+                  const char *config_text);
+
+/* Reads the model sizes stored in path (fails with a message naming the
+ * file when it is not a gpt2_ddp weights file). */
+void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head,
+                        int *vocab_size, int *padded_vocab_size, int *block_size);
+
+/* Reads every tensor of lay into host_params (flat fp32, zeroed first);
+ * a missing dataset or a shape mismatch fails, naming the tensor. */
+void weights_load(const char *path, const gpt2_layout *lay, float *host_params);
+#endif

@@ -1,0 +1,31 @@
+/* AdamW with decoupled weight decay (Loshchilov & Hutter, as torch.optim.AdamW). */
+#ifndef GPT2_KERNELS_ADAMW_H
+#define GPT2_KERNELS_ADAMW_H
+#include <stddef.h>
+
+/* For n elements: g = grad * grad_scale (the clip factor);
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * param -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * param).
+ * t is the 1-based step. */
+void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n, float lr,
+                      float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                      int t);
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CUDA (src/kernels/cuda/adamw.cu): the same update with fp32 master, m and
+ * v, a bf16 gradient, and the new master value also written to params (bf16,
+ * rounded to nearest even; skipped when NULL). Every operation rounds as the
+ * CPU reference's does (no fused multiply-adds), so master, m and v match
+ * adamw_update_cpu bit for bit given the same inputs. */
+void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
+                       size_t n, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, float grad_scale, int t, cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#endif

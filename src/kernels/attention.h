@@ -1,0 +1,41 @@
+/* Causal multi-head self-attention on the packed qkv projection, flash style:
+ * the forward keeps only the log-sum-exp of every score row, and backward
+ * recomputes the probabilities from it (no T x T matrix is stored). */
+#ifndef GPT2_KERNELS_ATTENTION_H
+#define GPT2_KERNELS_ATTENTION_H
+
+/* qkv (B,T,3C) packed as [q | k | v], each C = NH heads of HS = C/NH.
+ * out (B,T,C) heads concatenated; lse (B,NH,T) = log sum_s exp(q.k_s/sqrt(HS)). */
+void attention_forward_cpu(float *out, float *lse, const float *qkv, int B, int T, int C,
+                           int NH);
+/* dqkv (B,T,3C) is overwritten. out and lse are the forward's. */
+void attention_backward_cpu(float *dqkv, const float *dout, const float *qkv, const float *out,
+                            const float *lse, int B, int T, int C, int NH);
+
+/* CUDA backend (bf16 tensors as void *, fp32 lse; see kernels/cuda/attention.cu).
+ * Visible in CUDA builds of C files and in every CUDA translation unit. HS =
+ * C/NH must be 64 or 128; T is any length >= 1. All calls are asynchronous on
+ * `stream`. */
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct CUstream_st *cudaStream_t; /* as in the CUDA runtime's driver_types.h */
+/* out (B,T,C) bf16, lse (B,NH,T) fp32, from qkv (B,T,3C) bf16. */
+void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                            cudaStream_t stream);
+/* Device scratch the backward needs: an fp32 dq accumulator (B,T,C) and the
+ * row sums D = rowsum(dout * out) (B,NH,T). */
+size_t attention_backward_workspace_bytes(int B, int T, int C, int NH);
+/* dqkv (B,T,3C) bf16 is overwritten; workspace holds at least
+ * attention_backward_workspace_bytes(B, T, C, NH) bytes, 16-byte aligned, and
+ * need not be initialised. */
+void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, const void *out,
+                             const float *lse, int B, int T, int C, int NH, void *workspace,
+                             cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#endif

@@ -1,0 +1,29 @@
+/* Fused classifier: softmax, cross-entropy and its gradient in one pass over
+ * each row of logits, written in place so no probability matrix is kept. */
+#ifndef GPT2_KERNELS_CLASSIFIER_H
+#define GPT2_KERNELS_CLASSIFIER_H
+#include <stdint.h>
+
+/* logits (N,Vp) rows; only the first V columns are real (the rest is padding
+ * and never affects the loss). losses[i] = -log softmax(logits[i,:V])[targets[i]].
+ * When dloss != 0, logits is replaced by dlogits = (softmax - onehot) * dloss
+ * for the first V columns and 0 for the padding; with dloss == 0 logits are left
+ * untouched (evaluation). */
+void classifier_forward_backward_cpu(float *logits, float *losses, const int32_t *targets,
+                                     int N, int V, int Vp, float dloss);
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CUDA (src/kernels/cuda/classifier.cu): bf16 logits (Vp a multiple of 8,
+ * 16-byte aligned rows), fp32 math and losses, targets on the device. A
+ * target outside [0, V) gives a NaN loss. */
+void classifier_forward_backward_cuda(void *logits, float *losses, const int32_t *targets, int N,
+                                      int V, int Vp, float dloss, cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#endif

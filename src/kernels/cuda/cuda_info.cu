@@ -1,0 +1,31 @@
+// GPU discovery through the CUDA runtime (see kernels/cuda_info.h).
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include "kernels/cuda_info.h"
+
+extern "C" int cuda_device_count(void) {
+    int n = 0;
+    // No driver or no device is not an error here: the CPU backend still runs.
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" void cuda_device_describe(int device, char *buf, size_t len) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+        snprintf(buf, len, "device %d (unavailable)", device);
+        return;
+    }
+    snprintf(buf, len, "%s (sm_%d%d, %.0f GiB)", prop.name, prop.major, prop.minor,
+             prop.totalGlobalMem / 1073741824.0);
+}
+
+extern "C" int cuda_runtime_version(void) {
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return v;
+}

@@ -1,0 +1,20 @@
+/* What the CUDA runtime sees: GPU count and names, for --version, the
+ * environment report and device=auto. Defined only in CUDA builds. */
+#ifndef GPT2_KERNELS_CUDA_INFO_H
+#define GPT2_KERNELS_CUDA_INFO_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Number of visible GPUs; 0 when there is no driver or no device. */
+int cuda_device_count(void);
+/* "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)" into buf. */
+void cuda_device_describe(int device, char *buf, size_t len);
+/* CUDA runtime version as major*1000 + minor*10 (e.g. 13000). */
+int cuda_runtime_version(void);
+#ifdef __cplusplus
+}
+#endif
+#endif

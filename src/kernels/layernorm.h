@@ -1,0 +1,45 @@
+/* LayerNorm over the last dimension (eps 1e-5, as GPT-2), optionally fused
+ * with the residual add that precedes it. Statistics are FP32 on every backend. */
+#ifndef GPT2_KERNELS_LAYERNORM_H
+#define GPT2_KERNELS_LAYERNORM_H
+
+/* out = LN(inp) * weight + bias over N rows of C; mean and rstd (N) are saved
+ * for backward. */
+void layernorm_forward_cpu(float *out, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, int N, int C);
+/* residual = a + b, then out = LN(residual): the residual stream add and the
+ * LayerNorm that reads it in one pass. */
+void residual_layernorm_forward_cpu(float *residual, float *out, float *mean, float *rstd,
+                                    const float *a, const float *b, const float *weight,
+                                    const float *bias, int N, int C);
+/* Accumulates (+=) into dinp, dweight, dbias. */
+void layernorm_backward_cpu(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, const float *mean,
+                            const float *rstd, int N, int C);
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CUDA (src/kernels/cuda/layernorm.cu): bf16 tensors, fp32 statistics; C a
+ * multiple of 8 up to 2048, 16-byte aligned rows. Same contracts as above
+ * (residual may alias a or b; the backward accumulates). */
+void layernorm_forward_cuda(void *out, float *mean, float *rstd, const void *inp,
+                            const void *weight, const void *bias, int N, int C,
+                            cudaStream_t stream);
+void residual_layernorm_forward_cuda(void *residual, void *out, float *mean, float *rstd,
+                                     const void *a, const void *b, const void *weight,
+                                     const void *bias, int N, int C, cudaStream_t stream);
+/* Scratch for the per-block fp32 partial sums of dweight and dbias. */
+size_t layernorm_backward_cuda_workspace_bytes(int N, int C);
+void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                             const void *inp, const void *weight, const float *mean,
+                             const float *rstd, int N, int C, void *workspace,
+                             size_t workspace_bytes, cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#endif

@@ -1,0 +1,54 @@
+/* Linear layers, nn.Linear layout: out (N,OC) = inp (N,C) @ weight(OC,C)^T + bias(OC). */
+#ifndef GPT2_KERNELS_MATMUL_H
+#define GPT2_KERNELS_MATMUL_H
+
+/* bias may be NULL. out is overwritten. */
+void matmul_forward_cpu(float *out, const float *inp, const float *weight, const float *bias,
+                        int N, int C, int OC);
+/* dinp (N,C) is overwritten (skipped when NULL); dweight (OC,C) and dbias (OC)
+ * are accumulated (+=), dbias skipped when NULL. */
+void matmul_backward_cpu(float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, int N, int C, int OC);
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CUDA (src/kernels/cuda/matmul.cu): cuBLASLt, bf16 in and out, fp32
+ * accumulation; C and OC multiples of 8. The handle and its workspace belong
+ * to the caller (ops_cuda). */
+typedef struct {
+    cublasLtHandle_t handle;
+    void *workspace;
+    size_t workspace_bytes;
+} cublaslt_ctx;
+
+/* out (N,OC) = inp @ weight^T + bias; bias may be NULL. */
+void matmul_forward_cuda(void *out, const void *inp, const void *weight, const void *bias, int N,
+                         int C, int OC, const cublaslt_ctx *lt, cudaStream_t stream);
+/* pre = inp @ weight^T + bias, out = gelu(pre) (tanh form), one GEMM. */
+void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
+                              const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
+                              cudaStream_t stream);
+/* Scratch matmul_backward_cuda needs (dbias staging). */
+size_t matmul_backward_cuda_workspace_bytes(int N, int OC);
+/* dinp (N,C) = dout @ weight, then times gelu'(pre) when pre is not NULL
+ * (pre (N,C): the input of the gelu that fed this layer); dinp skipped when
+ * NULL. dweight += dout^T @ inp; dbias += column sums of dout (skipped when
+ * NULL). */
+void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                          const void *inp, const void *weight, const void *pre, int N, int C,
+                          int OC, void *workspace, size_t workspace_bytes,
+                          const cublaslt_ctx *lt, cudaStream_t stream);
+/* 1 (default): fused cuBLASLt epilogues (GELU_AUX_BIAS, DGELU, BGRADB) where
+ * cuBLASLt has an algorithm for them; 0: plain GEMMs plus separate kernels
+ * (for testing the fallbacks). */
+void matmul_cuda_set_fusion(int on);
+#ifdef __cplusplus
+}
+#endif
+#endif
+#endif

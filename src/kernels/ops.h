@@ -1,0 +1,90 @@
+/* The kernel table: the one interface behind which the CPU (fp32) and CUDA
+ * (bf16) backends differ. Model orchestration, the loop and the optimizer call
+ * only these. Tensors of parameters, gradients and activations are `void *` in
+ * the backend's storage type (elem_bytes each); LayerNorm statistics,
+ * attention log-sum-exp, losses and optimizer state are always fp32. */
+#ifndef GPT2_KERNELS_OPS_H
+#define GPT2_KERNELS_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kernel_ops {
+    const char *name;  /* "cpu" | "cuda" */
+    size_t elem_bytes; /* storage of params/grads/activations: 4 (fp32) or 2 (bf16) */
+
+    /* memory in the backend's address space */
+    void *(*alloc)(size_t bytes);
+    void (*release)(void *ptr);
+    void (*zero)(void *ptr, size_t bytes);
+    void (*upload)(void *dst, const void *src_host, size_t bytes);
+    void (*download)(void *dst_host, const void *src, size_t bytes);
+    /* n storage elements <-> fp32 on the host */
+    void (*upload_f32)(void *dst, const float *src_host, size_t n);
+    void (*download_f32)(float *dst_host, const void *src, size_t n);
+    void (*synchronize)(void);
+
+    void (*encoder_forward)(void *out, const int32_t *inp, const void *wte, const void *wpe, int B,
+                            int T, int C);
+    void (*encoder_backward)(void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B,
+                             int T, int C);
+    void (*layernorm_forward)(void *out, float *mean, float *rstd, const void *inp,
+                              const void *weight, const void *bias, int N, int C);
+    void (*residual_layernorm_forward)(void *residual, void *out, float *mean, float *rstd,
+                                       const void *a, const void *b, const void *weight,
+                                       const void *bias, int N, int C);
+    void (*layernorm_backward)(void *dinp, void *dweight, void *dbias, const void *dout,
+                               const void *inp, const void *weight, const float *mean,
+                               const float *rstd, int N, int C);
+    void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, int N,
+                           int C, int OC);
+    /* out = gelu(pre), pre = inp @ weight^T + bias (pre kept for backward) */
+    void (*matmul_gelu_forward)(void *out, void *pre, const void *inp, const void *weight,
+                                const void *bias, int N, int C, int OC);
+    void (*matmul_backward)(void *dinp, void *dweight, void *dbias, const void *dout,
+                            const void *inp, const void *weight, int N, int C, int OC);
+    /* as matmul_backward, then dinp *= gelu'(pre): the backward of a linear
+     * layer whose input was gelu(pre) */
+    void (*matmul_backward_gelu)(void *dinp, void *dweight, void *dbias, const void *dout,
+                                 const void *inp, const void *weight, const void *pre, int N,
+                                 int C, int OC);
+    void (*attention_forward)(void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
+    void (*attention_backward)(void *dqkv, const void *dout, const void *qkv, const void *out,
+                               const float *lse, int B, int T, int C, int NH);
+    void (*classifier_forward_backward)(void *logits, float *losses, const int32_t *targets, int N,
+                                        int V, int Vp, float dloss);
+
+    /* Sum of squares of n gradient elements (as double on the host). */
+    double (*grad_sum_squares)(const void *grad, size_t n);
+    /* AdamW over n elements of an fp32 master shard; writes the updated
+     * values into params (storage type) too. */
+    void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
+                         size_t n, float lr, float beta1, float beta2, float eps,
+                         float weight_decay, float grad_scale, int t);
+} kernel_ops;
+
+extern const kernel_ops ops_cpu;
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The CUDA backend (kernels/cuda/ops_cuda.cu): bf16 storage, one compute
+ * stream. ops_cuda_init must run first. */
+extern const kernel_ops ops_cuda;
+/* Selects the GPU, creates the compute stream, the cuBLASLt handle and its
+ * 32 MiB workspace. Once per process (again with the same device is a no-op). */
+void ops_cuda_init(int device);
+/* The stream every ops_cuda call runs on (a cudaStream_t), for the
+ * communicator's events and stream waits. */
+struct CUstream_st *ops_cuda_stream(void);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+/* Pointer to element `index` of a storage-typed buffer. */
+static inline void *ops_at(const kernel_ops *ops, const void *base, size_t index) {
+    return (char *)base + index * ops->elem_bytes;
+}
+#endif

@@ -1,0 +1,118 @@
+/* The CPU backend's kernel table: fp32 everywhere, host memory, the
+ * reference kernels of src/kernels/cpu/. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/fail.h"
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/classifier.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/ops.h"
+
+static void *cpu_alloc(size_t bytes) {
+    /* 64-byte alignment keeps vector loads on cache-line boundaries. */
+    void *p = NULL;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0)
+        FAIL("out of host memory allocating %zu bytes", bytes);
+    return p;
+}
+static void cpu_release(void *p) { free(p); }
+static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_copy_f32(void *dst, const float *src, size_t n) { memcpy(dst, src, n * 4); }
+static void cpu_copy_to_f32(float *dst, const void *src, size_t n) { memcpy(dst, src, n * 4); }
+static void cpu_synchronize(void) {}
+
+static void cpu_encoder_forward(void *out, const int32_t *inp, const void *wte, const void *wpe,
+                                int B, int T, int C) {
+    encoder_forward_cpu(out, inp, wte, wpe, B, T, C);
+}
+static void cpu_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
+                                 int B, int T, int C) {
+    encoder_backward_cpu(dwte, dwpe, dout, inp, B, T, C);
+}
+static void cpu_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
+                                  const void *weight, const void *bias, int N, int C) {
+    layernorm_forward_cpu(out, mean, rstd, inp, weight, bias, N, C);
+}
+static void cpu_residual_layernorm_forward(void *residual, void *out, float *mean, float *rstd,
+                                           const void *a, const void *b, const void *weight,
+                                           const void *bias, int N, int C) {
+    residual_layernorm_forward_cpu(residual, out, mean, rstd, a, b, weight, bias, N, C);
+}
+static void cpu_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
+                                   const void *inp, const void *weight, const float *mean,
+                                   const float *rstd, int N, int C) {
+    layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+static void cpu_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
+                               int N, int C, int OC) {
+    matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
+}
+static void cpu_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
+                                    const void *bias, int N, int C, int OC) {
+    matmul_forward_cpu(pre, inp, weight, bias, N, C, OC);
+    gelu_forward_cpu(out, pre, (size_t)N * OC);
+}
+static void cpu_matmul_backward(void *dinp, void *dweight, void *dbias, const void *dout,
+                                const void *inp, const void *weight, int N, int C, int OC) {
+    matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+static void cpu_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
+                                     const void *inp, const void *weight, const void *pre, int N,
+                                     int C, int OC) {
+    matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+    gelu_backward_cpu(dinp, pre, dinp, (size_t)N * C);
+}
+static void cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                  int NH) {
+    attention_forward_cpu(out, lse, qkv, B, T, C, NH);
+}
+static void cpu_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                   const float *lse, int B, int T, int C, int NH) {
+    attention_backward_cpu(dqkv, dout, qkv, out, lse, B, T, C, NH);
+}
+static void cpu_classifier(void *logits, float *losses, const int32_t *targets, int N, int V,
+                           int Vp, float dloss) {
+    classifier_forward_backward_cpu(logits, losses, targets, N, V, Vp, dloss);
+}
+static double cpu_grad_sum_squares(const void *grad, size_t n) { return sum_squares_cpu(grad, n); }
+static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
+                             size_t n, float lr, float beta1, float beta2, float eps,
+                             float weight_decay, float grad_scale, int t) {
+    adamw_update_cpu(master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+    if (params != master) memcpy(params, master, n * sizeof(float));
+}
+
+const kernel_ops ops_cpu = {
+    .name = "cpu",
+    .elem_bytes = sizeof(float),
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .zero = cpu_zero,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .upload_f32 = cpu_copy_f32,
+    .download_f32 = cpu_copy_to_f32,
+    .synchronize = cpu_synchronize,
+    .encoder_forward = cpu_encoder_forward,
+    .encoder_backward = cpu_encoder_backward,
+    .layernorm_forward = cpu_layernorm_forward,
+    .residual_layernorm_forward = cpu_residual_layernorm_forward,
+    .layernorm_backward = cpu_layernorm_backward,
+    .matmul_forward = cpu_matmul_forward,
+    .matmul_gelu_forward = cpu_matmul_gelu_forward,
+    .matmul_backward = cpu_matmul_backward,
+    .matmul_backward_gelu = cpu_matmul_backward_gelu,
+    .attention_forward = cpu_attention_forward,
+    .attention_backward = cpu_attention_backward,
+    .classifier_forward_backward = cpu_classifier,
+    .grad_sum_squares = cpu_grad_sum_squares,
+    .adamw_update = cpu_adamw_update,
+};

@@ -1,0 +1,87 @@
+/* gpt2_ddp: config -> dist -> model -> data -> train loop.
+ * Usage: gpt2_ddp CONFIG.ini [key=value ...] | --help | --version */
+#include <stdio.h>
+#include <string.h>
+
+#include "dist/dist.h"
+#include "dist/fail.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
+#include "train/config.h"
+#include "train/train.h"
+
+static void print_usage(FILE *out) {
+    fprintf(out,
+            "usage: gpt2_ddp CONFIG.ini [key=value ...]\n"
+            "       gpt2_ddp --print-config CONFIG.ini [key=value ...]\n"
+            "       gpt2_ddp --help | --version\n\n"
+            "Trains GPT-2 on one or many ranks (mpirun -np N gpt2_ddp ...).\n"
+            "--print-config prints the resolved configuration and exits.\n\n");
+}
+
+static void print_version(void) {
+    printf("gpt2_ddp %s\n", GPT2_VERSION);
+    printf("backends: cpu (fp32%s)", GPT2_HAVE_OPENMP ? ", OpenMP" : "");
+#if GPT2_HAVE_CUDA
+    int v = cuda_runtime_version();
+    printf(", cuda (runtime %d.%d, %d GPU(s) visible)", v / 1000, (v % 1000) / 10,
+           cuda_device_count());
+#endif
+    printf("\n");
+    int mpi_major = 0, mpi_minor = 0;
+    MPI_Get_version(&mpi_major, &mpi_minor);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    char *newline = strchr(lib, '\n');
+    if (newline) *newline = '\0';
+    printf("features: MPI %d.%d (%s), HDF5 checkpoints\n", mpi_major, mpi_minor, lib);
+}
+
+int main(int argc, char **argv) {
+    dist_state dist;
+    dist_init(&dist, &argc, &argv);
+
+    int arg = 1;
+    int print_only = 0;
+    if (arg < argc && (strcmp(argv[arg], "--help") == 0 || strcmp(argv[arg], "-h") == 0)) {
+        if (dist.rank == 0) {
+            print_usage(stdout);
+            config_print_help(stdout);
+        }
+        dist_free(&dist);
+        return 0;
+    }
+    if (arg < argc && strcmp(argv[arg], "--version") == 0) {
+        if (dist.rank == 0) print_version();
+        dist_free(&dist);
+        return 0;
+    }
+    if (arg < argc && strcmp(argv[arg], "--print-config") == 0) {
+        print_only = 1;
+        arg++;
+    }
+    if (arg >= argc || argv[arg][0] == '-' || strchr(argv[arg], '=')) {
+        if (arg < argc && argv[arg][0] == '-')
+            fail_collective(EXIT_USAGE, "unknown option '%s' (see --help)", argv[arg]);
+        fail_collective(EXIT_USAGE, "missing CONFIG.ini (usage: gpt2_ddp CONFIG.ini [key=value ...])");
+    }
+    const char *config_path = argv[arg++];
+
+    config cfg;
+    config_load(&cfg, config_path, argc - arg, argv + arg);
+    config_validate(&cfg, dist.world);
+    if (print_only) {
+        if (dist.rank == 0) {
+            static char text[16384];
+            config_format(&cfg, text, sizeof text);
+            fputs(text, stdout);
+        }
+        dist_free(&dist);
+        return 0;
+    }
+    int rc = train_run(&cfg, &dist);
+    dist_free(&dist);
+    return rc;
+}

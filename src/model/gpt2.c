@@ -1,0 +1,227 @@
+/* GPT-2 forward/backward orchestration over the kernel table (see gpt2.h).
+ * Per block: ln1 -> qkv -> attention -> proj (+res, ln2 fused) -> fc+gelu ->
+ * proj (+res, next ln fused). Backward runs the blocks in reverse, keeping the
+ * residual-stream gradient in dres, and reports finished gradient ranges. */
+#include "model/gpt2.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/fail.h"
+#include "model/rng.h"
+
+#define CLASSIFIER_CHUNK_BYTES (64u << 20) /* bounds the logits buffer */
+
+static void *alloc_acts(const kernel_ops *ops, size_t n) { return ops->alloc(n * ops->elem_bytes); }
+static float *alloc_f32(const kernel_ops *ops, size_t n) { return ops->alloc(n * sizeof(float)); }
+
+void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T) {
+    memset(m, 0, sizeof *m);
+    m->lay = *lay;
+    m->ops = ops;
+    m->B = B;
+    m->T = T;
+    const size_t C = (size_t)lay->n_embd, N = (size_t)B * T, NH = (size_t)lay->n_head;
+    const size_t Vp = (size_t)lay->padded_vocab_size;
+    m->params = ops->alloc(lay->n_elements * ops->elem_bytes);
+    m->grads = ops->alloc(lay->n_elements * ops->elem_bytes);
+    ops->zero(m->grads, lay->n_elements * ops->elem_bytes);
+    m->acts = xcalloc((size_t)lay->n_layer, sizeof(block_acts));
+    for (int l = 0; l < lay->n_layer; l++) {
+        block_acts *a = &m->acts[l];
+        a->res1 = alloc_acts(ops, N * C);
+        a->ln1 = alloc_acts(ops, N * C);
+        a->qkv = alloc_acts(ops, N * 3 * C);
+        a->atty = alloc_acts(ops, N * C);
+        a->res2 = alloc_acts(ops, N * C);
+        a->ln2 = alloc_acts(ops, N * C);
+        a->fch = alloc_acts(ops, N * 4 * C);
+        a->fch_gelu = alloc_acts(ops, N * 4 * C);
+        a->ln1_mean = alloc_f32(ops, N);
+        a->ln1_rstd = alloc_f32(ops, N);
+        a->ln2_mean = alloc_f32(ops, N);
+        a->ln2_rstd = alloc_f32(ops, N);
+        a->lse = alloc_f32(ops, (size_t)B * NH * T);
+    }
+    m->res_final = alloc_acts(ops, N * C);
+    m->lnf = alloc_acts(ops, N * C);
+    m->lnf_mean = alloc_f32(ops, N);
+    m->lnf_rstd = alloc_f32(ops, N);
+    m->scratch = alloc_acts(ops, N * C);
+    size_t chunk = CLASSIFIER_CHUNK_BYTES / (Vp * ops->elem_bytes);
+    if (chunk < 1) chunk = 1;
+    if (chunk > N) chunk = N;
+    m->classifier_chunk = (int)chunk;
+    m->logits = alloc_acts(ops, chunk * Vp);
+    m->losses = alloc_f32(ops, N);
+    m->inputs = ops->alloc(N * sizeof(int32_t));
+    m->targets = ops->alloc(N * sizeof(int32_t));
+    m->dres = alloc_acts(ops, N * C);
+    m->dln = alloc_acts(ops, N * C);
+    m->dfch = alloc_acts(ops, N * 4 * C);
+    m->dqkv = alloc_acts(ops, N * 3 * C);
+}
+
+void gpt2_free(gpt2_model *m) {
+    const kernel_ops *ops = m->ops;
+    for (int l = 0; l < m->lay.n_layer; l++) {
+        block_acts *a = &m->acts[l];
+        void *bufs[] = {a->res1, a->ln1, a->qkv, a->atty, a->res2, a->ln2, a->fch, a->fch_gelu,
+                        a->ln1_mean, a->ln1_rstd, a->ln2_mean, a->ln2_rstd, a->lse};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
+    }
+    free(m->acts);
+    void *bufs[] = {m->params, m->grads, m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
+                    m->scratch, m->logits, m->losses, m->inputs, m->targets, m->dres,
+                    m->dln, m->dfch, m->dqkv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
+    memset(m, 0, sizeof *m);
+}
+
+void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params) {
+    memset(host_params, 0, lay->n_elements * sizeof(float));
+    rng_state rng;
+    rng_seed(&rng, seed);
+    const double std = 0.02;
+    /* GPT-2 scales the projections that write into the residual stream by
+     * 1/sqrt(2 L): two per block, so the stream's variance stays bounded. */
+    const double residual_std = std / sqrt(2.0 * lay->n_layer);
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const param_tensor *t = &lay->tensors[i];
+        float *p = host_params + t->offset;
+        const char *name = t->name;
+        size_t len = strlen(name);
+        int is_bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+        int is_ln = strstr(name, "ln_") != NULL;
+        if (is_bias) continue; /* zero */
+        if (is_ln) {
+            for (size_t k = 0; k < t->numel; k++) p[k] = 1.0f;
+            continue;
+        }
+        int is_residual_proj = strstr(name, ".c_proj.weight") != NULL;
+        double s = is_residual_proj ? residual_std : std;
+        size_t n = t->numel;
+        if (t->offset == lay->wte) n = (size_t)lay->vocab_size * lay->n_embd; /* padding rows stay 0 */
+        for (size_t k = 0; k < n; k++) p[k] = (float)(s * rng_normal(&rng));
+    }
+}
+
+#define P(off) ops_at(ops, m->params, (off))
+#define G(off) ops_at(ops, m->grads, (off))
+
+/* The classifier over every row of ln_f's output, one chunk of rows at a
+ * time: logits, loss and (with dloss) dlogits in place, then d(ln_f) and the
+ * wte gradient from that chunk before the next overwrites it. */
+static void classifier_chunks(gpt2_model *m, int N, float dloss) {
+    const kernel_ops *ops = m->ops;
+    const gpt2_layout *lay = &m->lay;
+    const int C = lay->n_embd, V = lay->vocab_size, Vp = lay->padded_vocab_size;
+    for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
+        int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
+        const void *x = ops_at(ops, m->lnf, (size_t)r0 * C);
+        ops->matmul_forward(m->logits, x, P(lay->wte), NULL, n, C, Vp);
+        ops->classifier_forward_backward(m->logits, m->losses + r0, m->targets + r0, n, V, Vp,
+                                         dloss);
+        if (dloss != 0.0f)
+            ops->matmul_backward(ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), NULL,
+                                 m->logits, x, P(lay->wte), n, C, Vp);
+    }
+}
+
+float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
+                   float dloss) {
+    const kernel_ops *ops = m->ops;
+    const gpt2_layout *lay = &m->lay;
+    CHECK(B <= m->B && T <= m->T && B * T <= m->B * m->T,
+          "batch %dx%d exceeds the model's activation capacity %dx%d", B, T, m->B, m->T);
+    const int L = lay->n_layer, C = lay->n_embd, NH = lay->n_head, N = B * T;
+    m->fwd_B = B;
+    m->fwd_T = T;
+    ops->upload(m->inputs, inputs, (size_t)N * sizeof(int32_t));
+    if (targets) ops->upload(m->targets, targets, (size_t)N * sizeof(int32_t));
+
+    ops->encoder_forward(m->acts[0].res1, m->inputs, P(lay->wte), P(lay->wpe), B, T, C);
+    ops->layernorm_forward(m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd,
+                           m->acts[0].res1, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N,
+                           C);
+    for (int l = 0; l < L; l++) {
+        const block_offsets *o = &lay->blocks[l];
+        block_acts *a = &m->acts[l];
+        ops->matmul_forward(a->qkv, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C, 3 * C);
+        ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
+        ops->matmul_forward(m->scratch, a->atty, P(o->attproj_w), P(o->attproj_b), N, C, C);
+        ops->residual_layernorm_forward(a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
+                                        m->scratch, P(o->ln2_w), P(o->ln2_b), N, C);
+        ops->matmul_gelu_forward(a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C,
+                                 4 * C);
+        ops->matmul_forward(m->scratch, a->fch_gelu, P(o->fcproj_w), P(o->fcproj_b), N, 4 * C, C);
+        /* The block's output residual and the next LayerNorm (the next block's
+         * ln_1, or ln_f after the last block) in one pass. */
+        if (l + 1 < L) {
+            block_acts *next = &m->acts[l + 1];
+            const block_offsets *no = &lay->blocks[l + 1];
+            ops->residual_layernorm_forward(next->res1, next->ln1, next->ln1_mean, next->ln1_rstd,
+                                            a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N,
+                                            C);
+        } else {
+            ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
+                                            a->res2, m->scratch, P(lay->lnf_w), P(lay->lnf_b), N,
+                                            C);
+        }
+    }
+    if (!targets) return 0.0f;
+    classifier_chunks(m, N, dloss);
+
+    float *host_losses = xmalloc((size_t)N * sizeof(float));
+    ops->download(host_losses, m->losses, (size_t)N * sizeof(float));
+    double sum = 0.0;
+    for (int i = 0; i < N; i++) sum += host_losses[i];
+    free(host_losses);
+    return (float)(sum / N);
+}
+
+void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
+    const kernel_ops *ops = m->ops;
+    const gpt2_layout *lay = &m->lay;
+    const int L = lay->n_layer, C = lay->n_embd, NH = lay->n_head;
+    const int B = m->fwd_B, T = m->fwd_T, N = B * T;
+    /* dln holds d(ln_f output) from the classifier chunks. */
+    ops->zero(m->dres, (size_t)N * C * ops->elem_bytes);
+    ops->layernorm_backward(m->dres, G(lay->lnf_w), G(lay->lnf_b), m->dln, m->res_final,
+                            P(lay->lnf_w), m->lnf_mean, m->lnf_rstd, N, C);
+    if (on_ready) on_ready(ctx, lay->blocks[L - 1].begin);
+    for (int l = L - 1; l >= 0; l--) {
+        const block_offsets *o = &lay->blocks[l];
+        block_acts *a = &m->acts[l];
+        /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
+        ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), G(o->fcproj_b), m->dres, a->fch_gelu,
+                                  P(o->fcproj_w), a->fch, N, 4 * C, C);
+        ops->matmul_backward(m->dln, G(o->fc_w), G(o->fc_b), m->dfch, a->ln2, P(o->fc_w), N, C,
+                             4 * C);
+        ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
+                                a->ln2_mean, a->ln2_rstd, N, C);
+        /* Attention: dres is now d(res2). */
+        ops->matmul_backward(m->dln, G(o->attproj_w), G(o->attproj_b), m->dres, a->atty,
+                             P(o->attproj_w), N, C, C);
+        ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH);
+        ops->matmul_backward(m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1, P(o->qkv_w), N,
+                             C, 3 * C);
+        ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
+                                a->ln1_mean, a->ln1_rstd, N, C);
+        if (on_ready) on_ready(ctx, l > 0 ? lay->blocks[l - 1].begin : lay->wpe);
+    }
+    ops->encoder_backward(G(lay->wte), G(lay->wpe), m->dres, m->inputs, B, T, C);
+    if (on_ready) on_ready(ctx, lay->n_elements);
+}
+
+void gpt2_last_logits(gpt2_model *m, int B, int T, float *host_logits) {
+    const kernel_ops *ops = m->ops;
+    const gpt2_layout *lay = &m->lay;
+    const int C = lay->n_embd, Vp = lay->padded_vocab_size;
+    for (int b = 0; b < B; b++) {
+        const void *x = ops_at(ops, m->lnf, ((size_t)b * T + T - 1) * C);
+        ops->matmul_forward(m->logits, x, P(lay->wte), NULL, 1, C, Vp);
+        ops->download_f32(host_logits + (size_t)b * Vp, m->logits, (size_t)Vp);
+    }
+}

@@ -1,0 +1,74 @@
+/* Run configuration: an .ini file plus key=value overrides, validated with
+ * errors that name the key, printed once and stored in every checkpoint. */
+#ifndef GPT2_TRAIN_CONFIG_H
+#define GPT2_TRAIN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CONFIG_STR_MAX 512
+
+typedef struct {
+    /* model */
+    int n_layer;           /* transformer blocks */
+    int n_embd;            /* width C */
+    int n_head;            /* heads; n_embd % n_head == 0 */
+    int vocab_size;        /* real vocabulary, 50257 for GPT-2 */
+    int padded_vocab_size; /* derived: vocab_size rounded up to a multiple of 128 */
+    int block_size;        /* maximum context (rows of wpe) */
+
+    /* batch */
+    int micro_batch;     /* B: sequences per rank per micro-step */
+    int seq_len;         /* T <= block_size */
+    int64_t total_batch; /* tokens per optimizer step over all ranks */
+    int grad_accum;      /* derived: total_batch / (micro_batch * seq_len * world) */
+
+    /* optimizer and schedule */
+    double lr;            /* peak learning rate */
+    double min_lr_frac;   /* final lr = lr * min_lr_frac */
+    int warmup_steps;     /* linear warm-up from lr/warmup_steps to lr */
+    char lr_schedule[16]; /* cosine | linear | constant (after warm-up) */
+    double weight_decay;  /* decoupled, 2-D tensors only */
+    double beta1, beta2, eps;
+    double grad_clip; /* global-norm clip; 0 disables */
+    int max_steps;
+
+    /* intervals (0 disables) */
+    int eval_every;
+    int eval_batches; /* val batches (of micro_batch sequences per rank) per evaluation */
+    int log_every;
+    int checkpoint_every;
+
+    /* data, device, output */
+    char train_data[CONFIG_STR_MAX]; /* glob pattern of .bin shards */
+    char val_data[CONFIG_STR_MAX];
+    char device[16]; /* auto | cpu | cuda */
+    uint64_t seed;
+    char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */
+    char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
+
+    /* distributed */
+    int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
+    double bucket_mb;
+    bool dry_run; /* print the memory report and exit */
+} config;
+
+/* Loads defaults, then the .ini file at path (may be NULL), then each
+ * "key=value" in overrides. Any problem fails every rank with exit code 2 and
+ * a message naming the key (fail_collective). config_file_stem is stored in
+ * run_name when run_name is left empty. */
+void config_load(config *cfg, const char *path, int n_overrides, char *const *overrides);
+
+/* Checks ranges and consistency for a world of world_size ranks and fills in
+ * the derived fields; fails with exit code 2 naming the key and value. */
+void config_validate(config *cfg, int world_size);
+
+/* "key = value" lines for every key, in table order; returns bytes written
+ * (like snprintf). The text parses back into the same config. */
+size_t config_format(const config *cfg, char *buf, size_t len);
+
+/* Every key with its default and meaning, for --help. */
+void config_print_help(FILE *out);
+#endif

@@ -1,0 +1,47 @@
+/* Step and eval logging on rank 0 (see metrics.h). */
+#include "train/metrics.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "dist/fail.h"
+
+void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps) {
+    log->jsonl = NULL;
+    log->max_steps = max_steps;
+    if (rank != 0) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
+    log->jsonl = fopen(path, "a");
+    if (!log->jsonl) FAIL("cannot open %s: %s", path, strerror(errno));
+}
+
+void metrics_close(metrics_log *log) {
+    if (log->jsonl) fclose(log->jsonl);
+    log->jsonl = NULL;
+}
+
+void metrics_step(metrics_log *log, const step_record *r) {
+    if (!log->jsonl) return;
+    char mfu_text[32] = "";
+    if (r->mfu >= 0) snprintf(mfu_text, sizeof mfu_text, " | mfu %5.1f%%", 100.0 * r->mfu);
+    printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.1f ms | %9.0f tok/s%s\n", r->step,
+           log->max_steps, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s, mfu_text);
+    fflush(stdout);
+    fprintf(log->jsonl,
+            "{\"type\":\"step\",\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,"
+            "\"ms\":%.3f,\"tokens_per_s\":%.1f",
+            r->step, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s);
+    if (r->mfu >= 0) fprintf(log->jsonl, ",\"mfu\":%.5f", r->mfu);
+    fprintf(log->jsonl, "}\n");
+    fflush(log->jsonl);
+}
+
+void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
+    if (!log->jsonl) return;
+    printf("eval  %5d | val loss %.6f | %8.1f ms\n", step, val_loss, ms);
+    fflush(stdout);
+    fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.9g,\"ms\":%.3f}\n", step,
+            val_loss, ms);
+    fflush(log->jsonl);
+}

@@ -1,0 +1,24 @@
+/* Rank 0's step log: one human line per step on stdout and the same record
+ * as a JSON line in <run_dir>/metrics.jsonl. */
+#ifndef GPT2_TRAIN_METRICS_H
+#define GPT2_TRAIN_METRICS_H
+
+#include <stdio.h>
+
+typedef struct {
+    FILE *jsonl; /* NULL on ranks other than 0 */
+    int max_steps;
+} metrics_log;
+
+typedef struct {
+    int step; /* 1-based: optimizer steps completed */
+    double loss, lr, grad_norm, ms, tokens_per_s;
+    double mfu; /* fraction of peak, < 0 when unknown (CPU) */
+} step_record;
+
+/* Opens run_dir/metrics.jsonl for appending (rank 0 only). */
+void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps);
+void metrics_close(metrics_log *log);
+void metrics_step(metrics_log *log, const step_record *r);
+void metrics_eval(metrics_log *log, int step, double val_loss, double ms);
+#endif

@@ -1,0 +1,71 @@
+/* AdamW over a shard of the flat buffer (see optimizer.h). */
+#include "train/optimizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/fail.h"
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+
+void optimizer_init(adamw_state *opt, const gpt2_layout *lay, const kernel_ops *ops, size_t lo,
+                    size_t hi, const float *host_params) {
+    memset(opt, 0, sizeof *opt);
+    CHECK(lo <= hi && hi <= lay->n_elements, "bad optimizer shard [%zu, %zu)", lo, hi);
+    opt->lo = lo;
+    opt->hi = hi;
+    size_t n = hi - lo;
+    opt->master = ops->alloc(n * sizeof(float));
+    opt->m = ops->alloc(n * sizeof(float));
+    opt->v = ops->alloc(n * sizeof(float));
+    ops->upload(opt->master, host_params + lo, n * sizeof(float));
+    ops->zero(opt->m, n * sizeof(float));
+    ops->zero(opt->v, n * sizeof(float));
+    /* Segments: each tensor's intersection with the shard; alignment gaps
+     * between tensors are skipped (their gradients are always zero). */
+    opt->segments = xcalloc((size_t)lay->n_tensors, sizeof(opt_segment));
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const param_tensor *t = &lay->tensors[i];
+        size_t b = max_sz(lo, t->offset), e = min_sz(hi, t->offset + t->numel);
+        if (b >= e) continue;
+        opt->segments[opt->n_segments++] = (opt_segment){.begin = b, .end = e, .decay = t->decay};
+    }
+}
+
+void optimizer_free(adamw_state *opt, const kernel_ops *ops) {
+    ops->release(opt->master);
+    ops->release(opt->m);
+    ops->release(opt->v);
+    free(opt->segments);
+    memset(opt, 0, sizeof *opt);
+}
+
+double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
+                                  const void *grads) {
+    double sum = 0.0;
+    for (int i = 0; i < opt->n_segments; i++) {
+        const opt_segment *s = &opt->segments[i];
+        sum += ops->grad_sum_squares(ops_at(ops, grads, s->begin), s->end - s->begin);
+    }
+    return sum;
+}
+
+float optimizer_clip_scale(double grad_norm, double clip) {
+    if (clip <= 0.0) return 1.0f;
+    double coef = clip / (grad_norm + 1e-6);
+    return coef < 1.0 ? (float)coef : 1.0f;
+}
+
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *grads,
+                    const adamw_hparams *hp, float grad_scale) {
+    opt->step++;
+    for (int i = 0; i < opt->n_segments; i++) {
+        const opt_segment *s = &opt->segments[i];
+        size_t k = s->begin - opt->lo, n = s->end - s->begin;
+        ops->adamw_update(ops_at(ops, params, s->begin), opt->master + k,
+                          ops_at(ops, grads, s->begin), opt->m + k, opt->v + k, n, hp->lr,
+                          hp->beta1, hp->beta2, hp->eps, s->decay ? hp->weight_decay : 0.0f,
+                          grad_scale, opt->step);
+    }
+}

@@ -1,0 +1,49 @@
+/* AdamW over one contiguous shard [lo, hi) of the flat parameter buffer: fp32
+ * master weights, m and v exist only for the shard (ZeRO-1: each rank owns
+ * one shard; a single rank owns everything). Weight decay applies per tensor
+ * (2-D only), so the shard is cut into segments at tensor boundaries. */
+#ifndef GPT2_TRAIN_OPTIMIZER_H
+#define GPT2_TRAIN_OPTIMIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/ops.h"
+#include "model/layout.h"
+
+typedef struct {
+    size_t begin, end; /* element range, inside [lo, hi) */
+    bool decay;
+} opt_segment;
+
+typedef struct {
+    size_t lo, hi;
+    float *master, *m, *v; /* hi - lo fp32 each, on the backend */
+    opt_segment *segments;
+    int n_segments;
+    int step; /* updates applied so far (AdamW's t - 1) */
+} adamw_state;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+} adamw_hparams;
+
+/* host_params: the full fp32 initial parameters; the shard's slice becomes
+ * the master copy. */
+void optimizer_init(adamw_state *opt, const gpt2_layout *lay, const kernel_ops *ops, size_t lo,
+                    size_t hi, const float *host_params);
+void optimizer_free(adamw_state *opt, const kernel_ops *ops);
+
+/* Sum of squares of the shard's gradients (grads is the full flat buffer). */
+double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
+                                  const void *grads);
+
+/* The factor torch.nn.utils.clip_grad_norm_ applies: min(1, clip/(norm+1e-6));
+ * 1 when clip <= 0. */
+float optimizer_clip_scale(double grad_norm, double clip);
+
+/* One AdamW update of the shard; writes the new values into params (the full
+ * flat buffer, storage type) at [lo, hi). */
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *grads,
+                    const adamw_hparams *hp, float grad_scale);
+#endif

