@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
 
     config cfg;
     config_load(&cfg, config_path, argc - arg, argv + arg);
-    config_validate(&cfg, dist.world);
+    /* A dry run may plan for another rank count than the one launched. */
+    int planned_world = cfg.dry_run && cfg.dry_run_ranks > 0 ? cfg.dry_run_ranks : dist.world;
+    config_validate(&cfg, planned_world);
     if (print_only) {
         if (dist.rank == 0) {
             static char text[16384];

@@ -136,11 +136,16 @@ static const config_key keys[] = {
                "root of run directories; checkpoints go to out_dir/run_name"),
     STRING_KEY("run", run_name, "", "name of this run; empty: the config file's name without .ini"),
     BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
+    INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
+            "with dry_run: report for this many ranks instead of the launched ones (0)"),
 
     INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
             "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),
     DOUBLE_KEY("dist", bucket_mb, "25", ABOVE(0, 65536),
                "size of a gradient-reduction bucket in MiB"),
+    BOOL_KEY("dist", comm_trace, "false",
+             "record when each bucket's reduction is posted and when backward ends, per rank, "
+             "in out_dir/run_name/trace_rank<R>.jsonl"),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -705,7 +710,8 @@ static void validate_schedule(const config *cfg) {
 }
 
 static void validate_run(config *cfg) {
-    if (strcmp(cfg->device, "cuda") == 0 && !GPT2_HAVE_CUDA)
+    /* A dry run only plans memory, so it may plan for GPUs on any build. */
+    if (strcmp(cfg->device, "cuda") == 0 && !GPT2_HAVE_CUDA && !cfg->dry_run)
         fail_collective(EXIT_USAGE,
                         "device=cuda but this binary was built without the CUDA backend "
                         "(configure where nvcc is found, or use device=cpu)");

@@ -52,7 +52,9 @@ typedef struct {
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
     double bucket_mb;
-    bool dry_run; /* print the memory report and exit */
+    bool comm_trace; /* record bucket post times and the end of backward */
+    bool dry_run;      /* print the memory report and exit */
+    int dry_run_ranks; /* with dry_run: plan for this many ranks (0: the launched world) */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each

@@ -42,11 +42,12 @@ void optimizer_free(adamw_state *opt, const kernel_ops *ops) {
 }
 
 double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
-                                  const void *grads) {
+                                  const void *shard_grads) {
     double sum = 0.0;
     for (int i = 0; i < opt->n_segments; i++) {
         const opt_segment *s = &opt->segments[i];
-        sum += ops->grad_sum_squares(ops_at(ops, grads, s->begin), s->end - s->begin);
+        sum += ops->grad_sum_squares(ops_at(ops, shard_grads, s->begin - opt->lo),
+                                     s->end - s->begin);
     }
     return sum;
 }
@@ -57,14 +58,14 @@ float optimizer_clip_scale(double grad_norm, double clip) {
     return coef < 1.0 ? (float)coef : 1.0f;
 }
 
-void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *grads,
-                    const adamw_hparams *hp, float grad_scale) {
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params,
+                    const void *shard_grads, const adamw_hparams *hp, float grad_scale) {
     opt->step++;
     for (int i = 0; i < opt->n_segments; i++) {
         const opt_segment *s = &opt->segments[i];
         size_t k = s->begin - opt->lo, n = s->end - s->begin;
         ops->adamw_update(ops_at(ops, params, s->begin), opt->master + k,
-                          ops_at(ops, grads, s->begin), opt->m + k, opt->v + k, n, hp->lr,
+                          ops_at(ops, shard_grads, k), opt->m + k, opt->v + k, n, hp->lr,
                           hp->beta1, hp->beta2, hp->eps, s->decay ? hp->weight_decay : 0.0f,
                           grad_scale, opt->step);
     }

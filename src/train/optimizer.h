@@ -34,16 +34,17 @@ void optimizer_init(adamw_state *opt, const gpt2_layout *lay, const kernel_ops *
                     size_t hi, const float *host_params);
 void optimizer_free(adamw_state *opt, const kernel_ops *ops);
 
-/* Sum of squares of the shard's gradients (grads is the full flat buffer). */
+/* Sum of squares of the shard's gradients; shard_grads[k] is the gradient
+ * of element lo + k (the reduced shard, or the full buffer when lo = 0). */
 double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
-                                  const void *grads);
+                                  const void *shard_grads);
 
 /* The factor torch.nn.utils.clip_grad_norm_ applies: min(1, clip/(norm+1e-6));
  * 1 when clip <= 0. */
 float optimizer_clip_scale(double grad_norm, double clip);
 
-/* One AdamW update of the shard; writes the new values into params (the full
- * flat buffer, storage type) at [lo, hi). */
-void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *grads,
-                    const adamw_hparams *hp, float grad_scale);
+/* One AdamW update of the shard from shard_grads (indexed from lo); writes
+ * the new values into params (the full flat buffer, storage type) at [lo, hi). */
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params,
+                    const void *shard_grads, const adamw_hparams *hp, float grad_scale);
 #endif

@@ -1,6 +1,7 @@
 /* The training loop: for each optimizer step, grad_accum micro-steps of
- * forward + backward on this rank's part of the global batch, gradient
- * reduction across ranks, global-norm clipping, AdamW, logging; periodic
+ * forward + backward on this rank's part of the global batch (the last one
+ * reducing gradient buckets while backward runs), global-norm clipping,
+ * AdamW on this rank's shard, parameter all-gather, logging; periodic
  * validation; final weights saved to the run directory. */
 #include "train/train.h"
 
@@ -13,10 +14,13 @@
 #include <time.h>
 
 #include "data/loader.h"
+#include "dist/comm.h"
+#include "dist/ddp.h"
 #include "dist/fail.h"
 #include "dist/weights_h5.h"
 #include "kernels/ops.h"
 #include "model/gpt2.h"
+#include "train/memory.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -27,7 +31,7 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* mkdir -p; returns 0 or fails naming the path. */
+/* mkdir -p; fails naming the path. */
 static void make_dirs(const char *path) {
     char buf[2048];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) FAIL("path too long: %s", path);
@@ -46,65 +50,96 @@ static const kernel_ops *select_backend(const config *cfg) {
     FAIL("device=%s: backend not available in this build", cfg->device);
 }
 
-static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
-                         const config *cfg) {
-    char err[1024];
-    if (dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
-        FAIL("%s: %s", key, err);
+/* Expands ${NAME} from the environment, so one config can name per-node or
+ * per-job paths (${SLURM_JOB_ID}, ${OMPI_COMM_WORLD_RANK}, ...). */
+static void expand_env(const char *key, const char *in, char *out, size_t len) {
+    size_t o = 0;
+    for (const char *p = in; *p;) {
+        if (p[0] == '$' && p[1] == '{') {
+            const char *close = strchr(p, '}');
+            if (!close) FAIL("%s = %s: unterminated ${", key, in);
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
+            const char *value = getenv(name);
+            if (!value) FAIL("%s = %s: environment variable %s is not set", key, in, name);
+            size_t n = strlen(value);
+            if (o + n >= len) FAIL("%s: expanded value too long", key);
+            memcpy(out + o, value, n);
+            o += n;
+            p = close + 1;
+        } else {
+            if (o + 1 >= len) FAIL("%s: expanded value too long", key);
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
 }
 
-/* Mean of a per-rank value over all ranks. */
-static double mean_over_ranks(double value, const dist_state *dist) {
-    if (dist->world == 1) return value;
-    double sum = 0.0;
-    MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-    return sum / dist->world;
+static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
+                         const config *cfg) {
+    char expanded[2048], err[2048];
+    expand_env(key, pattern, expanded, sizeof expanded);
+    if (dataset_open(ds, expanded, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
+        FAIL("%s: %s", key, err);
 }
 
 /* Mean validation loss over eval_batches batches; rank r takes the r-th
  * micro-batch of every group of `world`, so ranks read disjoint sequences. */
-static double evaluate(gpt2_model *model, data_loader *val, const config *cfg,
-                       const dist_state *dist, int32_t *inputs, int32_t *targets) {
+static double evaluate(gpt2_model *model, data_loader *val, const config *cfg, communicator *comm,
+                       int32_t *inputs, int32_t *targets) {
     const int B = cfg->micro_batch, T = cfg->seq_len;
     double sum = 0.0;
     for (int k = 0; k < cfg->eval_batches; k++) {
-        int64_t pos = loader_batch_position(0, k, dist->rank, dist->world, B);
+        int64_t pos = loader_batch_position(0, k, comm->rank, comm->world, B);
         loader_read(val, pos, B, inputs, targets);
         sum += gpt2_forward(model, inputs, targets, B, T, 0.0f);
     }
-    return mean_over_ranks(sum / cfg->eval_batches, dist);
+    return comm->ops->sum_scalar(comm, sum / cfg->eval_batches) / comm->world;
 }
 
-/* Sums gradients over ranks (plain data parallelism). */
-static void reduce_gradients(gpt2_model *model, const dist_state *dist) {
-    if (dist->world == 1) return;
-    CHECK(model->ops->elem_bytes == sizeof(float), "MPI gradient reduction expects fp32");
-    size_t n = model->lay.n_elements;
-    /* MPI counts are int: reduce in pieces below 2^30 elements. */
-    for (size_t off = 0; off < n; off += (size_t)1 << 30) {
-        size_t len = n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30);
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, (float *)model->grads + off, (int)len, MPI_FLOAT,
-                                MPI_SUM, MPI_COMM_WORLD));
-    }
-}
-
-static void print_run_header(const config *cfg, const dist_state *dist, const gpt2_layout *lay,
+static void print_run_header(const config *cfg, int world, const gpt2_layout *lay,
                              const char *run_dir, const char *config_text) {
-    if (dist->rank != 0) return;
-    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, dist->world,
+    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world,
            cfg->device, run_dir);
     printf("---- resolved config ----\n%s-------------------------\n", config_text);
     printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters\n",
            lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
            lay->n_params);
     printf("batch: %lld tokens/step = %d ranks x %d micro-steps x %d x %d\n",
-           (long long)cfg->total_batch, dist->world, cfg->grad_accum, cfg->micro_batch,
-           cfg->seq_len);
-    fflush(stdout);
+           (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
+}
+
+/* One optimizer step; returns the mean loss over ranks and micro-steps. */
+static double train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
+                         data_loader *train_ld, const config *cfg, int step,
+                         const adamw_hparams *hp, int32_t *inputs, int32_t *targets,
+                         double *grad_norm) {
+    const kernel_ops *ops = model->ops;
+    communicator *comm = ddp->comm;
+    const int B = cfg->micro_batch, T = cfg->seq_len;
+    const int64_t seqs_per_step = (int64_t)B * comm->world * cfg->grad_accum;
+    /* Every token of the global batch weighs the same: the sum over ranks
+     * and micro-steps of dloss-scaled gradients is the mean. */
+    const float dloss = 1.0f / ((float)B * T * cfg->grad_accum * comm->world);
+    ops->zero(model->grads, model->lay.n_elements * ops->elem_bytes);
+    double loss_sum = 0.0;
+    for (int micro = 0; micro < cfg->grad_accum; micro++) {
+        int64_t pos = loader_batch_position(step * seqs_per_step, micro, comm->rank, comm->world, B);
+        loader_read(train_ld, pos, B, inputs, targets);
+        const int last = micro + 1 == cfg->grad_accum;
+        if (last) ddp_arm(ddp, model->grads);
+        loss_sum += gpt2_forward(model, inputs, targets, B, T, dloss);
+        gpt2_backward(model, last && comm->world > 1 ? buckets_on_ready : NULL, &ddp->buckets);
+    }
+    ddp_finish_reduction(ddp);
+    *grad_norm = sqrt(ddp_sum_shards(ddp, optimizer_grad_sum_squares(opt, ops, ddp->shard_grads)));
+    optimizer_step(opt, ops, model->params, ddp->shard_grads, hp,
+                   optimizer_clip_scale(*grad_norm, cfg->grad_clip));
+    ddp_gather_params(ddp, model->params);
+    return comm->ops->sum_scalar(comm, loss_sum / cfg->grad_accum) / comm->world;
 }
 
 int train_run(const config *cfg, dist_state *dist) {
-    const kernel_ops *ops = select_backend(cfg);
     gpt2_layout lay;
     layout_build(&lay, cfg->n_layer, cfg->n_embd, cfg->n_head, cfg->vocab_size,
                  cfg->padded_vocab_size, cfg->block_size);
@@ -112,10 +147,21 @@ int train_run(const config *cfg, dist_state *dist) {
     config_format(cfg, config_text, sizeof config_text);
     char run_dir[1100];
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg->out_dir, cfg->run_name);
+    const int planned_world = cfg->dry_run && cfg->dry_run_ranks > 0 ? cfg->dry_run_ranks : dist->world;
+    memory_estimate mem = memory_estimate_for(cfg, &lay, planned_world);
+    if (dist->rank == 0) {
+        print_run_header(cfg, planned_world, &lay, run_dir, config_text);
+        memory_print(stdout, &mem, cfg, lay.n_params);
+        fflush(stdout);
+    }
+    if (cfg->dry_run) {
+        layout_free(&lay);
+        return 0;
+    }
+
+    const kernel_ops *ops = select_backend(cfg);
     if (dist->rank == 0) make_dirs(run_dir);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    print_run_header(cfg, dist, &lay, run_dir, config_text);
-
     const int B = cfg->micro_batch, T = cfg->seq_len;
     token_dataset train_ds, val_ds;
     open_dataset(&train_ds, "train_data", cfg->train_data, cfg);
@@ -128,47 +174,36 @@ int train_run(const config *cfg, dist_state *dist) {
     gpt2_model model;
     gpt2_create(&model, &lay, ops, B, T);
     float *host_params = xmalloc(lay.n_elements * sizeof(float));
-    gpt2_init_params(&lay, cfg->seed, host_params);
+    gpt2_init_params(&lay, cfg->seed, host_params); /* identical on every rank */
     ops->upload_f32(model.params, host_params, lay.n_elements);
+    communicator *comm = comm_mpi_create();
+    data_parallel ddp;
+    ddp_init(&ddp, comm, ops, lay.n_elements, cfg->zero_stage, cfg->bucket_mb, model.grads);
     adamw_state opt;
-    optimizer_init(&opt, &lay, ops, 0, lay.n_elements, host_params);
-    const adamw_hparams hp_base = {.beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
-                                   .eps = (float)cfg->eps, .weight_decay = (float)cfg->weight_decay};
+    optimizer_init(&opt, &lay, ops, ddp.lo, ddp.hi, host_params);
+    adamw_hparams hp = {.beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
+                        .eps = (float)cfg->eps, .weight_decay = (float)cfg->weight_decay};
+    char trace_path[1200];
+    snprintf(trace_path, sizeof trace_path, "%s/trace_rank%d.jsonl", run_dir, dist->rank);
+    if (cfg->comm_trace) remove(trace_path);
 
     metrics_log log;
     metrics_open(&log, run_dir, dist->rank, cfg->max_steps);
     int32_t *inputs = xmalloc((size_t)B * T * sizeof(int32_t));
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
-    const int64_t seqs_per_step = (int64_t)B * dist->world * cfg->grad_accum;
-    /* Every token of the global batch carries the same weight in the loss:
-     * sum over ranks and micro-steps of dloss-scaled gradients is the mean. */
-    const float dloss = 1.0f / ((float)B * T * cfg->grad_accum * dist->world);
-
     for (int step = 0; step < cfg->max_steps; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
-            double val = evaluate(&model, &val_ld, cfg, dist, inputs, targets);
+            double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
         }
-        double t0 = now_ms();
-        ops->zero(model.grads, lay.n_elements * ops->elem_bytes);
-        double loss_sum = 0.0;
-        for (int micro = 0; micro < cfg->grad_accum; micro++) {
-            int64_t pos = loader_batch_position(step * seqs_per_step, micro, dist->rank,
-                                                dist->world, B);
-            loader_read(&train_ld, pos, B, inputs, targets);
-            loss_sum += gpt2_forward(&model, inputs, targets, B, T, dloss);
-            gpt2_backward(&model, NULL, NULL);
-        }
-        reduce_gradients(&model, dist);
-        double grad_norm = sqrt(optimizer_grad_sum_squares(&opt, ops, model.grads));
-        float clip_scale = optimizer_clip_scale(grad_norm, cfg->grad_clip);
-        adamw_hparams hp = hp_base;
+        double t0 = now_ms(), grad_norm = 0.0;
         hp.lr = (float)schedule_lr(cfg, step);
-        optimizer_step(&opt, ops, model.params, model.grads, &hp, clip_scale);
-        double loss = mean_over_ranks(loss_sum / cfg->grad_accum, dist);
+        double loss = train_step(&model, &ddp, &opt, &train_ld, cfg, step, &hp, inputs, targets,
+                                 &grad_norm);
         ops->synchronize();
         double ms = now_ms() - t0;
+        if (cfg->comm_trace && comm->world > 1) buckets_write_trace(&ddp.buckets, trace_path, step + 1);
         if (cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 || step == 0 ||
                                    step + 1 == cfg->max_steps)) {
             step_record r = {.step = step + 1, .loss = loss, .lr = hp.lr, .grad_norm = grad_norm,
@@ -178,7 +213,7 @@ int train_run(const config *cfg, dist_state *dist) {
     }
     if (do_eval) {
         double t0 = now_ms();
-        double val = evaluate(&model, &val_ld, cfg, dist, inputs, targets);
+        double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
         metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
     }
     if (dist->rank == 0) {
@@ -193,6 +228,8 @@ int train_run(const config *cfg, dist_state *dist) {
     free(targets);
     free(host_params);
     optimizer_free(&opt, ops);
+    ddp_free(&ddp);
+    comm->ops->destroy(comm);
     gpt2_free(&model);
     loader_free(&train_ld);
     dataset_close(&train_ds);

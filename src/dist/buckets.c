@@ -1,0 +1,82 @@
+/* Bucketed gradient reduction overlapped with backward (see buckets.h). */
+#include "dist/buckets.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dist/fail.h"
+
+double buckets_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+void buckets_init(bucket_plan *p, size_t n_elements, size_t elem_bytes, double bucket_mb,
+                  communicator *comm, const shard_map *map) {
+    memset(p, 0, sizeof *p);
+    size_t per_bucket = (size_t)(bucket_mb * 1048576.0 / (double)elem_bytes) / 128 * 128;
+    if (per_bucket < 128) per_bucket = 128;
+    p->n_buckets = (int)((n_elements + per_bucket - 1) / per_bucket);
+    p->buckets = xcalloc((size_t)p->n_buckets, sizeof(grad_bucket));
+    for (int i = 0; i < p->n_buckets; i++) {
+        p->buckets[i].begin = (size_t)i * per_bucket;
+        size_t end = (size_t)(i + 1) * per_bucket;
+        p->buckets[i].end = end < n_elements ? end : n_elements;
+    }
+    p->comm = comm;
+    p->map = map;
+}
+
+void buckets_free(bucket_plan *p) {
+    free(p->buckets);
+    memset(p, 0, sizeof *p);
+}
+
+void buckets_arm(bucket_plan *p, void *grads, void *shard_grads) {
+    p->armed = true;
+    p->next = 0;
+    p->grads = grads;
+    p->shard_grads = shard_grads;
+    p->armed_at_ms = buckets_now_ms();
+}
+
+void buckets_on_ready(void *ctx, size_t ready_end) {
+    bucket_plan *p = ctx;
+    if (!p->armed) return;
+    communicator *c = p->comm;
+    while (p->next < p->n_buckets && p->buckets[p->next].end <= ready_end) {
+        grad_bucket *b = &p->buckets[p->next++];
+        b->posted_ms = buckets_now_ms() - p->armed_at_ms;
+        if (p->map)
+            c->ops->reduce_scatter_async(c, p->grads, b->begin, b->end, p->map, p->shard_grads);
+        else
+            c->ops->all_reduce_async(c, p->grads, b->begin, b->end);
+    }
+    c->ops->progress(c);
+}
+
+void buckets_finish(bucket_plan *p) {
+    if (!p->armed) return;
+    p->backward_end_ms = buckets_now_ms() - p->armed_at_ms;
+    CHECK(p->next == p->n_buckets, "backward ended with %d of %d buckets posted", p->next,
+          p->n_buckets);
+    p->comm->ops->wait_all(p->comm);
+    p->armed = false;
+}
+
+void buckets_write_trace(const bucket_plan *p, const char *path, int step) {
+    FILE *f = fopen(path, "a");
+    if (!f) FAIL("cannot open %s: %s", path, strerror(errno));
+    for (int i = 0; i < p->n_buckets; i++)
+        fprintf(f,
+                "{\"type\":\"bucket_posted\",\"step\":%d,\"bucket\":%d,\"begin\":%zu,\"end\":%zu,"
+                "\"ms\":%.3f}\n",
+                step, i, p->buckets[i].begin, p->buckets[i].end, p->buckets[i].posted_ms);
+    fprintf(f, "{\"type\":\"backward_end\",\"step\":%d,\"n_buckets\":%d,\"ms\":%.3f}\n", step,
+            p->n_buckets, p->backward_end_ms);
+    fclose(f);
+}

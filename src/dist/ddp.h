@@ -1,0 +1,42 @@
+/* Data parallelism for one rank: the communicator, the ZeRO-1 shard map, the
+ * gradient buckets, and the range of the flat buffer this rank's optimizer
+ * updates. One step: arm on the last micro-step -> buckets reduce during
+ * backward -> finish -> clip with the global norm -> AdamW on [lo, hi) ->
+ * gather the parameters (ZeRO-1). */
+#ifndef GPT2_DIST_DDP_H
+#define GPT2_DIST_DDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "dist/buckets.h"
+#include "dist/comm.h"
+#include "dist/zero.h"
+#include "kernels/ops.h"
+
+typedef struct {
+    communicator *comm;
+    int zero_stage;
+    shard_map map;
+    size_t lo, hi;     /* the optimizer's range on this rank */
+    void *shard_grads; /* reduced gradients of [lo, hi), indexed from lo */
+    bool owns_shard_grads;
+    bucket_plan buckets;
+    const kernel_ops *ops;
+} data_parallel;
+
+/* With one rank nothing is communicated and the optimizer covers everything. */
+void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_t n_elements,
+              int zero_stage, double bucket_mb, void *grads);
+void ddp_free(data_parallel *d);
+
+/* Before the backward of the last micro-step. */
+void ddp_arm(data_parallel *d, void *grads);
+/* After that backward: waits for every bucket. */
+void ddp_finish_reduction(data_parallel *d);
+/* Global sum over ranks of a per-shard partial sum (identity for stage 0,
+ * where every rank holds every reduced gradient). */
+double ddp_sum_shards(data_parallel *d, double local);
+/* After the optimizer step: every rank gets every updated parameter. */
+void ddp_gather_params(data_parallel *d, void *params);
+#endif

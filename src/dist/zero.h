@@ -1,0 +1,20 @@
+/* ZeRO-1 shard map: rank r owns the contiguous slice [lo[r], hi[r]) of the
+ * flat parameter buffer, balanced to within one 128-element unit and
+ * aligned to 128 elements, for any rank count. */
+#ifndef GPT2_DIST_ZERO_H
+#define GPT2_DIST_ZERO_H
+
+#include <stddef.h>
+
+#define ZERO_ALIGN 128
+
+typedef struct {
+    int world;
+    size_t n_elements;
+    size_t *lo, *hi; /* world entries each */
+} shard_map;
+
+/* n_elements must be a multiple of ZERO_ALIGN (the layout pads to it). */
+void zero_shard_map(shard_map *map, size_t n_elements, int world);
+void zero_shard_map_free(shard_map *map);
+#endif

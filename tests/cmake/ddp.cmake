@@ -1,0 +1,16 @@
+# Data parallelism on MPI ranks (CPU backend): equivalence across rank counts,
+# overlap of bucket reduction with backward, memory per rank, failure of one rank.
+set(DDP_TESTS ddp_equivalence ddp_overlap ddp_abort)
+foreach(t ${DDP_TESTS})
+  add_test(NAME ${t} COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/${t}.sh
+                             $<TARGET_FILE:gpt2_ddp> ${CMAKE_CURRENT_BINARY_DIR}/${t})
+  set_tests_properties(${t} PROPERTIES LABELS integration TIMEOUT 900 RUN_SERIAL TRUE)
+endforeach()
+add_test(NAME ddp_memory COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/ddp_memory.sh $<TARGET_FILE:gpt2_ddp>)
+set_tests_properties(ddp_memory PROPERTIES LABELS integration TIMEOUT 120)
+
+add_executable(test_zero ${PROJECT_SOURCE_DIR}/tests/unit/test_zero.c)
+target_link_libraries(test_zero PRIVATE gpt2core)
+target_compile_options(test_zero PRIVATE -Wall -Wextra -Werror)
+add_test(NAME test_zero COMMAND test_zero)
+set_tests_properties(test_zero PROPERTIES LABELS unit)
