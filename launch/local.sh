@@ -13,7 +13,7 @@ config=configs/tiny.ini
 if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then config=$1; shift; fi
 
 gpus=0
-if command -v nvidia-smi >/dev/null && "$BIN" --version | grep -q "cuda"; then
+if command -v nvidia-smi >/dev/null && [[ "$("$BIN" --version)" == *"cuda ("* ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU" || true)
 fi
 if [ "$gpus" -gt 0 ]; then

@@ -83,6 +83,8 @@ int main(int argc, char **argv) {
         dist_free(&dist);
         return 0;
     }
+    /* Rank 0 reports the job's shape; a rank without a GPU of its own ends the job. */
+    dist_check_environment(&dist, strcmp(cfg.device, "cuda") == 0 && !cfg.dry_run);
     int rc = train_run(&cfg, &dist);
     dist_free(&dist);
     return rc;

@@ -76,7 +76,10 @@ void buckets_write_trace(const bucket_plan *p, const char *path, int step) {
                 "{\"type\":\"bucket_posted\",\"step\":%d,\"bucket\":%d,\"begin\":%zu,\"end\":%zu,"
                 "\"ms\":%.3f}\n",
                 step, i, p->buckets[i].begin, p->buckets[i].end, p->buckets[i].posted_ms);
-    fprintf(f, "{\"type\":\"backward_end\",\"step\":%d,\"n_buckets\":%d,\"ms\":%.3f}\n", step,
-            p->n_buckets, p->backward_end_ms);
+    fprintf(f,
+            "{\"type\":\"backward_end\",\"step\":%d,\"n_buckets\":%d,\"ms\":%.3f,"
+            "\"reduce_tail_ms\":%.3f,\"gather_ms\":%.3f,\"scalar_ms\":%.3f}\n",
+            step, p->n_buckets, p->backward_end_ms, p->timing.reduce_tail_ms, p->timing.gather_ms,
+            p->timing.scalar_ms);
     fclose(f);
 }

@@ -25,6 +25,7 @@ typedef struct {
     const shard_map *map; /* NULL: all-reduce (zero_stage 0); else reduce-scatter */
     void *grads, *shard_grads;
     double armed_at_ms, backward_end_ms;
+    comm_timing timing; /* of the last completed step (ddp_step_done) */
 } bucket_plan;
 
 /* Buckets of bucket_mb MiB (a multiple of 128 elements, at least 128) over
@@ -44,7 +45,8 @@ void buckets_on_ready(void *ctx, size_t ready_end);
  * (the call's time) for the trace. */
 void buckets_finish(bucket_plan *p);
 
-/* Appends one JSON line per bucket and one for the end of backward. */
+/* Appends one JSON line per bucket and one for the end of backward, with the
+ * step's exposed communication (timing). */
 void buckets_write_trace(const bucket_plan *p, const char *path, int step);
 
 double buckets_now_ms(void);

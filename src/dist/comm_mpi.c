@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist/comm.h"
 #include "dist/fail.h"
@@ -16,9 +17,17 @@ typedef struct {
     int n_requests, cap_requests;
     int *counts; /* scratch: per-rank counts and displacements */
     int *displs;
+    /* The host blocks in every wait here, so host time is exposed time. */
+    comm_timing timing;
 } mpi_impl;
 
 static mpi_impl *impl_of(communicator *c) { return c->impl; }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
 
 static MPI_Request *new_request(mpi_impl *m) {
     if (m->n_requests == m->cap_requests) {
@@ -59,17 +68,21 @@ static void mpi_all_reduce_async(communicator *c, void *buf, size_t begin, size_
 
 static void mpi_all_gather(communicator *c, void *buf, const shard_map *map) {
     mpi_impl *m = impl_of(c);
+    const double t0 = now_ms();
     for (int r = 0; r < c->world; r++) {
         m->counts[r] = to_count(map->hi[r] - map->lo[r]);
         m->displs[r] = to_count(map->lo[r]);
     }
     MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, m->counts, m->displs,
                              MPI_FLOAT, m->comm));
+    m->timing.gather_ms = now_ms() - t0;
 }
 
 static double mpi_sum_scalar(communicator *c, double value) {
+    const double t0 = now_ms();
     double sum = 0.0;
     MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, impl_of(c)->comm));
+    impl_of(c)->timing.scalar_ms += now_ms() - t0;
     return sum;
 }
 
@@ -84,8 +97,17 @@ static bool mpi_progress(communicator *c) {
 
 static void mpi_wait_all(communicator *c) {
     mpi_impl *m = impl_of(c);
+    const double t0 = now_ms();
     MPI_CHECK(MPI_Waitall(m->n_requests, m->requests, MPI_STATUSES_IGNORE));
     m->n_requests = 0;
+    m->timing.reduce_tail_ms = now_ms() - t0;
+}
+
+static bool mpi_timing(communicator *c, comm_timing *out) {
+    mpi_impl *m = impl_of(c);
+    *out = m->timing;
+    m->timing.scalar_ms = 0.0;
+    return true;
 }
 
 static void mpi_barrier(communicator *c) { MPI_CHECK(MPI_Barrier(impl_of(c)->comm)); }
@@ -116,6 +138,7 @@ static const comm_ops MPI_COMM_OPS = {
     .barrier = mpi_barrier,
     .abort = mpi_abort,
     .destroy = mpi_destroy,
+    .timing = mpi_timing,
 };
 
 communicator *comm_mpi_create(void) {

@@ -1,6 +1,9 @@
 /* Data-parallel step plumbing (see ddp.h). */
 #include "dist/ddp.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/fail.h"
@@ -28,6 +31,7 @@ void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_
 
 void ddp_free(data_parallel *d) {
     if (d->owns_shard_grads) d->ops->release(d->shard_grads);
+    free(d->exposed_ms);
     buckets_free(&d->buckets);
     zero_shard_map_free(&d->map);
     memset(d, 0, sizeof *d);
@@ -51,4 +55,51 @@ double ddp_sum_shards(data_parallel *d, double local) {
 void ddp_gather_params(data_parallel *d, void *params) {
     if (d->comm->world == 1 || d->zero_stage == 0) return;
     d->comm->ops->all_gather(d->comm, params, &d->map);
+}
+
+void ddp_step_done(data_parallel *d) {
+    if (d->comm->world == 1) return;
+    comm_timing t;
+    if (!d->comm->ops->timing(d->comm, &t)) return; /* the host did not wait: unknown */
+    d->buckets.timing = t;
+    if (d->n_steps == d->cap_steps) {
+        d->cap_steps = d->cap_steps ? 2 * d->cap_steps : 256;
+        d->exposed_ms = realloc(d->exposed_ms, (size_t)d->cap_steps * sizeof(double));
+        CHECK(d->exposed_ms, "out of memory for communication timings");
+    }
+    d->exposed_ms[d->n_steps++] = t.reduce_tail_ms + t.gather_ms + t.scalar_ms;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* FNV-1a over the parameters' bytes as stored (bf16 on GPUs, fp32 on CPUs). */
+static uint64_t params_checksum(const kernel_ops *ops, const void *params, size_t n_elements) {
+    const size_t bytes = n_elements * ops->elem_bytes;
+    unsigned char *host = xmalloc(bytes);
+    ops->download(host, params, bytes);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < bytes; i++) h = (h ^ host[i]) * 1099511628211ull;
+    free(host);
+    return h;
+}
+
+void ddp_report(data_parallel *d, const void *params, size_t n_elements) {
+    if (d->comm->world == 1) return;
+    const uint64_t sum = params_checksum(d->ops, params, n_elements);
+    printf("param checksum rank %d: %016llx\n", d->comm->rank, (unsigned long long)sum);
+    fflush(stdout);
+    /* Warm-up steps (NCCL connects lazily, buffers grow) are left out. */
+    const int skip = d->n_steps > 4 ? 2 : 0, n = d->n_steps - skip;
+    if (d->comm->rank != 0 || n <= 0) return;
+    double *sorted = xmalloc((size_t)n * sizeof(double));
+    memcpy(sorted, d->exposed_ms + skip, (size_t)n * sizeof(double));
+    qsort(sorted, (size_t)n, sizeof(double), compare_doubles);
+    printf("communication not hidden by compute, median of %d steps: %.3f ms per step (last "
+           "step: reduction tail %.3f ms, parameter all-gather %.3f ms, scalar sums %.3f ms)\n",
+           n, sorted[n / 2], d->buckets.timing.reduce_tail_ms, d->buckets.timing.gather_ms,
+           d->buckets.timing.scalar_ms);
+    free(sorted);
 }

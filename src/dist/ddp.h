@@ -23,6 +23,9 @@ typedef struct {
     bool owns_shard_grads;
     bucket_plan buckets;
     const kernel_ops *ops;
+    /* per completed step: communication compute could not hide (ms) */
+    double *exposed_ms;
+    int n_steps, cap_steps;
 } data_parallel;
 
 /* With one rank nothing is communicated and the optimizer covers everything. */
@@ -39,4 +42,13 @@ void ddp_finish_reduction(data_parallel *d);
 double ddp_sum_shards(data_parallel *d, double local);
 /* After the optimizer step: every rank gets every updated parameter. */
 void ddp_gather_params(data_parallel *d, void *params);
+
+/* Once the host has waited for a step: records the communication it could
+ * not hide (the reduction's tail after backward, the all-gather, the scalar
+ * sums) for the trace (comm_trace) and the end-of-run summary. */
+void ddp_step_done(data_parallel *d);
+/* At the end of a run, every rank prints "param checksum <hex>" of its
+ * parameters (identical on every rank, or data parallelism is broken), and
+ * rank 0 the median exposed communication per step. Collective. */
+void ddp_report(data_parallel *d, const void *params, size_t n_elements);
 #endif

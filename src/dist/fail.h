@@ -6,6 +6,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+#define FAIL_NORETURN [[noreturn]]
+extern "C" {
+#else
+#define FAIL_NORETURN _Noreturn
+#endif
+
 /* Exit codes the trainer and tools document. */
 enum {
     EXIT_FATAL = 1,     /* runtime error: I/O, data, a failed library call */
@@ -15,12 +22,12 @@ enum {
 
 /* Prints "gpt2_ddp [rank R/N host]: file:line: message" to stderr and ends
  * the process (and, under MPI with more than one rank, the whole job). */
-_Noreturn void fail_at(const char *file, int line, int exit_code, const char *fmt, ...)
+FAIL_NORETURN void fail_at(const char *file, int line, int exit_code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* An error every rank detects identically (a bad config): rank 0 prints the
  * message once, every rank finalizes MPI and exits with exit_code. */
-_Noreturn void fail_collective(int exit_code, const char *fmt, ...)
+FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #define FAIL(...) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__)
@@ -52,4 +59,7 @@ _Noreturn void fail_collective(int exit_code, const char *fmt, ...)
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t count, size_t size);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

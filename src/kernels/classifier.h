@@ -22,6 +22,9 @@ extern "C" {
  * target outside [0, V) gives a NaN loss. */
 void classifier_forward_backward_cuda(void *logits, float *losses, const int32_t *targets, int N,
                                       int V, int Vp, float dloss, cudaStream_t stream);
+/* acc[i] += losses[i] for i < N (fp32, device): losses summed over
+ * micro-steps on the GPU, downloaded only when a step is logged. */
+void loss_accumulate_cuda(float *acc, const float *losses, int N, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

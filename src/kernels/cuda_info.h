@@ -1,4 +1,4 @@
-/* What the CUDA runtime sees: GPU count and names, for --version, the
+/* What the CUDA runtime sees: GPU count, names, PCI ids and memory in use, for --version, the
  * environment report and device=auto. Defined only in CUDA builds. */
 #ifndef GPT2_KERNELS_CUDA_INFO_H
 #define GPT2_KERNELS_CUDA_INFO_H
@@ -14,6 +14,11 @@ int cuda_device_count(void);
 void cuda_device_describe(int device, char *buf, size_t len);
 /* CUDA runtime version as major*1000 + minor*10 (e.g. 13000). */
 int cuda_runtime_version(void);
+/* "0000:18:00.0": tells physical GPUs apart across ranks of one node. */
+void cuda_device_pci_bus_id(int device, char *buf, size_t len);
+/* Bytes in use on the current device, by every process and the driver
+ * (cudaMemGetInfo: total - free); 0 when unknown. */
+size_t cuda_memory_in_use(void);
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,9 @@ void matmul_forward_cuda(void *out, const void *inp, const void *weight, const v
 void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
                               const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
                               cudaStream_t stream);
+/* out = gelu(pre) (tanh form), n elements, n a multiple of 8: what
+ * matmul_gelu_forward's out would be from its stored pre (recompute_gelu). */
+void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream);
 /* Scratch matmul_backward_cuda needs (dbias staging). */
 size_t matmul_backward_cuda_workspace_bytes(int N, int OC);
 /* dinp (N,C) = dout @ weight, then times gelu'(pre) when pre is not NULL
@@ -43,10 +46,17 @@ void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *do
                           const void *inp, const void *weight, const void *pre, int N, int C,
                           int OC, void *workspace, size_t workspace_bytes,
                           const cublaslt_ctx *lt, cudaStream_t stream);
-/* 1 (default): fused cuBLASLt epilogues (GELU_AUX_BIAS, DGELU, BGRADB) where
- * cuBLASLt has an algorithm for them; 0: plain GEMMs plus separate kernels
- * (for testing the fallbacks). */
-void matmul_cuda_set_fusion(int on);
+/* Which cuBLASLt epilogues to use (where cuBLASLt has an algorithm for
+ * them; otherwise, and for a cleared bit, plain GEMMs plus separate kernels
+ * give the same results). Default MATMUL_FUSE_DEFAULT; the others exist to
+ * test and time the alternatives. */
+enum {
+    MATMUL_FUSE_GELU = 1,   /* GELU_AUX(_BIAS) in matmul_gelu_forward */
+    MATMUL_FUSE_DGELU = 2,  /* DGELU in the backward through a gelu */
+    MATMUL_FUSE_BGRADB = 4, /* BGRADB for dbias (measured slower on H100: off) */
+    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
+};
+void matmul_cuda_set_fusion(int flags);
 #ifdef __cplusplus
 }
 #endif

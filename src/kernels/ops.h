@@ -12,6 +12,10 @@
 typedef struct kernel_ops {
     const char *name;  /* "cpu" | "cuda" */
     size_t elem_bytes; /* storage of params/grads/activations: 4 (fp32) or 2 (bf16) */
+    /* Bound on the classifier's logits buffer: large enough that its GEMMs
+     * run at full speed (the GPU wants thousands of rows), small enough that
+     * the full (B*T, Vp) matrix never exists. */
+    size_t logits_chunk_bytes;
 
     /* memory in the backend's address space */
     void *(*alloc)(size_t bytes);
@@ -53,6 +57,14 @@ typedef struct kernel_ops {
                                const float *lse, int B, int T, int C, int NH);
     void (*classifier_forward_backward)(void *logits, float *losses, const int32_t *targets, int N,
                                         int V, int Vp, float dloss);
+    /* acc[i] += losses[i] for i < N, fp32 on the backend: the losses of
+     * several forwards summed without a round trip to the host, which then
+     * downloads them once, when a step's loss is logged. */
+    void (*loss_accumulate)(float *acc, const float *losses, int N);
+    /* out = gelu(inp), tanh form, over n elements (a multiple of 8): the
+     * backward's recomputation of an MLP activation that was not kept
+     * (recompute_gelu). */
+    void (*gelu_forward)(void *out, const void *inp, size_t n);
 
     /* Sum of squares of n gradient elements (as double on the host). */
     double (*grad_sum_squares)(const void *grad, size_t n);

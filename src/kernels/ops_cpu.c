@@ -82,6 +82,10 @@ static void cpu_classifier(void *logits, float *losses, const int32_t *targets, 
                            int Vp, float dloss) {
     classifier_forward_backward_cpu(logits, losses, targets, N, V, Vp, dloss);
 }
+static void cpu_loss_accumulate(float *acc, const float *losses, int N) {
+    for (int i = 0; i < N; i++) acc[i] += losses[i];
+}
+static void cpu_gelu_forward(void *out, const void *inp, size_t n) { gelu_forward_cpu(out, inp, n); }
 static double cpu_grad_sum_squares(const void *grad, size_t n) { return sum_squares_cpu(grad, n); }
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                              size_t n, float lr, float beta1, float beta2, float eps,
@@ -93,6 +97,7 @@ static void cpu_adamw_update(void *params, float *master, const void *grad, floa
 const kernel_ops ops_cpu = {
     .name = "cpu",
     .elem_bytes = sizeof(float),
+    .logits_chunk_bytes = 64u << 20,
     .alloc = cpu_alloc,
     .release = cpu_release,
     .zero = cpu_zero,
@@ -113,6 +118,8 @@ const kernel_ops ops_cpu = {
     .attention_forward = cpu_attention_forward,
     .attention_backward = cpu_attention_backward,
     .classifier_forward_backward = cpu_classifier,
+    .loss_accumulate = cpu_loss_accumulate,
+    .gelu_forward = cpu_gelu_forward,
     .grad_sum_squares = cpu_grad_sum_squares,
     .adamw_update = cpu_adamw_update,
 };

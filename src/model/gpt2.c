@@ -11,15 +11,20 @@
 #include "dist/fail.h"
 #include "model/rng.h"
 
-#define CLASSIFIER_CHUNK_BYTES (64u << 20) /* bounds the logits buffer */
 
 static void *alloc_acts(const kernel_ops *ops, size_t n) { return ops->alloc(n * ops->elem_bytes); }
 static float *alloc_f32(const kernel_ops *ops, size_t n) { return ops->alloc(n * sizeof(float)); }
 
 void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T) {
+    gpt2_create_with(m, lay, ops, B, T, NULL);
+}
+
+void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
+                      const gpt2_options *opt) {
     memset(m, 0, sizeof *m);
     m->lay = *lay;
     m->ops = ops;
+    if (opt) m->opt = *opt;
     m->B = B;
     m->T = T;
     const size_t C = (size_t)lay->n_embd, N = (size_t)B * T, NH = (size_t)lay->n_head;
@@ -28,6 +33,8 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
     m->grads = ops->alloc(lay->n_elements * ops->elem_bytes);
     ops->zero(m->grads, lay->n_elements * ops->elem_bytes);
     m->acts = xcalloc((size_t)lay->n_layer, sizeof(block_acts));
+    /* Recomputed per block in backward, so one buffer serves every block. */
+    if (m->opt.recompute_gelu) m->gelu_shared = alloc_acts(ops, N * 4 * C);
     for (int l = 0; l < lay->n_layer; l++) {
         block_acts *a = &m->acts[l];
         a->res1 = alloc_acts(ops, N * C);
@@ -37,7 +44,7 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
         a->res2 = alloc_acts(ops, N * C);
         a->ln2 = alloc_acts(ops, N * C);
         a->fch = alloc_acts(ops, N * 4 * C);
-        a->fch_gelu = alloc_acts(ops, N * 4 * C);
+        a->fch_gelu = m->gelu_shared ? m->gelu_shared : alloc_acts(ops, N * 4 * C);
         a->ln1_mean = alloc_f32(ops, N);
         a->ln1_rstd = alloc_f32(ops, N);
         a->ln2_mean = alloc_f32(ops, N);
@@ -49,12 +56,17 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
     m->lnf_mean = alloc_f32(ops, N);
     m->lnf_rstd = alloc_f32(ops, N);
     m->scratch = alloc_acts(ops, N * C);
-    size_t chunk = CLASSIFIER_CHUNK_BYTES / (Vp * ops->elem_bytes);
-    if (chunk < 1) chunk = 1;
-    if (chunk > N) chunk = N;
+    /* Equal chunks under the bound: a short last chunk (752 of 32768 rows
+     * for 124M at B = 32) would run its GEMMs well below full speed. */
+    size_t max_rows = ops->logits_chunk_bytes / (Vp * ops->elem_bytes);
+    if (max_rows < 1) max_rows = 1;
+    const size_t n_chunks = (N + max_rows - 1) / max_rows;
+    const size_t chunk = (N + n_chunks - 1) / n_chunks;
     m->classifier_chunk = (int)chunk;
     m->logits = alloc_acts(ops, chunk * Vp);
     m->losses = alloc_f32(ops, N);
+    m->loss_acc = alloc_f32(ops, N);
+    gpt2_loss_reset(m);
     m->inputs = ops->alloc(N * sizeof(int32_t));
     m->targets = ops->alloc(N * sizeof(int32_t));
     m->dres = alloc_acts(ops, N * C);
@@ -67,15 +79,17 @@ void gpt2_free(gpt2_model *m) {
     const kernel_ops *ops = m->ops;
     for (int l = 0; l < m->lay.n_layer; l++) {
         block_acts *a = &m->acts[l];
-        void *bufs[] = {a->res1, a->ln1, a->qkv, a->atty, a->res2, a->ln2, a->fch, a->fch_gelu,
+        void *own_gelu = m->gelu_shared ? NULL : a->fch_gelu;
+        void *bufs[] = {a->res1, a->ln1, a->qkv, a->atty, a->res2, a->ln2, a->fch, own_gelu,
                         a->ln1_mean, a->ln1_rstd, a->ln2_mean, a->ln2_rstd, a->lse};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     }
     free(m->acts);
     void *bufs[] = {m->params, m->grads, m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
-                    m->scratch, m->logits, m->losses, m->inputs, m->targets, m->dres,
-                    m->dln, m->dfch, m->dqkv};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
+                    m->scratch, m->logits, m->losses, m->loss_acc, m->gelu_shared, m->inputs,
+                    m->targets, m->dres, m->dln, m->dfch, m->dqkv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) ops->release(bufs[i]);
     memset(m, 0, sizeof *m);
 }
 
@@ -129,8 +143,32 @@ static void classifier_chunks(gpt2_model *m, int N, float dloss) {
     }
 }
 
+void gpt2_loss_reset(gpt2_model *m) {
+    m->ops->zero(m->loss_acc, (size_t)m->B * m->T * sizeof(float));
+    m->loss_tokens = 0;
+}
+
+double gpt2_loss_take(gpt2_model *m) {
+    const size_t n = (size_t)m->B * m->T;
+    float *host = xmalloc(n * sizeof(float));
+    m->ops->download(host, m->loss_acc, n * sizeof(float));
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += host[i];
+    free(host);
+    const double mean = m->loss_tokens > 0 ? sum / (double)m->loss_tokens : 0.0;
+    gpt2_loss_reset(m);
+    return mean;
+}
+
 float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
                    float dloss) {
+    gpt2_loss_reset(m);
+    gpt2_forward_async(m, inputs, targets, B, T, dloss);
+    return targets ? (float)gpt2_loss_take(m) : 0.0f;
+}
+
+void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
+                        int T, float dloss) {
     const kernel_ops *ops = m->ops;
     const gpt2_layout *lay = &m->lay;
     CHECK(B <= m->B && T <= m->T && B * T <= m->B * m->T,
@@ -170,15 +208,10 @@ float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets,
                                             C);
         }
     }
-    if (!targets) return 0.0f;
+    if (!targets) return;
     classifier_chunks(m, N, dloss);
-
-    float *host_losses = xmalloc((size_t)N * sizeof(float));
-    ops->download(host_losses, m->losses, (size_t)N * sizeof(float));
-    double sum = 0.0;
-    for (int i = 0; i < N; i++) sum += host_losses[i];
-    free(host_losses);
-    return (float)(sum / N);
+    ops->loss_accumulate(m->loss_acc, m->losses, N);
+    m->loss_tokens += N;
 }
 
 void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
@@ -195,6 +228,7 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
+        if (m->opt.recompute_gelu) ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
         ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), G(o->fcproj_b), m->dres, a->fch_gelu,
                                   P(o->fcproj_w), a->fch, N, 4 * C, C);
         ops->matmul_backward(m->dln, G(o->fc_w), G(o->fc_b), m->dfch, a->ln2, P(o->fc_w), N, C,

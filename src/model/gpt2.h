@@ -5,6 +5,7 @@
 #ifndef GPT2_MODEL_GPT2_H
 #define GPT2_MODEL_GPT2_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,13 +18,24 @@
 typedef void (*grads_ready_fn)(void *ctx, size_t ready_end);
 
 typedef struct {
-    void *res1, *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu; /* storage type */
+    /* storage type; with recompute_gelu every block's fch_gelu is the one
+     * shared buffer gelu_shared */
+    void *res1, *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
 } block_acts;
+
+/* Choices that trade memory for compute; all off gives gpt2_create. */
+typedef struct {
+    /* Keep no per-block gelu(fch) (4 C per token per block, a fifth of the
+     * activations): backward recomputes it from fch, one elementwise pass per
+     * block. The CPU backend's results are bitwise the same either way. */
+    bool recompute_gelu;
+} gpt2_options;
 
 typedef struct {
     gpt2_layout lay;
     const kernel_ops *ops;
+    gpt2_options opt;
     void *params; /* flat, lay.n_elements, storage type */
     void *grads;  /* same layout */
     int B, T;     /* activation capacity: B sequences of T tokens */
@@ -35,6 +47,9 @@ typedef struct {
     void *logits;                  /* one chunk of classifier rows, (chunk, Vp) */
     int classifier_chunk;          /* rows per chunk */
     float *losses;                 /* (B,T) per-token losses of the last forward */
+    float *loss_acc;               /* (B,T) per-token loss sums since gpt2_loss_reset */
+    int64_t loss_tokens;           /* tokens those sums cover */
+    void *gelu_shared;             /* (B,T,4C) with recompute_gelu, else NULL */
     int32_t *inputs, *targets;     /* (B,T) on the backend */
     /* backward scratch */
     void *dres, *dln, *dfch, *dqkv;
@@ -43,6 +58,9 @@ typedef struct {
 /* Allocates parameters, gradients and activations for micro-batches of up
  * to B x T on the backend. */
 void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T);
+/* The same with options (opt may be NULL: all off). */
+void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
+                      const gpt2_options *opt);
 void gpt2_free(gpt2_model *m);
 
 /* GPT-2 initialisation into a host fp32 buffer of lay->n_elements: N(0, 0.02)
@@ -55,7 +73,18 @@ void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params)
  * dloss != 0 the classifier's backward runs too (dlogits scaled by dloss,
  * d(ln_f output) kept for gpt2_backward, wte gradient accumulated).
  * targets may be NULL (no loss): then only activations are computed.
- * Returns the mean loss over the B x T tokens (0 without targets). */
+ * With targets, the per-token losses are added to the loss accumulator on
+ * the backend: nothing waits for the device (a training step reads its loss
+ * only when it is logged). */
+void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
+                        int T, float dloss);
+/* Empties the loss accumulator (asynchronously). */
+void gpt2_loss_reset(gpt2_model *m);
+/* Mean loss per token over the forwards since the last reset (0 when none),
+ * then resets: waits for the device and downloads B x T floats. */
+double gpt2_loss_take(gpt2_model *m);
+/* One forward on its own: reset, gpt2_forward_async, and the mean loss over
+ * its B x T tokens (0 without targets). */
 float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
                    float dloss);
 

@@ -2,6 +2,9 @@
  * .ini and key=value parsing, --help, config_format and the range checks, so
  * that the help text, the printed config and the parser cannot drift apart. */
 #include "train/config.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
 
 #include <ctype.h>
 #include <errno.h>
@@ -83,6 +86,7 @@ typedef struct {
 
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
 
 /* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
  * .ini only says what differs. Upper bounds catch typos (an extra zero),
@@ -122,7 +126,15 @@ static const config_key keys[] = {
     INT_KEY("train", eval_batches, "20", AT_LEAST(1),
             "validation micro-batches per rank per evaluation"),
     INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
-    INT_KEY("train", checkpoint_every, "0", AT_LEAST(0), "steps between checkpoints; 0 disables"),
+    INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
+            "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "
+            "still save one before exiting with code 3)"),
+    INT_KEY("train", keep_last, "3", AT_LEAST(0),
+            "complete checkpoints to keep; older ones are removed after a new one is complete "
+            "(0 keeps all)"),
+    BOOL_KEY("train", recompute_gelu, "false",
+             "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
+             "per layer in bf16, costs one elementwise pass per layer)"),
 
     STRING_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
                "glob of llm.c .bin token shards to train on"),
@@ -130,14 +142,28 @@ static const config_key keys[] = {
                "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
 
     ENUM_KEY("run", device, "auto", devices,
-             "backend: cpu (fp32 reference), cuda (bf16), auto (cpu for now)"),
+             "backend: cpu (fp32 reference), cuda (bf16), auto (cuda when a GPU is visible)"),
     UINT64_KEY("run", seed, "1337", "random seed of the run (parameter initialisation)"),
     STRING_KEY("run", out_dir, "checkpoints",
                "root of run directories; checkpoints go to out_dir/run_name"),
     STRING_KEY("run", run_name, "", "name of this run; empty: the config file's name without .ini"),
+    STRING_KEY("run", resume, "auto",
+               "auto: continue from the newest complete checkpoint of out_dir/run_name if there "
+               "is one (what a requeued job needs); none: start fresh; or a checkpoint path (a "
+               "step directory, or a run directory: its newest)"),
+    STRING_KEY("run", init_from, "",
+               "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
+               "directory, a weights .h5 or an llm.c model .bin (fp32/bf16); ignored when "
+               "resuming"),
     BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
     INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
             "with dry_run: report for this many ranks instead of the launched ones (0)"),
+    BOOL_KEY("run", save_init, "false",
+             "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
+             "the run elsewhere, e.g. in PyTorch)"),
+    BOOL_KEY("run", profile_ops, "false",
+             "time every kernel op (synchronizing around each, so steps run slower) and print "
+             "a per-op table (calls, ms and % per step) at the end of the run"),
 
     INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
             "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),
@@ -146,6 +172,12 @@ static const config_key keys[] = {
     BOOL_KEY("dist", comm_trace, "false",
              "record when each bucket's reduction is posted and when backward ends, per rank, "
              "in out_dir/run_name/trace_rank<R>.jsonl"),
+    ENUM_KEY("dist", grad_reduce_dtype, "bf16", reduce_dtypes,
+             "device=cuda, several ranks: reduce the bf16 gradients in bf16 (half the traffic), or "
+             "cast each bucket to fp32 so that the sum over ranks is rounded once"),
+    DOUBLE_KEY("dist", nccl_timeout_s, "300", ABOVE(0, 1e6),
+               "device=cuda, several ranks: a collective still pending after this many seconds "
+               "(a rank died or hangs) aborts NCCL and ends the job with exit code 1"),
 };
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
@@ -709,15 +741,30 @@ static void validate_schedule(const config *cfg) {
                         cfg->warmup_steps, cfg->max_steps);
 }
 
+static int config_gpus_visible(void) {
+#if GPT2_HAVE_CUDA
+    return cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
 static void validate_run(config *cfg) {
     /* A dry run only plans memory, so it may plan for GPUs on any build. */
     if (strcmp(cfg->device, "cuda") == 0 && !GPT2_HAVE_CUDA && !cfg->dry_run)
         fail_collective(EXIT_USAGE,
                         "device=cuda but this binary was built without the CUDA backend "
                         "(configure where nvcc is found, or use device=cpu)");
-    /* auto means cpu for now: the CUDA backend will make auto pick cuda when
-     * a GPU is present. Resolving here lets checkpoints record the device used. */
-    if (strcmp(cfg->device, "auto") == 0) strcpy(cfg->device, "cpu");
+    /* auto: the GPU backend when this binary has it and a GPU is visible. */
+    if (strcmp(cfg->device, "auto") == 0)
+        strcpy(cfg->device, GPT2_HAVE_CUDA && config_gpus_visible() > 0 ? "cuda" : "cpu");
+    /* Our flash attention kernels are built for these head sizes. */
+    const int head_size = cfg->n_embd / cfg->n_head;
+    if (strcmp(cfg->device, "cuda") == 0 && head_size != 64 && head_size != 128)
+        fail_collective(EXIT_USAGE,
+                        "device=cuda: head size n_embd / n_head = %d / %d = %d, but the CUDA "
+                        "attention supports head sizes 64 and 128",
+                        cfg->n_embd, cfg->n_head, head_size);
     if (cfg->train_data[0] == '\0')
         fail_collective(EXIT_USAGE, "train_data is empty: set it to a glob of .bin token shards");
     if (cfg->val_data[0] == '\0' && cfg->eval_every > 0)
@@ -725,6 +772,8 @@ static void validate_run(config *cfg) {
                         "val_data is empty but eval_every = %d (set val_data, or eval_every = 0)",
                         cfg->eval_every);
     if (cfg->out_dir[0] == '\0') fail_collective(EXIT_USAGE, "out_dir is empty (use . for here)");
+    if (cfg->resume[0] == '\0')
+        fail_collective(EXIT_USAGE, "resume is empty: use auto, none or a checkpoint path");
     /* run_name becomes one directory under out_dir, never a path out of it. */
     if (cfg->run_name[0] == '\0' || strchr(cfg->run_name, '/') || strcmp(cfg->run_name, ".") == 0 ||
         strcmp(cfg->run_name, "..") == 0)

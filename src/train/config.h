@@ -39,7 +39,8 @@ typedef struct {
     int eval_every;
     int eval_batches; /* val batches (of micro_batch sequences per rank) per evaluation */
     int log_every;
-    int checkpoint_every;
+    int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
+    int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
 
     /* data, device, output */
     char train_data[CONFIG_STR_MAX]; /* glob pattern of .bin shards */
@@ -48,13 +49,22 @@ typedef struct {
     uint64_t seed;
     char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */
     char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
+    char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
+    char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5 or llm.c .bin */
 
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
     double bucket_mb;
     bool comm_trace; /* record bucket post times and the end of backward */
+    char grad_reduce_dtype[8]; /* bf16 | fp32: precision of the GPU gradient reduction */
+    double nccl_timeout_s;     /* a pending NCCL collective this old ends the job */
     bool dry_run;      /* print the memory report and exit */
     int dry_run_ranks; /* with dry_run: plan for this many ranks (0: the launched world) */
+
+    /* performance and diagnostics */
+    bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each

@@ -45,7 +45,8 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     counting.zero = count_zero;
     counted_bytes = 0;
     gpt2_model model;
-    gpt2_create(&model, lay, &counting, cfg->micro_batch, cfg->seq_len);
+    const gpt2_options opt = {.recompute_gelu = cfg->recompute_gelu};
+    gpt2_create_with(&model, lay, &counting, cfg->micro_batch, cfg->seq_len, &opt);
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
     m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations;

@@ -28,8 +28,10 @@ void metrics_step(metrics_log *log, const step_record *r) {
     printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.1f ms | %9.0f tok/s%s\n", r->step,
            log->max_steps, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s, mfu_text);
     fflush(stdout);
+    /* Losses with 17 digits: they read back as the exact double, so runs
+     * can be compared bit for bit (resume, rank counts). */
     fprintf(log->jsonl,
-            "{\"type\":\"step\",\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,"
+            "{\"type\":\"step\",\"step\":%d,\"loss\":%.17g,\"lr\":%.9g,\"grad_norm\":%.9g,"
             "\"ms\":%.3f,\"tokens_per_s\":%.1f",
             r->step, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s);
     if (r->mfu >= 0) fprintf(log->jsonl, ",\"mfu\":%.5f", r->mfu);
@@ -41,7 +43,7 @@ void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
     if (!log->jsonl) return;
     printf("eval  %5d | val loss %.6f | %8.1f ms\n", step, val_loss, ms);
     fflush(stdout);
-    fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.9g,\"ms\":%.3f}\n", step,
+    fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.17g,\"ms\":%.3f}\n", step,
             val_loss, ms);
     fflush(log->jsonl);
 }

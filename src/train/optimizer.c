@@ -43,13 +43,10 @@ void optimizer_free(adamw_state *opt, const kernel_ops *ops) {
 
 double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
                                   const void *shard_grads) {
-    double sum = 0.0;
-    for (int i = 0; i < opt->n_segments; i++) {
-        const opt_segment *s = &opt->segments[i];
-        sum += ops->grad_sum_squares(ops_at(ops, shard_grads, s->begin - opt->lo),
-                                     s->end - s->begin);
-    }
-    return sum;
+    /* One pass over the whole shard, not one per tensor: the gaps between
+     * tensors hold zero gradients, so the sum is the same, and on the GPU
+     * each call is a round trip to the host (148 per step for 124M). */
+    return ops->grad_sum_squares(shard_grads, opt->hi - opt->lo);
 }
 
 float optimizer_clip_scale(double grad_norm, double clip) {

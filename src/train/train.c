@@ -2,28 +2,33 @@
  * forward + backward on this rank's part of the global batch (the last one
  * reducing gradient buckets while backward runs), global-norm clipping,
  * AdamW on this rank's shard, parameter all-gather, logging; periodic
- * validation; final weights saved to the run directory. */
+ * validation and checkpoints; resume; a stop signal saves and exits 3;
+ * final weights saved to the run directory. */
 #include "train/train.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "data/loader.h"
+#include "dist/ckpt.h"
+#include "dist/ckpt_dir.h"
 #include "dist/comm.h"
 #include "dist/ddp.h"
 #include "dist/fail.h"
 #include "dist/weights_h5.h"
 #include "kernels/ops.h"
+#include "kernels/ops_profile.h"
 #include "model/gpt2.h"
+#include "train/backend.h"
+#include "train/init_from.h"
 #include "train/memory.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "train/signals.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -31,24 +36,6 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* mkdir -p; fails naming the path. */
-static void make_dirs(const char *path) {
-    char buf[2048];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) FAIL("path too long: %s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) FAIL("cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) FAIL("cannot create %s: %s", buf, strerror(errno));
-}
-
-static const kernel_ops *select_backend(const config *cfg) {
-    /* config_validate resolved "auto" and rejected backends not compiled in. */
-    if (strcmp(cfg->device, "cpu") == 0) return &ops_cpu;
-    FAIL("device=%s: backend not available in this build", cfg->device);
-}
 
 /* Expands ${NAME} from the environment, so one config can name per-node or
  * per-job paths (${SLURM_JOB_ID}, ${OMPI_COMM_WORLD_RANK}, ...). */
@@ -88,13 +75,13 @@ static void open_dataset(token_dataset *ds, const char *key, const char *pattern
 static double evaluate(gpt2_model *model, data_loader *val, const config *cfg, communicator *comm,
                        int32_t *inputs, int32_t *targets) {
     const int B = cfg->micro_batch, T = cfg->seq_len;
-    double sum = 0.0;
+    gpt2_loss_reset(model);
     for (int k = 0; k < cfg->eval_batches; k++) {
         int64_t pos = loader_batch_position(0, k, comm->rank, comm->world, B);
         loader_read(val, pos, B, inputs, targets);
-        sum += gpt2_forward(model, inputs, targets, B, T, 0.0f);
+        gpt2_forward_async(model, inputs, targets, B, T, 0.0f);
     }
-    return comm->ops->sum_scalar(comm, sum / cfg->eval_batches) / comm->world;
+    return comm->ops->sum_scalar(comm, gpt2_loss_take(model)) / comm->world;
 }
 
 static void print_run_header(const config *cfg, int world, const gpt2_layout *lay,
@@ -109,26 +96,57 @@ static void print_run_header(const config *cfg, int world, const gpt2_layout *la
            (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
 }
 
-/* One optimizer step; returns the mean loss over ranks and micro-steps. */
+/* The weights a run starts from: GPT-2 initialisation, or init_from's model
+ * for a new run (a resumed run gets everything from its checkpoint). */
+static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resuming, int rank,
+                            float *host_params) {
+    gpt2_init_params(lay, cfg->seed, host_params); /* identical on every rank */
+    if (cfg->init_from[0] == '\0') return;
+    if (resuming) {
+        if (rank == 0) printf("init_from = %s ignored: resuming this run\n", cfg->init_from);
+        return;
+    }
+    init_from_load(cfg, lay, host_params);
+    if (rank == 0) printf("initialised from %s\n", cfg->init_from);
+}
+
+/* save_init: the weights before step 1, for reproducing the run elsewhere
+ * (tests/gpu/test_loss_curve_cuda.py starts PyTorch from them). */
+static void save_initial_weights(const char *run_dir, const gpt2_layout *lay,
+                                 const float *host_params, const char *config_text) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/init.h5", run_dir);
+    weights_save(path, lay, host_params, config_text);
+    printf("saved initial weights to %s\n", path);
+}
+
+static bool checkpoint_due(const config *cfg, int steps_done) {
+    return cfg->checkpoint_every > 0 &&
+           (steps_done % cfg->checkpoint_every == 0 || steps_done == cfg->max_steps);
+}
+
+/* One optimizer step on the global batch of samples [step_first, step_first
+ * + total_batch / seq_len); returns the mean loss over ranks and micro-steps
+ * when want_loss (the same on every rank), else NAN: the losses stay on the
+ * device unless the step is logged. */
 static double train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
-                         data_loader *train_ld, const config *cfg, int step,
+                         data_loader *train_ld, const config *cfg, int64_t step_first,
                          const adamw_hparams *hp, int32_t *inputs, int32_t *targets,
-                         double *grad_norm) {
+                         bool want_loss, double *grad_norm) {
     const kernel_ops *ops = model->ops;
     communicator *comm = ddp->comm;
     const int B = cfg->micro_batch, T = cfg->seq_len;
-    const int64_t seqs_per_step = (int64_t)B * comm->world * cfg->grad_accum;
     /* Every token of the global batch weighs the same: the sum over ranks
      * and micro-steps of dloss-scaled gradients is the mean. */
     const float dloss = 1.0f / ((float)B * T * cfg->grad_accum * comm->world);
     ops->zero(model->grads, model->lay.n_elements * ops->elem_bytes);
-    double loss_sum = 0.0;
+    gpt2_loss_reset(model);
     for (int micro = 0; micro < cfg->grad_accum; micro++) {
-        int64_t pos = loader_batch_position(step * seqs_per_step, micro, comm->rank, comm->world, B);
+        int64_t pos = loader_batch_position(step_first, micro, comm->rank, comm->world, B);
         loader_read(train_ld, pos, B, inputs, targets);
         const int last = micro + 1 == cfg->grad_accum;
         if (last) ddp_arm(ddp, model->grads);
-        loss_sum += gpt2_forward(model, inputs, targets, B, T, dloss);
+        gpt2_forward_async(model, inputs, targets, B, T, dloss);
         gpt2_backward(model, last && comm->world > 1 ? buckets_on_ready : NULL, &ddp->buckets);
     }
     ddp_finish_reduction(ddp);
@@ -136,7 +154,8 @@ static double train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt
     optimizer_step(opt, ops, model->params, ddp->shard_grads, hp,
                    optimizer_clip_scale(*grad_norm, cfg->grad_clip));
     ddp_gather_params(ddp, model->params);
-    return comm->ops->sum_scalar(comm, loss_sum / cfg->grad_accum) / comm->world;
+    if (!want_loss) return NAN;
+    return comm->ops->sum_scalar(comm, gpt2_loss_take(model)) / comm->world;
 }
 
 int train_run(const config *cfg, dist_state *dist) {
@@ -159,9 +178,15 @@ int train_run(const config *cfg, dist_state *dist) {
         return 0;
     }
 
-    const kernel_ops *ops = select_backend(cfg);
-    if (dist->rank == 0) make_dirs(run_dir);
+    signals_install();
+    const kernel_ops *ops = backend_select(cfg, dist);
+    if (cfg->profile_ops) ops = ops_profile_wrap(ops);
+    const double peak_flops = backend_peak_flops(cfg, dist);
+    const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
+    if (dist->rank == 0) ckpt_make_dirs(run_dir);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    char resume_dir[CKPT_PATH_MAX];
+    const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
     const int B = cfg->micro_batch, T = cfg->seq_len;
     token_dataset train_ds, val_ds;
     open_dataset(&train_ds, "train_data", cfg->train_data, cfg);
@@ -172,15 +197,26 @@ int train_run(const config *cfg, dist_state *dist) {
     if (do_eval) loader_init(&val_ld, &val_ds, cfg->seed, false);
 
     gpt2_model model;
-    gpt2_create(&model, &lay, ops, B, T);
+    const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu};
+    gpt2_create_with(&model, &lay, ops, B, T, &model_opt);
     float *host_params = xmalloc(lay.n_elements * sizeof(float));
-    gpt2_init_params(&lay, cfg->seed, host_params); /* identical on every rank */
+    initial_weights(cfg, &lay, resuming, dist->rank, host_params);
+    if (cfg->save_init && !resuming && dist->rank == 0)
+        save_initial_weights(run_dir, &lay, host_params, config_text);
     ops->upload_f32(model.params, host_params, lay.n_elements);
-    communicator *comm = comm_mpi_create();
+    communicator *comm = backend_communicator(cfg, dist, ops);
     data_parallel ddp;
     ddp_init(&ddp, comm, ops, lay.n_elements, cfg->zero_stage, cfg->bucket_mb, model.grads);
     adamw_state opt;
     optimizer_init(&opt, &lay, ops, ddp.lo, ddp.hi, host_params);
+    ckpt_ctx ckpt = {.cfg = cfg, .config_text = config_text, .run_dir = run_dir, .lay = &lay,
+                     .ops = ops, .ddp = &ddp, .opt = &opt, .host_scratch = host_params,
+                     .train_samples = train_ds.n_samples};
+    ckpt_progress progress = {0};
+    if (resuming) ckpt_load(&ckpt, resume_dir, model.params, &progress);
+    /* Only now, with the run's state loaded: a failed load deletes nothing. */
+    if (dist->rank == 0 && ckpt_remove_partial(run_dir) > 0)
+        printf("removed partial checkpoint directories (interrupted saves) from %s\n", run_dir);
     adamw_hparams hp = {.beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
                         .eps = (float)cfg->eps, .weight_decay = (float)cfg->weight_decay};
     char trace_path[1200];
@@ -191,7 +227,9 @@ int train_run(const config *cfg, dist_state *dist) {
     metrics_open(&log, run_dir, dist->rank, cfg->max_steps);
     int32_t *inputs = xmalloc((size_t)B * T * sizeof(int32_t));
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
-    for (int step = 0; step < cfg->max_steps; step++) {
+    const int64_t samples_per_step = cfg->total_batch / T;
+    bool preempted = false;
+    for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
             double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
@@ -199,30 +237,47 @@ int train_run(const config *cfg, dist_state *dist) {
         }
         double t0 = now_ms(), grad_norm = 0.0;
         hp.lr = (float)schedule_lr(cfg, step);
-        double loss = train_step(&model, &ddp, &opt, &train_ld, cfg, step, &hp, inputs, targets,
-                                 &grad_norm);
+        const bool logged = cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 ||
+                                                   step == 0 || step + 1 == cfg->max_steps);
+        double loss = train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed,
+                                 &hp, inputs, targets, logged, &grad_norm);
         ops->synchronize();
+        ddp_step_done(&ddp);
+        backend_sample_memory(ops);
         double ms = now_ms() - t0;
+        if (cfg->profile_ops) ops_profile_step_done();
+        progress = (ckpt_progress){.step = step + 1, .lr = hp.lr,
+                                   .samples_consumed = progress.samples_consumed + samples_per_step};
         if (cfg->comm_trace && comm->world > 1) buckets_write_trace(&ddp.buckets, trace_path, step + 1);
-        if (cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 || step == 0 ||
-                                   step + 1 == cfg->max_steps)) {
+        if (logged) {
             step_record r = {.step = step + 1, .loss = loss, .lr = hp.lr, .grad_norm = grad_norm,
                              .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1};
+            /* MFU per GPU: this rank's share of the tokens at the device's peak. */
+            if (peak_flops > 0)
+                r.mfu = r.tokens_per_s / comm->world * flops_per_token / peak_flops;
             metrics_step(&log, &r);
         }
+        preempted = signals_stop_agreed();
+        if (preempted || checkpoint_due(cfg, step + 1)) ckpt_save(&ckpt, &progress);
     }
-    if (do_eval) {
+    if (preempted && dist->rank == 0)
+        printf("stopped by a pre-emption signal (SIGTERM/SIGUSR1) after step %d: checkpoint "
+               "saved, exit code %d\n", progress.step, EXIT_PREEMPTED);
+    if (do_eval && !preempted) {
         double t0 = now_ms();
         double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
         metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
     }
-    if (dist->rank == 0) {
+    if (dist->rank == 0 && !preempted) {
         ops->download_f32(host_params, model.params, lay.n_elements);
         char path[1200];
         snprintf(path, sizeof path, "%s/model.h5", run_dir);
         weights_save(path, &lay, host_params, config_text);
         printf("saved weights to %s\n", path);
     }
+    if (cfg->profile_ops && dist->rank == 0) ops_profile_print(stdout);
+    ddp_report(&ddp, model.params, lay.n_elements);
+    backend_report_memory(ops, &mem);
     metrics_close(&log);
     free(inputs);
     free(targets);
@@ -238,5 +293,5 @@ int train_run(const config *cfg, dist_state *dist) {
         dataset_close(&val_ds);
     }
     layout_free(&lay);
-    return 0;
+    return preempted ? EXIT_PREEMPTED : 0;
 }

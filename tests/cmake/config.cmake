@@ -120,7 +120,7 @@ config_test(bucket_mb 2
 
 # ---- consistency (config_validate)
 config_test(embd_not_divisible_by_heads 2
-  ARGS ${config_tiny} n_embd=65
+  ARGS ${config_tiny} n_embd=65 n_head=4
   STDERR "n_embd = 65 is not divisible by n_head = 4")
 config_test(odd_head_size 2
   ARGS ${config_tiny} n_embd=66 n_head=2

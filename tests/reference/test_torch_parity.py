@@ -18,10 +18,11 @@ import os
 import subprocess
 import sys
 
-import h5py
 import numpy as np
 import torch
-import torch.nn.functional as F
+
+import gpt2_torch  # the reference model (this script's directory is on sys.path)
+from gpt2_torch import load_h5
 
 L, C, NH, B, T, STEPS = 2, 64, 4, 4, 32, 3
 V, VP = 50257, 50304
@@ -32,31 +33,8 @@ V, VP = 50257, 50304
 TOL_LOSS, TOL_GRAD, TOL_PARAM = 1e-5, 1e-4, 1e-5
 
 
-def load_h5(path):
-    with h5py.File(path, "r") as f:
-        return {name: torch.tensor(np.array(f[name]), dtype=torch.float64) for name in f}
-
-
 def forward(P, idx, tgt):
-    b, t = idx.shape
-    hs = C // NH
-    x = P["wte.weight"][idx] + P["wpe.weight"][:t]
-    for l in range(L):
-        p = lambda n: P[f"h.{l}.{n}"]
-        h = F.layer_norm(x, (C,), p("ln_1.weight"), p("ln_1.bias"), 1e-5)
-        qkv = h @ p("attn.c_attn.weight").T + p("attn.c_attn.bias")
-        q, k, v = (z.view(b, t, NH, hs).transpose(1, 2) for z in qkv.split(C, dim=2))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)
-        mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, C)
-        x = x + y @ p("attn.c_proj.weight").T + p("attn.c_proj.bias")
-        h = F.layer_norm(x, (C,), p("ln_2.weight"), p("ln_2.bias"), 1e-5)
-        h = F.gelu(h @ p("mlp.c_fc.weight").T + p("mlp.c_fc.bias"), approximate="tanh")
-        x = x + h @ p("mlp.c_proj.weight").T + p("mlp.c_proj.bias")
-    x = F.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], 1e-5)
-    logits = (x @ P["wte.weight"].T)[..., :V]  # padded vocabulary rows never count
-    return F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1))
+    return gpt2_torch.forward(P, idx, tgt, L, NH, V)
 
 
 def rel_err(ours, ref):

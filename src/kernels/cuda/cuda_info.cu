@@ -29,3 +29,20 @@ extern "C" int cuda_runtime_version(void) {
     cudaRuntimeGetVersion(&v);
     return v;
 }
+
+extern "C" void cuda_device_pci_bus_id(int device, char *buf, size_t len) {
+    if (len == 0) return;
+    if (cudaDeviceGetPCIBusId(buf, (int)len, device) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(buf, len, "?");
+    }
+}
+
+extern "C" size_t cuda_memory_in_use(void) {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return total_b - free_b;
+}

@@ -1,0 +1,156 @@
+/* Benchmark of the production flash attention entry points
+ * (attention_forward_cuda / attention_backward_cuda): causal, bf16, default
+ * GPT-2 124M shape B=32 NH=12 T=1024 HS=64 (or: bench_attention B NH T HS).
+ * Median of 50 timed calls (CUDA events around each) after 10 warm-ups; one
+ * line with forward and forward+backward times, TFLOP/s on causal FLOPs
+ * (forward 4*B*NH*T*T*HS/2, backward 2.5x forward), and the H100 anchors of
+ * shared/ANCHORS.md beside them. Exits 77 when there is no GPU. */
+#include <cuda_runtime.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/attention.h"
+
+#ifdef GPT2_ATTN_STANDALONE
+/* Built without the core library (no MPI): the fatal-error hook the kernels call. */
+extern "C" [[noreturn]] void fail_at(const char *file, int line, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: error: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(code);
+}
+#endif
+#ifdef GPT2_ATTN_TUNING
+extern "C" void attention_cuda_set_variant(int fwd, int bwd);
+#endif
+
+#define CK(stmt)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (stmt);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #stmt,           \
+                    cudaGetErrorString(e_));                                               \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+// bf16 values ~ uniform(-2, 2) from a hash of the index (no host round trip)
+static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    const float f = ((h & 0xFFFFFF) / 16777216.0f) * 4.f - 2.f;
+    x[i] = (uint16_t)(__float_as_uint(f) >> 16);
+}
+
+struct bench_bufs {
+    int B, T, C, NH;
+    void *qkv, *dout, *out, *dqkv, *ws;
+    float *lse;
+};
+
+static void run_fwd(const bench_bufs &b, cudaStream_t s) {
+    attention_forward_cuda(b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, s);
+}
+static void run_fwd_bwd(const bench_bufs &b, cudaStream_t s) {
+    attention_forward_cuda(b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, s);
+    attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.ws, s);
+}
+
+// median ms of `reps` timed calls of fn after `warm` untimed ones
+static double time_median(void (*fn)(const bench_bufs &, cudaStream_t), const bench_bufs &b,
+                          cudaStream_t s, int warm, int reps) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int i = 0; i < warm; i++) fn(b, s);
+    std::vector<float> ms(reps);
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(e0, s));
+        fn(b, s);
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms[i], e0, e1));
+    }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    std::sort(ms.begin(), ms.end());
+    return 0.5 * (ms[(reps - 1) / 2] + ms[reps / 2]);
+}
+
+int main(int argc, char **argv) {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("bench_attention: no GPU, skipped\n");
+        return 77;
+    }
+    bench_bufs b;
+    b.B = argc > 1 ? atoi(argv[1]) : 32;
+    b.NH = argc > 2 ? atoi(argv[2]) : 12;
+    b.T = argc > 3 ? atoi(argv[3]) : 1024;
+    const int HS = argc > 4 ? atoi(argv[4]) : 64;
+    b.C = b.NH * HS;
+    const size_t n_qkv = (size_t)b.B * b.T * 3 * b.C, n_out = (size_t)b.B * b.T * b.C;
+    const size_t ws = attention_backward_workspace_bytes(b.B, b.T, b.C, b.NH);
+    CK(cudaMalloc(&b.qkv, n_qkv * 2));
+    CK(cudaMalloc(&b.dqkv, n_qkv * 2));
+    CK(cudaMalloc(&b.dout, n_out * 2));
+    CK(cudaMalloc(&b.out, n_out * 2));
+    CK(cudaMalloc(&b.lse, (size_t)b.B * b.NH * b.T * 4));
+    CK(cudaMalloc(&b.ws, ws));
+    fill_kernel<<<(unsigned)((n_qkv + 255) / 256), 256>>>((uint16_t *)b.qkv, n_qkv, 1u);
+    fill_kernel<<<(unsigned)((n_out + 255) / 256), 256>>>((uint16_t *)b.dout, n_out, 2u);
+    CK(cudaGetLastError());
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+
+    const double fwd_flop = 4.0 * b.B * b.NH * (double)b.T * b.T * HS / 2;
+    const double all_flop = 3.5 * fwd_flop;
+    const int warm = 10, reps = 50;
+#ifdef GPT2_ATTN_TUNING
+    if (HS == 64) { // tile-shape variants (same kernels, other template arguments)
+        for (int f = 0; f < 4; f++) {
+            attention_cuda_set_variant(f, 0);
+            const double t = time_median(run_fwd, b, s, warm, reps);
+            printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
+        }
+        for (int v = 0; v < 5; v++) {
+            attention_cuda_set_variant(0, v);
+            const double t = time_median(run_fwd_bwd, b, s, warm, reps);
+            printf("  variant bwd%d: fwd+bwd %.3f ms (%.0f TFLOP/s)\n", v, t,
+                   all_flop / t * 1e-9);
+        }
+        attention_cuda_set_variant(0, 0);
+    }
+#endif
+    const double t_fwd = time_median(run_fwd, b, s, warm, reps);
+    const double t_all = time_median(run_fwd_bwd, b, s, warm, reps);
+    CK(cudaDeviceSynchronize());
+    printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s: fwd %.3f ms (%.0f TFLOP/s), "
+           "fwd+bwd %.3f ms (%.0f TFLOP/s; bwd %.3f ms, %.0f TFLOP/s) | H100 anchors: FA2 "
+           "0.246 / 1.280 ms, cuDNN 0.156 / 0.863 ms\n",
+           b.B, b.NH, b.T, HS, prop.name, t_fwd, fwd_flop / t_fwd * 1e-9, t_all,
+           all_flop / t_all * 1e-9, t_all - t_fwd, 2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
+    CK(cudaFree(b.qkv));
+    CK(cudaFree(b.dqkv));
+    CK(cudaFree(b.dout));
+    CK(cudaFree(b.out));
+    CK(cudaFree(b.lse));
+    CK(cudaFree(b.ws));
+    CK(cudaStreamDestroy(s));
+    return 0;
+}

@@ -1,0 +1,214 @@
+/* Benchmark of the CUDA kernel table (ops_cuda) at GPT-2 124M shapes: the
+ * production entry points, timed with CUDA events on the compute stream
+ * (median of REPS after WARMUP), one line per op:
+ *   BENCH <op> <shape> median_us=<t> <rate>
+ * rate is TFLOP/s for GEMMs and GB/s (bytes each kernel must move, read
+ * once and written once) for the memory-bound ops.
+ *
+ *   bench_ops_cuda [tokens=32768] */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+
+enum { WARMUP = 3, REPS = 20 };
+static const kernel_ops *G = &ops_cuda;
+
+template <typename F> static double time_us(F f) {
+    cudaStream_t s = ops_cuda_stream();
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < WARMUP; i++) f();
+    std::vector<float> t;
+    for (int i = 0; i < REPS; i++) {
+        CUDA_CHECK(cudaEventRecord(a, s));
+        f();
+        CUDA_CHECK(cudaEventRecord(b, s));
+        CUDA_CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0f);
+    }
+    std::sort(t.begin(), t.end());
+    CUDA_CHECK(cudaEventDestroy(a));
+    CUDA_CHECK(cudaEventDestroy(b));
+    return t[t.size() / 2];
+}
+
+/* device buffer of n bf16 values, N(0, std) */
+static void *rand_bf16(size_t n, float std, unsigned seed) {
+    std::vector<float> h(n);
+    srand(seed);
+    for (size_t i = 0; i < n; i++)
+        h[i] = std * ((float)rand() / RAND_MAX * 2.0f - 1.0f) * 1.7320508f;
+    void *d = G->alloc(n * 2);
+    G->upload_f32(d, h.data(), n);
+    return d;
+}
+
+static float *rand_f32(size_t n, float lo, float hi, unsigned seed) {
+    std::vector<float> h(n);
+    srand(seed);
+    for (size_t i = 0; i < n; i++) h[i] = lo + (hi - lo) * (float)rand() / RAND_MAX;
+    float *d = (float *)G->alloc(n * 4);
+    G->upload(d, h.data(), n * 4);
+    return d;
+}
+
+static void line_gemm(const char *op, const char *shape, double us, double flops) {
+    printf("BENCH %-28s %-26s median_us=%9.1f %7.1f TFLOP/s\n", op, shape, us,
+           flops / us * 1e-6);
+}
+static void line_mem(const char *op, const char *shape, double us, double bytes) {
+    printf("BENCH %-28s %-26s median_us=%9.1f %7.1f GB/s\n", op, shape, us, bytes / us * 1e-3);
+}
+
+int main(int argc, char **argv) {
+    const int N = argc > 1 ? atoi(argv[1]) : 32768;
+    const int C = 768, V = 50257, Vp = 50304, T = 1024, B = N / T > 0 ? N / T : 1;
+    ops_cuda_init(0);
+    char name[256];
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    snprintf(name, sizeof name, "%s", prop.name);
+    printf("bench_ops_cuda on %s, %d tokens (B=%d, T=%d), C=%d\n", name, N, B, T, C);
+    char shape[64];
+
+    /* activations */
+    void *x = rand_bf16((size_t)N * C, 1.0f, 1), *y = rand_bf16((size_t)N * C, 1.0f, 2);
+    void *out = rand_bf16((size_t)N * C, 1.0f, 3), *res = rand_bf16((size_t)N * C, 1.0f, 4);
+    void *big = rand_bf16((size_t)N * 4 * C, 1.0f, 5), *big2 = rand_bf16((size_t)N * 4 * C, 1.0f, 6);
+    void *w = rand_bf16((size_t)4 * C * C, 0.02f, 7), *dw = rand_bf16((size_t)4 * C * C, 0.02f, 8);
+    void *bias = rand_bf16(4 * C, 0.02f, 9), *dbias = rand_bf16(4 * C, 0.02f, 10);
+    void *lnw = rand_bf16(C, 1.0f, 11), *lnb = rand_bf16(C, 0.1f, 12);
+    float *mean = rand_f32(N, -0.1f, 0.1f, 13), *rstd = rand_f32(N, 0.9f, 1.1f, 14);
+    std::vector<int32_t> htok(N);
+    for (int i = 0; i < N; i++) htok[i] = (int32_t)((i * 2654435761u) % V);
+    int32_t *tok = (int32_t *)G->alloc((size_t)N * 4);
+    G->upload(tok, htok.data(), (size_t)N * 4);
+    void *wte = rand_bf16((size_t)Vp * C, 0.02f, 15), *dwte = rand_bf16((size_t)Vp * C, 0.02f, 16);
+    void *wpe = rand_bf16((size_t)T * C, 0.02f, 17), *dwpe = rand_bf16((size_t)T * C, 0.02f, 18);
+    const double act = (double)N * C * 2; /* bytes of one (N, C) bf16 tensor */
+
+    snprintf(shape, sizeof shape, "N%d C%d", N, C);
+    line_mem("encoder_forward", shape,
+             time_us([&] { G->encoder_forward(out, tok, wte, wpe, B, T, C); }), 3 * act);
+    line_mem("encoder_backward", shape,
+             time_us([&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C); }), 3 * act);
+    line_mem("layernorm_forward", shape,
+             time_us([&] { G->layernorm_forward(out, mean, rstd, x, lnw, lnb, N, C); }), 2 * act);
+    line_mem("residual_layernorm_forward", shape, time_us([&] {
+                 G->residual_layernorm_forward(res, out, mean, rstd, x, y, lnw, lnb, N, C);
+             }),
+             4 * act);
+    line_mem("layernorm_backward", shape, time_us([&] {
+                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C);
+             }),
+             4 * act);
+
+    const struct {
+        const char *name;
+        int c, oc, gelu;
+    } gemms[] = {{"qkv", C, 3 * C, 0}, {"attn_proj", C, C, 0}, {"fc(+gelu)", C, 4 * C, 1},
+                 {"fc_proj", 4 * C, C, 0}};
+    for (auto &g : gemms) {
+        const double fl = 2.0 * N * g.c * g.oc;
+        snprintf(shape, sizeof shape, "N%d C%d OC%d", N, g.c, g.oc);
+        char op[64];
+        snprintf(op, sizeof op, "matmul_fwd %s", g.name);
+        line_gemm(op, shape, time_us([&] {
+                      if (g.gelu)
+                          G->matmul_gelu_forward(big2, big, x, w, bias, N, g.c, g.oc);
+                      else
+                          G->matmul_forward(big, g.c == C ? x : big2, w, bias, N, g.c, g.oc);
+                  }),
+                  fl);
+        snprintf(op, sizeof op, "matmul_bwd %s", g.name);
+        /* fc_proj's backward is the GELU one (its input was gelu(fc)) */
+        const bool bg = g.c == 4 * C;
+        line_gemm(op, shape, time_us([&] {
+                      if (bg)
+                          G->matmul_backward_gelu(big, dw, dbias, y, big2, w, big, N, g.c, g.oc);
+                      else
+                          G->matmul_backward(g.c == C ? out : big2, dw, dbias, big, x, w, N, g.c,
+                                             g.oc);
+                  }),
+                  2 * fl);
+    }
+
+    /* the epilogue choices, timed: fc forward (GELU_AUX_BIAS or GEMM + gelu
+     * kernel) and fc_proj backward (DGELU or GEMM + gelu backward kernel;
+     * BGRADB or the column-sum kernel for dbias) */
+    const struct {
+        const char *name;
+        int flags;
+    } fus[] = {{"default", MATMUL_FUSE_DEFAULT},
+               {"unfused", 0},
+               {"+bgradb", MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB}};
+    for (auto &f : fus) {
+        matmul_cuda_set_fusion(f.flags);
+        char op[64];
+        snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
+        snprintf(op, sizeof op, "fc fwd %s", f.name);
+        line_gemm(op, shape, time_us([&] {
+                      G->matmul_gelu_forward(big2, big, x, w, bias, N, C, 4 * C);
+                  }),
+                  2.0 * N * C * 4 * C);
+        snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
+        snprintf(op, sizeof op, "fc_proj bwd %s", f.name);
+        line_gemm(op, shape, time_us([&] {
+                      G->matmul_backward_gelu(big, dw, dbias, y, big2, w, big, N, 4 * C, C);
+                  }),
+                  4.0 * N * C * 4 * C);
+        snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
+        snprintf(op, sizeof op, "qkv bwd %s", f.name);
+        line_gemm(op, shape, time_us([&] {
+                      G->matmul_backward(out, dw, dbias, big, x, w, N, C, 3 * C);
+                  }),
+                  4.0 * N * C * 3 * C);
+    }
+    matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
+
+    /* lm head and classifier, in the model's chunk of rows (64 MiB of logits) and at 8192 */
+    const int chunk = (int)((64u << 20) / ((size_t)Vp * 2));
+    void *logits = G->alloc((size_t)8192 * Vp * 2);
+    for (int rows : {chunk, 8192}) {
+        if (rows > N) continue;
+        snprintf(shape, sizeof shape, "N%d C%d Vp%d", rows, C, Vp);
+        const double fl = 2.0 * rows * C * Vp;
+        line_gemm("lm_head fwd", shape,
+                  time_us([&] { G->matmul_forward(logits, x, wte, NULL, rows, C, Vp); }), fl);
+        line_gemm("lm_head bwd", shape, time_us([&] {
+                      G->matmul_backward(out, dwte, NULL, logits, x, wte, rows, C, Vp);
+                  }),
+                  2 * fl);
+        line_mem("classifier (dloss)", shape, time_us([&] {
+                     G->classifier_forward_backward(logits, mean, tok, rows, V, Vp, 1e-4f);
+                 }),
+                 2.0 * rows * Vp * 2);
+    }
+
+    /* optimizer over the whole 124M flat buffer */
+    const size_t P = 124475904;
+    void *grad = rand_bf16(P, 1e-3f, 19), *params = G->alloc(P * 2);
+    float *master = rand_f32(P, -0.05f, 0.05f, 20), *m = rand_f32(P, -1e-3f, 1e-3f, 21),
+          *v = rand_f32(P, 0.0f, 1e-6f, 22);
+    snprintf(shape, sizeof shape, "n%zu", P);
+    line_mem("grad_sum_squares", shape, time_us([&] { (void)G->grad_sum_squares(grad, P); }),
+             2.0 * P);
+    int t = 1;
+    line_mem("adamw_update", shape, time_us([&] {
+                 G->adamw_update(params, master, grad, m, v, P, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                                 1.0f, t++);
+             }),
+             28.0 * P);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+}

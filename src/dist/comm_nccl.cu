@@ -1,0 +1,555 @@
+/* The NCCL communicator (see comm.h): the collectives of data parallelism on
+ * device buffers, for the CUDA backend.
+ *
+ * Streams. Collectives run on one communication stream of the highest
+ * priority, so that their few blocks are scheduled ahead of the GEMMs they
+ * overlap with. The stream never synchronises with the host: a reduction
+ * waits for the kernels that produced its gradients through an event recorded
+ * on the compute stream when the bucket is posted (the host enqueues backward
+ * far ahead of the GPU, so the event marks exactly the kernels enqueued so
+ * far), and compute waits for the reductions and the all-gather through
+ * events recorded on this stream.
+ *
+ * ZeRO-1 shards are contiguous and may differ by 128 elements, so a bucket
+ * usually lies in one or two ranks' shards: its reduction is one ncclReduce
+ * per owner (root = owner, received in place into the owner's reduced shard),
+ * grouped. (A ncclReduceScatter needs the bucket cut into world equal parts,
+ * one per rank, which contiguous shards never give.) The parameter all-gather
+ * is one ncclAllGather in place when every shard has the same size, else one
+ * ncclBroadcast per owner, grouped.
+ *
+ * Gradients are reduced in bf16 (the storage type) by default; with
+ * reduce_fp32 each bucket is cast to an fp32 staging buffer on this stream,
+ * reduced in fp32 and the owner's part cast back, so that the sum over ranks
+ * is rounded once.
+ *
+ * Failure. A rank that dies or stops responding leaves the others' NCCL
+ * kernels waiting forever, and their host blocked in some stream
+ * synchronisation, or in an MPI call of the loop (the per-step stop
+ * agreement, checkpoint barriers). A watchdog thread keeps an event after
+ * every collective and the host time it was posted. It gives up when an
+ * operation is still pending after timeout_s, when a blocking call (init,
+ * destroy) lasts as long, when the host has not called the communicator for
+ * as long (every step calls it several times: a longer silence is a wait on
+ * a peer outside NCCL), or on an asynchronous NCCL error: it prints which
+ * and why, aborts the communicator (ncclCommAbort) and ends the process with
+ * EXIT_FATAL; the launcher (mpirun, srun --kill-on-bad-exit) then ends the
+ * other ranks. timeout_s must therefore exceed the longest stretch between
+ * two steps' collectives: a step with its accumulation, a checkpoint save. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist/comm.h"
+#include "dist/fail.h"
+#include "kernels/cuda/cuda_check.h"
+
+/* Names the failed statement, NCCL's message and its last error text. */
+#define NCCL_CHECK(stmt)                                                                   \
+    do {                                                                                   \
+        const ncclResult_t nccl_rc_ = (stmt);                                              \
+        if (nccl_rc_ != ncclSuccess)                                                       \
+            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s (%s)", #stmt,           \
+                    ncclGetErrorString(nccl_rc_), ncclGetLastError(NULL));                 \
+    } while (0)
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------ watchdog */
+
+enum { WATCH_RING = 256, WHAT_MAX = 96 };
+
+typedef struct {
+    cudaEvent_t done; /* recorded on the comm stream after the operation */
+    bool recording;   /* reserved, event not recorded yet: counts as pending */
+    double posted_s;
+    char what[WHAT_MAX];
+} watched_op;
+
+typedef struct {
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t lock;
+    watched_op ring[WATCH_RING]; /* pending operations: [head, head + count) */
+    int head, count;
+    double blocking_since; /* host time a blocking call began; 0 when none */
+    double last_call_s;    /* host time of the last call into the communicator; 0: unarmed */
+    char blocking_what[WHAT_MAX];
+    double timeout_s;
+    int stop;          /* read and written with __atomic builtins */
+    ncclComm_t nccl;   /* NULL before init and from destroy on (__atomic, set under lock) */
+    int device, rank, world;
+} watchdog;
+
+/* Drops the operations that completed, oldest first. Caller holds the lock. */
+static void watchdog_retire(watchdog *w) {
+    while (w->count > 0 && !w->ring[w->head].recording) {
+        const cudaError_t st = cudaEventQuery(w->ring[w->head].done);
+        if (st == cudaErrorNotReady) return;
+        /* Another error is sticky and the host thread reports it at its next
+         * CUDA call; here it only means the operation is no longer pending. */
+        if (st != cudaSuccess) cudaGetLastError();
+        w->head = (w->head + 1) % WATCH_RING;
+        w->count--;
+    }
+}
+
+[[noreturn]] static void watchdog_fire(watchdog *w, const char *why) {
+    /* Backstop: should the message or the abort block (a lock the stuck host
+     * thread holds), SIGALRM's default action still ends the process. */
+    alarm(30);
+    char host[256];
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    fprintf(stderr,
+            "gpt2_ddp [rank %d/%d %s]: error: %s. Another rank died, hangs or stopped "
+            "responding (or nccl_timeout_s is too short for this job): aborting the NCCL "
+            "communicator (ncclCommAbort) and exiting\n",
+            w->rank, w->world, host, why);
+    fflush(stderr); /* not stdout: the host thread may hold its lock */
+    ncclComm_t nccl = __atomic_load_n(&w->nccl, __ATOMIC_ACQUIRE);
+    if (nccl) ncclCommAbort(nccl);
+    /* Not exit(): the host thread may be inside CUDA or MPI calls. A rank that
+     * exits non-zero makes the launcher end the job. */
+    _exit(EXIT_FATAL);
+}
+
+/* One look: the reason to give up, or "" when all is well. */
+static void watchdog_check(watchdog *w, char *why, size_t len) {
+    why[0] = '\0';
+    const double now = now_s();
+    pthread_mutex_lock(&w->lock);
+    watchdog_retire(w);
+    ncclResult_t async = ncclSuccess;
+    if (w->count > 0 && now - w->ring[w->head].posted_s > w->timeout_s)
+        snprintf(why, len, "NCCL operation '%s' did not complete within nccl_timeout_s = %g s",
+                 w->ring[w->head].what, w->timeout_s);
+    else if (w->blocking_since > 0 && now - w->blocking_since > w->timeout_s)
+        snprintf(why, len, "%s did not return within nccl_timeout_s = %g s", w->blocking_what,
+                 w->timeout_s);
+    else if (w->last_call_s > 0 && now - w->last_call_s > w->timeout_s)
+        snprintf(why, len,
+                 "no collective call on this rank for nccl_timeout_s = %g s: it waits for "
+                 "another rank outside NCCL (an MPI call) or is stuck", w->timeout_s);
+    else if (w->nccl && ncclCommGetAsyncError(w->nccl, &async) == ncclSuccess &&
+             async != ncclSuccess && async != ncclInProgress)
+        snprintf(why, len, "NCCL reported an asynchronous error: %s (%s)",
+                 ncclGetErrorString(async), ncclGetLastError(w->nccl));
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void *watchdog_main(void *arg) {
+    watchdog *w = (watchdog *)arg;
+    cudaSetDevice(w->device); /* events belong to this rank's device */
+    double poll = w->timeout_s / 20;
+    poll = poll < 0.01 ? 0.01 : poll > 1.0 ? 1.0 : poll;
+    const struct timespec nap = {(time_t)poll, (long)((poll - (time_t)poll) * 1e9)};
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        nanosleep(&nap, NULL);
+        char why[512];
+        watchdog_check(w, why, sizeof why);
+        if (why[0]) watchdog_fire(w, why);
+    }
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, double timeout_s, int device, int rank, int world) {
+    w->timeout_s = timeout_s;
+    w->device = device;
+    w->rank = rank;
+    w->world = world;
+    CHECK(pthread_mutex_init(&w->lock, NULL) == 0, "pthread_mutex_init failed");
+    for (int i = 0; i < WATCH_RING; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&w->ring[i].done, cudaEventDisableTiming));
+    CHECK(pthread_create(&w->thread, NULL, watchdog_main, w) == 0,
+          "cannot start the NCCL watchdog thread");
+    w->running = true;
+}
+
+static void watchdog_stop(watchdog *w) {
+    if (!w->running) return;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(w->thread, NULL);
+    w->running = false;
+    for (int i = 0; i < WATCH_RING; i++) CUDA_CHECK(cudaEventDestroy(w->ring[i].done));
+    pthread_mutex_destroy(&w->lock);
+}
+
+/* Brackets a call that blocks the host (init, destroy) with the same limit. */
+static void watchdog_block(watchdog *w, const char *what) {
+    pthread_mutex_lock(&w->lock);
+    snprintf(w->blocking_what, sizeof w->blocking_what, "%s", what);
+    w->blocking_since = now_s();
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void watchdog_unblock(watchdog *w) {
+    pthread_mutex_lock(&w->lock);
+    w->blocking_since = 0;
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Every call into the communicator: the host is alive and in step. */
+static void watchdog_touch(watchdog *w) {
+    pthread_mutex_lock(&w->lock);
+    w->last_call_s = now_s();
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* After an operation was enqueued on `stream`: watch it until it completes. */
+__attribute__((format(printf, 3, 4))) static void watchdog_post(watchdog *w, cudaStream_t stream,
+                                                                const char *fmt, ...) {
+    pthread_mutex_lock(&w->lock);
+    watchdog_retire(w);
+    while (w->count == WATCH_RING) {
+        /* Full: wait for the oldest (should it hang, the thread fires). */
+        cudaEvent_t oldest = w->ring[w->head].done;
+        pthread_mutex_unlock(&w->lock);
+        CUDA_CHECK(cudaEventSynchronize(oldest));
+        pthread_mutex_lock(&w->lock);
+        watchdog_retire(w);
+    }
+    watched_op *op = &w->ring[(w->head + w->count) % WATCH_RING];
+    op->recording = true;
+    op->posted_s = w->last_call_s = now_s();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(op->what, sizeof op->what, fmt, ap);
+    va_end(ap);
+    w->count++;
+    pthread_mutex_unlock(&w->lock);
+    /* Outside the lock: a record can block (a full launch queue on a stuck
+     * stream), and the thread must still be able to look. */
+    CUDA_CHECK(cudaEventRecord(op->done, stream));
+    pthread_mutex_lock(&w->lock);
+    op->recording = false;
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* ------------------------------------------------------------ casts (fp32 reduction) */
+
+static __global__ void bf16_to_f32(float *dst, const __nv_bfloat16 *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __bfloat162float(src[i]);
+}
+
+static __global__ void f32_to_bf16(__nv_bfloat16 *dst, const float *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+static unsigned cast_blocks(size_t n) {
+    const size_t b = (n + 255) / 256;
+    return (unsigned)(b < 1024 ? (b ? b : 1) : 1024); /* grid-stride: a few waves suffice */
+}
+
+/* ------------------------------------------------------------ the communicator */
+
+typedef struct {
+    ncclComm_t nccl;
+    cudaStream_t compute, stream;
+    int device;
+    size_t elem_bytes;   /* of the buffers: 2 (bf16) or 4 (fp32) */
+    ncclDataType_t type; /* of the buffers */
+    bool reduce_fp32;    /* bf16 buffers reduced through fp32 staging */
+    float *f32_in, *f32_out; /* staging of one bucket (reduce_fp32) */
+    size_t f32_cap;
+    cudaEvent_t ready;     /* compute -> comm: what compute enqueued so far */
+    cudaEvent_t bwd_end, reduce_end, gather_begin, gather_end; /* timing */
+    bool reduce_timed, gather_timed;
+    double scalar_ms;
+    double *dev_scalar, *host_scalar;
+    watchdog wd;
+} nccl_impl;
+
+static nccl_impl *impl_of(communicator *c) { return (nccl_impl *)c->impl; }
+
+static void *at(const nccl_impl *m, const void *base, size_t index) {
+    return (char *)base + index * m->elem_bytes;
+}
+
+/* The comm stream will run after everything compute has enqueued so far. */
+static void comm_after_compute(nccl_impl *m) {
+    CUDA_CHECK(cudaEventRecord(m->ready, m->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->ready, 0));
+}
+
+/* fp32 staging for n elements; grows once, at the first (largest) bucket. */
+static void f32_reserve(nccl_impl *m, size_t n) {
+    if (n <= m->f32_cap) return;
+    CUDA_CHECK(cudaStreamSynchronize(m->stream)); /* queued casts may still use it */
+    CUDA_CHECK(cudaFree(m->f32_in));
+    CUDA_CHECK(cudaFree(m->f32_out));
+    CUDA_CHECK(cudaMalloc((void **)&m->f32_in, n * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&m->f32_out, n * sizeof(float)));
+    m->f32_cap = n;
+}
+
+static void cast_to_f32(nccl_impl *m, float *dst, const void *src, size_t n) {
+    bf16_to_f32<<<cast_blocks(n), 256, 0, m->stream>>>(dst, (const __nv_bfloat16 *)src, n);
+    CUDA_CHECK_LAUNCH("bf16_to_f32");
+}
+
+static void cast_to_bf16(nccl_impl *m, void *dst, const float *src, size_t n) {
+    f32_to_bf16<<<cast_blocks(n), 256, 0, m->stream>>>((__nv_bfloat16 *)dst, src, n);
+    CUDA_CHECK_LAUNCH("f32_to_bf16");
+}
+
+static void nccl_reduce_scatter_async(communicator *c, const void *buf, size_t begin, size_t end,
+                                      const shard_map *map, void *shard_out) {
+    nccl_impl *m = impl_of(c);
+    comm_after_compute(m);
+    const size_t n = end - begin, my_lo = map->lo[c->rank];
+    const void *send = at(m, buf, begin);
+    ncclDataType_t wire = m->type;
+    size_t wire_bytes = m->elem_bytes;
+    if (m->reduce_fp32) {
+        f32_reserve(m, n);
+        cast_to_f32(m, m->f32_in, send, n);
+        send = m->f32_in;
+        wire = ncclFloat32;
+        wire_bytes = sizeof(float);
+    }
+    size_t mine_lo = 0, mine_hi = 0; /* this rank's part of the bucket */
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < c->world; r++) {
+        const size_t lo = map->lo[r] > begin ? map->lo[r] : begin;
+        const size_t hi = map->hi[r] < end ? map->hi[r] : end;
+        if (lo >= hi) continue;
+        const void *piece = (const char *)send + (lo - begin) * wire_bytes;
+        /* Only the root's receive buffer is used; others pass their send
+         * buffer, which a reduce never writes on a non-root. */
+        void *recv = (void *)piece;
+        if (r == c->rank) {
+            mine_lo = lo, mine_hi = hi;
+            recv = m->reduce_fp32 ? (void *)m->f32_out : at(m, shard_out, lo - my_lo);
+        }
+        NCCL_CHECK(ncclReduce(piece, recv, hi - lo, wire, ncclSum, r, m->nccl, m->stream));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    if (m->reduce_fp32 && mine_hi > mine_lo)
+        cast_to_bf16(m, at(m, shard_out, mine_lo - my_lo), m->f32_out, mine_hi - mine_lo);
+    watchdog_post(&m->wd, m->stream, "reduce of gradients [%zu, %zu)", begin, end);
+}
+
+static void nccl_all_reduce_async(communicator *c, void *buf, size_t begin, size_t end) {
+    nccl_impl *m = impl_of(c);
+    comm_after_compute(m);
+    const size_t n = end - begin;
+    void *data = at(m, buf, begin);
+    if (m->reduce_fp32) {
+        f32_reserve(m, n);
+        cast_to_f32(m, m->f32_in, data, n);
+        NCCL_CHECK(ncclAllReduce(m->f32_in, m->f32_in, n, ncclFloat32, ncclSum, m->nccl, m->stream));
+        cast_to_bf16(m, data, m->f32_in, n);
+    } else {
+        NCCL_CHECK(ncclAllReduce(data, data, n, m->type, ncclSum, m->nccl, m->stream));
+    }
+    watchdog_post(&m->wd, m->stream, "all-reduce of gradients [%zu, %zu)", begin, end);
+}
+
+static bool shards_equal(const shard_map *map) {
+    for (int r = 0; r < map->world; r++)
+        if (map->hi[r] - map->lo[r] != map->hi[0] - map->lo[0]) return false;
+    return true;
+}
+
+static void nccl_all_gather(communicator *c, void *buf, const shard_map *map) {
+    nccl_impl *m = impl_of(c);
+    CUDA_CHECK(cudaEventRecord(m->gather_begin, m->compute));
+    CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->gather_begin, 0));
+    if (shards_equal(map)) {
+        const size_t count = map->hi[0] - map->lo[0];
+        NCCL_CHECK(ncclAllGather(at(m, buf, map->lo[c->rank]), buf, count, m->type, m->nccl,
+                                 m->stream));
+    } else {
+        NCCL_CHECK(ncclGroupStart());
+        for (int r = 0; r < c->world; r++) {
+            void *shard = at(m, buf, map->lo[r]);
+            NCCL_CHECK(ncclBroadcast(shard, shard, map->hi[r] - map->lo[r], m->type, r, m->nccl,
+                                     m->stream));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+    }
+    CUDA_CHECK(cudaEventRecord(m->gather_end, m->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(m->compute, m->gather_end, 0));
+    m->gather_timed = true;
+    watchdog_post(&m->wd, m->stream, "all-gather of the parameters");
+}
+
+/* A host value through the device and back: the one place the host waits
+ * for this stream (the watchdog bounds the wait). */
+static double scalar_all_reduce(nccl_impl *m, double value, const char *what) {
+    *m->host_scalar = value;
+    CUDA_CHECK(cudaMemcpyAsync(m->dev_scalar, m->host_scalar, sizeof(double),
+                               cudaMemcpyHostToDevice, m->stream));
+    NCCL_CHECK(ncclAllReduce(m->dev_scalar, m->dev_scalar, 1, ncclFloat64, ncclSum, m->nccl,
+                             m->stream));
+    CUDA_CHECK(cudaMemcpyAsync(m->host_scalar, m->dev_scalar, sizeof(double),
+                               cudaMemcpyDeviceToHost, m->stream));
+    watchdog_post(&m->wd, m->stream, "%s", what);
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    return *m->host_scalar;
+}
+
+static double nccl_sum_scalar(communicator *c, double value) {
+    nccl_impl *m = impl_of(c);
+    const double t0 = now_s();
+    const double sum = scalar_all_reduce(m, value, "sum of a scalar");
+    m->scalar_ms += (now_s() - t0) * 1e3;
+    return sum;
+}
+
+static bool nccl_progress(communicator *c) {
+    /* NCCL progresses on its own; this only says whether work is left. */
+    watchdog_touch(&impl_of(c)->wd);
+    const cudaError_t st = cudaStreamQuery(impl_of(c)->stream);
+    if (st == cudaErrorNotReady) return false;
+    CUDA_CHECK(st);
+    return true;
+}
+
+static void nccl_wait_all(communicator *c) {
+    nccl_impl *m = impl_of(c);
+    CUDA_CHECK(cudaEventRecord(m->bwd_end, m->compute));
+    CUDA_CHECK(cudaEventRecord(m->reduce_end, m->stream));
+    CUDA_CHECK(cudaStreamWaitEvent(m->compute, m->reduce_end, 0));
+    m->reduce_timed = true;
+}
+
+static void nccl_barrier(communicator *c) { scalar_all_reduce(impl_of(c), 0.0, "barrier"); }
+
+[[noreturn]] static void nccl_abort(communicator *c, int exit_code) {
+    ncclCommAbort(impl_of(c)->nccl);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    exit(exit_code);
+}
+
+/* ms from a to b, both recorded; false while b has not happened yet. */
+static bool elapsed_ms(cudaEvent_t a, cudaEvent_t b, double *ms) {
+    float t = 0.0f;
+    const cudaError_t st = cudaEventElapsedTime(&t, a, b);
+    if (st == cudaErrorNotReady) {
+        cudaGetLastError();
+        return false;
+    }
+    CUDA_CHECK(st);
+    *ms = t > 0.0f ? t : 0.0; /* the reduction may end before backward does */
+    return true;
+}
+
+static bool nccl_timing(communicator *c, comm_timing *out) {
+    nccl_impl *m = impl_of(c);
+    watchdog_touch(&m->wd);
+    comm_timing t = {0.0, 0.0, m->scalar_ms};
+    if (m->reduce_timed && !elapsed_ms(m->bwd_end, m->reduce_end, &t.reduce_tail_ms)) return false;
+    if (m->gather_timed && !elapsed_ms(m->gather_begin, m->gather_end, &t.gather_ms)) return false;
+    m->reduce_timed = m->gather_timed = false;
+    m->scalar_ms = 0.0;
+    *out = t;
+    return true;
+}
+
+static void nccl_destroy(communicator *c) {
+    nccl_impl *m = impl_of(c);
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    /* Destroy finalises: it waits for the peers to be quiescent too. From
+     * here on the watchdog only ends the process, it never touches the comm. */
+    pthread_mutex_lock(&m->wd.lock);
+    __atomic_store_n(&m->wd.nccl, (ncclComm_t)NULL, __ATOMIC_RELEASE);
+    m->wd.last_call_s = 0;
+    pthread_mutex_unlock(&m->wd.lock);
+    watchdog_block(&m->wd, "ncclCommDestroy");
+    NCCL_CHECK(ncclCommDestroy(m->nccl));
+    watchdog_unblock(&m->wd);
+    watchdog_stop(&m->wd);
+    cudaEvent_t events[] = {m->ready, m->bwd_end, m->reduce_end, m->gather_begin,
+                            m->gather_end};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+        CUDA_CHECK(cudaEventDestroy(events[i]));
+    CUDA_CHECK(cudaFree(m->f32_in));
+    CUDA_CHECK(cudaFree(m->f32_out));
+    CUDA_CHECK(cudaFree(m->dev_scalar));
+    CUDA_CHECK(cudaFreeHost(m->host_scalar));
+    CUDA_CHECK(cudaStreamDestroy(m->stream));
+    free(m);
+    free(c);
+}
+
+static const comm_ops NCCL_COMM_OPS = {
+    .reduce_scatter_async = nccl_reduce_scatter_async,
+    .all_reduce_async = nccl_all_reduce_async,
+    .all_gather = nccl_all_gather,
+    .sum_scalar = nccl_sum_scalar,
+    .progress = nccl_progress,
+    .wait_all = nccl_wait_all,
+    .barrier = nccl_barrier,
+    .abort = nccl_abort,
+    .destroy = nccl_destroy,
+    .timing = nccl_timing,
+};
+
+/* Rank 0's ncclUniqueId, broadcast over MPI, makes every rank's communicator. */
+static void nccl_init_world(nccl_impl *m, int rank, int world) {
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    watchdog_block(&m->wd, "ncclCommInitRank (NCCL start-up)");
+    NCCL_CHECK(ncclCommInitRank(&m->nccl, world, id, rank));
+    watchdog_unblock(&m->wd);
+    pthread_mutex_lock(&m->wd.lock);
+    __atomic_store_n(&m->wd.nccl, m->nccl, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&m->wd.lock);
+}
+
+static void create_stream_and_events(nccl_impl *m) {
+    int least = 0, greatest = 0;
+    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    /* Non-blocking: the compute stream is a blocking one, and this stream
+     * must not be serialised with the legacy default stream through it. */
+    CUDA_CHECK(cudaStreamCreateWithPriority(&m->stream, cudaStreamNonBlocking, greatest));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming));
+    /* reduce_end and gather_end also make compute wait; timing them costs
+     * nothing measurable at a few events per step. */
+    cudaEvent_t *timed[] = {&m->bwd_end, &m->reduce_end, &m->gather_begin, &m->gather_end};
+    for (size_t i = 0; i < 4; i++) CUDA_CHECK(cudaEventCreate(timed[i]));
+    CUDA_CHECK(cudaMalloc((void **)&m->dev_scalar, sizeof(double)));
+    CUDA_CHECK(cudaMallocHost((void **)&m->host_scalar, sizeof(double)));
+}
+
+extern "C" communicator *comm_nccl_create(struct CUstream_st *compute_stream, comm_dtype dtype,
+                                          const comm_nccl_options *opt) {
+    communicator *c = (communicator *)xcalloc(1, sizeof *c);
+    nccl_impl *m = (nccl_impl *)xcalloc(1, sizeof *m);
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c->world));
+    CHECK(opt->timeout_s > 0, "nccl_timeout_s must be positive, got %g", opt->timeout_s);
+    CUDA_CHECK(cudaGetDevice(&m->device));
+    m->compute = compute_stream;
+    m->elem_bytes = dtype == COMM_BF16 ? 2 : 4;
+    m->type = dtype == COMM_BF16 ? ncclBfloat16 : ncclFloat32;
+    m->reduce_fp32 = opt->reduce_fp32 && dtype == COMM_BF16;
+    /* Started first, so that a start-up that never completes ends too. */
+    watchdog_start(&m->wd, opt->timeout_s, m->device, c->rank, c->world);
+    nccl_init_world(m, c->rank, c->world);
+    create_stream_and_events(m);
+    c->ops = &NCCL_COMM_OPS;
+    c->dtype = dtype;
+    c->impl = m;
+    return c;
+}

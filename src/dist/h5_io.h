@@ -1,0 +1,53 @@
+/* HDF5 helpers shared by the weights file and the checkpoint files: files in
+ * the HDF5 1.10 format (checksummed metadata), scalar and array attributes,
+ * and fp32 datasets stored in chunks with the Fletcher32 checksum filter, so
+ * that a damaged byte anywhere is found when it is read. Every failure ends
+ * the process with a message naming the file, the object and HDF5's own
+ * reason ("data error detected by Fletcher32 checksum", "truncated file"). */
+#ifndef GPT2_DIST_H5_IO_H
+#define GPT2_DIST_H5_IO_H
+
+#include <hdf5.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Creates (truncates) path for writing. */
+hid_t h5_create(const char *path);
+/* Opens an existing file read-only; what names the file's role in messages
+ * ("weights file", "checkpoint shard"). */
+hid_t h5_open_read(const char *path, const char *what);
+/* Closes a file; a failure (disk full while flushing) names path. */
+void h5_close(hid_t file, const char *path);
+
+/* HDF5's innermost error description of the last failed call, for messages. */
+void h5_last_error(char *buf, size_t len);
+
+void h5_attr_write_i64(hid_t obj, const char *name, int64_t value);
+/* A 1-D attribute of n values (n >= 1). */
+void h5_attr_write_i64_array(hid_t obj, const char *name, const int64_t *values, size_t n);
+void h5_attr_write_u64(hid_t obj, const char *name, uint64_t value);
+void h5_attr_write_f64(hid_t obj, const char *name, double value);
+void h5_attr_write_str(hid_t obj, const char *name, const char *value);
+
+/* Readers fail naming path and the attribute when it is missing or has
+ * another size than asked for. */
+int64_t h5_attr_read_i64(hid_t obj, const char *path, const char *name);
+void h5_attr_read_i64_array(hid_t obj, const char *path, const char *name, int64_t *values,
+                            size_t n);
+uint64_t h5_attr_read_u64(hid_t obj, const char *path, const char *name);
+double h5_attr_read_f64(hid_t obj, const char *path, const char *name);
+/* Returns a malloc'd string. */
+char *h5_attr_read_str(hid_t obj, const char *path, const char *name);
+
+/* Writes a 1-D or 2-D fp32 dataset from host memory, chunked (about 4 MiB a
+ * chunk) with the Fletcher32 filter. */
+void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
+                  const float *data);
+/* Reads a whole dataset whose shape must be exactly (ndim, dims). */
+void h5_read_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
+                 float *out);
+/* Reads elements [begin, begin + count) of a 1-D dataset of `length`
+ * elements (a hyperslab: only the chunks it touches are read and checked). */
+void h5_read_f32_range(hid_t file, const char *path, const char *name, int64_t length,
+                       int64_t begin, int64_t count, float *out);
+#endif

@@ -1,0 +1,78 @@
+/* Weights from a checkpoint, a weights file or an llm.c file (see model_io.h). */
+#include "dist/model_io.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dist/fail.h"
+#include "dist/llmc_io.h"
+#include "dist/weights_h5.h"
+
+/* A step directory, or a run directory holding step directories. */
+static int resolve_checkpoint(model_source *s, const char *path, char *err, size_t err_len) {
+    char dir[CKPT_PATH_MAX];
+    if (ckpt_is_complete(path))
+        snprintf(dir, sizeof dir, "%s", path);
+    else if (ckpt_find_newest(path, dir, sizeof dir) < 0) {
+        snprintf(err, err_len,
+                 "%s: a directory without a complete checkpoint (no %s marker in it, and no "
+                 "complete step_* directory below it)",
+                 path, CKPT_MARKER);
+        return -1;
+    }
+    s->kind = MODEL_FROM_CHECKPOINT;
+    ckpt_model_path(s->file, sizeof s->file, dir);
+    return 0;
+}
+
+int model_source_open(model_source *s, const char *path, char *err, size_t err_len) {
+    memset(s, 0, sizeof *s);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (resolve_checkpoint(s, path, err, err_len) != 0) return -1;
+    } else {
+        snprintf(s->file, sizeof s->file, "%s", path);
+        s->kind = llmc_is_model_file(path) ? MODEL_FROM_LLMC : MODEL_FROM_WEIGHTS;
+    }
+    if (s->kind == MODEL_FROM_LLMC) {
+        llmc_header h;
+        llmc_read_header(s->file, &h);
+        s->n_layer = h.n_layer, s->n_embd = h.n_embd, s->n_head = h.n_head;
+        s->vocab_size = h.vocab_size, s->padded_vocab_size = h.padded_vocab_size;
+        s->block_size = h.max_seq_len;
+    } else {
+        weights_read_sizes(s->file, &s->n_layer, &s->n_embd, &s->n_head, &s->vocab_size,
+                           &s->padded_vocab_size, &s->block_size);
+    }
+    return 0;
+}
+
+void model_source_layout(const model_source *s, gpt2_layout *lay) {
+    layout_build(lay, s->n_layer, s->n_embd, s->n_head, s->vocab_size, s->padded_vocab_size,
+                 s->block_size);
+}
+
+void model_source_load(const model_source *s, const gpt2_layout *lay, float *host_params) {
+    if (s->kind == MODEL_FROM_LLMC)
+        llmc_load(s->file, lay, host_params);
+    else
+        weights_load(s->file, lay, host_params);
+}
+
+const char *model_source_kind_name(model_source_kind kind) {
+    switch (kind) {
+    case MODEL_FROM_CHECKPOINT:
+        return "checkpoint";
+    case MODEL_FROM_WEIGHTS:
+        return "weights file";
+    case MODEL_FROM_LLMC:
+        return "llm.c model file";
+    }
+    return "?";
+}

@@ -1,0 +1,314 @@
+/* LayerNorm on the GPU: bf16 tensors, fp32 statistics and math (eps 1e-5,
+ * biased variance, as GPT-2), and the fused residual add + LayerNorm.
+ *
+ * Forward: one warp per row. The row is read once with 16-byte loads into
+ * registers (VPL vectors of 8 per lane, a template parameter, so the arrays
+ * stay in registers: C <= 32 * 8 * LN_MAX_VPL = 2048), then the mean, the
+ * variance as the mean of squared deviations (two passes over registers, no
+ * E[x^2] - E[x]^2 cancellation) and the output. The fused variant stores the
+ * residual a + b rounded to bf16 and normalises the rounded values, so the
+ * saved mean/rstd describe exactly what backward reads.
+ *
+ * Backward: one warp per row for dinp += (fp32 math, one rounding); the
+ * row's x, dout and old dinp are loaded together, so a row costs one memory
+ * latency. dweight/dbias sums go to per-warp fp32 rows in shared memory
+ * (8 KB per warp at C = 768: registers would halve the occupancy), each lane
+ * always updating its own channels; at the end the block adds its warps'
+ * rows in warp order into one fp32 partial (blocks own fixed runs of
+ * LN_BWD_ROWS rows). A second kernel adds the partials of every block in
+ * block order and adds the result to the bf16 gradients once. No atomics:
+ * the result depends only on N and C, bitwise. */
+#include "kernels/cuda/bf16_vec.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/layernorm.h"
+
+#define LN_EPS 1e-5f
+enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
+enum { RED_X = 32, RED_Y = 16 }; /* reduce kernel: channels x block-stripes */
+
+template <int VPL, bool RESIDUAL>
+static __global__ void __launch_bounds__(LN_THREADS)
+    layernorm_forward_kernel(bf16 *residual, bf16 *out, float *mean, float *rstd, const bf16 *a,
+                             const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
+    if (row >= N) return;
+    const int C8 = C / 8;
+    const size_t base = (size_t)row * C;
+    float x[VPL][8];
+    float sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < VPL; k++) {
+        const int v = k * 32 + lane;
+        if (v < C8) {
+            load8(x[k], a + base + v * 8);
+            if (RESIDUAL) {
+                float y[8];
+                load8(y, b + base + v * 8);
+#pragma unroll
+                for (int i = 0; i < 8; i++) x[k][i] += y[i];
+                const uint4 r = pack8(x[k]);
+                *reinterpret_cast<uint4 *>(residual + base + v * 8) = r;
+                unpack8(x[k], r);
+            }
+#pragma unroll
+            for (int i = 0; i < 8; i++) sum += x[k][i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) x[k][i] = 0.f;
+        }
+    }
+    const float m = warp_sum(sum) / (float)C;
+    float sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < VPL; k++) {
+        if (k * 32 + lane < C8) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const float d = x[k][i] - m;
+                sq += d * d;
+            }
+        }
+    }
+    const float s = 1.0f / sqrtf(warp_sum(sq) / (float)C + LN_EPS);
+#pragma unroll
+    for (int k = 0; k < VPL; k++) {
+        const int v = k * 32 + lane;
+        if (v < C8) {
+            float w[8], bb[8], o[8];
+            load8(w, weight + v * 8);
+            load8(bb, bias + v * 8);
+#pragma unroll
+            for (int i = 0; i < 8; i++) o[i] = (x[k][i] - m) * s * w[i] + bb[i];
+            store8(out + base + v * 8, o);
+        }
+    }
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = s;
+    }
+}
+
+/* 3 blocks (24 warps) per SM up to C = 768: 85 registers and 48 KB of
+ * shared memory each */
+template <int VPL>
+static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2 : 1)
+    layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+                              const bf16 *weight, const float *mean, const float *rstd, int N,
+                              int C) {
+    /* per warp: dbias sums [0, C) then dweight sums [C, 2C); each lane owns
+     * the same channels of every row, so no two lanes touch one address */
+    extern __shared__ float4 sh4[];
+    float *sh = reinterpret_cast<float *>(sh4);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int C8 = C / 8;
+    float *acc = sh + (size_t)warp * 2 * C;
+    for (int i = lane; i < 2 * C; i += 32) acc[i] = 0.f;
+    __syncwarp();
+
+    const int row0 = blockIdx.x * LN_BWD_ROWS;
+    const int row1 = min(N, row0 + LN_BWD_ROWS);
+    for (int row = row0 + warp; row < row1; row += LN_WARPS) {
+        const size_t base = (size_t)row * C;
+        /* all three rows' loads issued together: one memory latency per row */
+        uint4 xr[VPL], dr[VPL], ir[VPL];
+#pragma unroll
+        for (int k = 0; k < VPL; k++) {
+            const int v = k * 32 + lane;
+            if (v < C8) {
+                xr[k] = *reinterpret_cast<const uint4 *>(inp + base + v * 8);
+                dr[k] = *reinterpret_cast<const uint4 *>(dout + base + v * 8);
+                ir[k] = *reinterpret_cast<const uint4 *>(dinp + base + v * 8);
+            } else {
+                xr[k] = dr[k] = ir[k] = make_uint4(0, 0, 0, 0);
+            }
+        }
+        const float m = mean[row], s = rstd[row];
+        float sg = 0.f, sgx = 0.f;
+#pragma unroll
+        for (int k = 0; k < VPL; k++) {
+            const int v = k * 32 + lane;
+            if (v < C8) {
+                float x[8], d[8], w[8], db[8], dw[8];
+                unpack8(x, xr[k]);
+                unpack8(d, dr[k]);
+                load8(w, weight + v * 8);
+                float4 *pb = reinterpret_cast<float4 *>(acc + v * 8);
+                float4 *pw = reinterpret_cast<float4 *>(acc + C + v * 8);
+                *reinterpret_cast<float4 *>(db) = pb[0];
+                *reinterpret_cast<float4 *>(db + 4) = pb[1];
+                *reinterpret_cast<float4 *>(dw) = pw[0];
+                *reinterpret_cast<float4 *>(dw + 4) = pw[1];
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const float xhat = (x[i] - m) * s;
+                    const float g = w[i] * d[i];
+                    sg += g;
+                    sgx += g * xhat;
+                    db[i] += d[i];
+                    dw[i] += xhat * d[i];
+                }
+                pb[0] = *reinterpret_cast<float4 *>(db);
+                pb[1] = *reinterpret_cast<float4 *>(db + 4);
+                pw[0] = *reinterpret_cast<float4 *>(dw);
+                pw[1] = *reinterpret_cast<float4 *>(dw + 4);
+            }
+        }
+        const float g_mean = warp_sum(sg) / (float)C;
+        const float gx_mean = warp_sum(sgx) / (float)C;
+#pragma unroll
+        for (int k = 0; k < VPL; k++) {
+            const int v = k * 32 + lane;
+            if (v < C8) {
+                float x[8], d[8], w[8], o[8];
+                unpack8(x, xr[k]);
+                unpack8(d, dr[k]);
+                load8(w, weight + v * 8);
+                unpack8(o, ir[k]);
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const float xhat = (x[i] - m) * s;
+                    o[i] += (w[i] * d[i] - g_mean - xhat * gx_mean) * s;
+                }
+                store8(dinp + base + v * 8, o);
+            }
+        }
+    }
+    __syncthreads();
+    /* the block's partial: the warps' sums added in warp order */
+    float *p = partials + (size_t)blockIdx.x * 2 * C;
+    for (int i = threadIdx.x; i < 2 * C; i += LN_THREADS) {
+        float t = sh[i];
+#pragma unroll
+        for (int w = 1; w < LN_WARPS; w++) t += sh[(size_t)w * 2 * C + i];
+        p[i] = t;
+    }
+}
+
+/* Column j of the (nblocks, 2C) partials summed over blocks in a fixed
+ * order: stripe y of RED_Y takes blocks y, y + RED_Y, ..., then stripe sums
+ * are added in y order. Columns [0, C) go to dbias, [C, 2C) to dweight. */
+static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias,
+                                                        const float *partials, int nblocks,
+                                                        int C) {
+    __shared__ float sh[RED_Y][RED_X + 1];
+    const int j = blockIdx.x * RED_X + threadIdx.x;
+    float acc = 0.f;
+    if (j < 2 * C)
+        for (int b = threadIdx.y; b < nblocks; b += RED_Y) acc += partials[(size_t)b * 2 * C + j];
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < 2 * C) {
+        float total = 0.f;
+#pragma unroll
+        for (int y = 0; y < RED_Y; y++) total += sh[y][threadIdx.x];
+        bf16 *dst = j < C ? dbias + j : dweight + (j - C);
+        *dst = __float2bfloat16_rn(__bfloat162float(*dst) + total);
+    }
+}
+
+static int vectors_per_lane(const char *op, int C) {
+    const int vpl = (C / 8 + 31) / 32;
+    if (C % 8 != 0 || C <= 0 || vpl > LN_MAX_VPL)
+        FAIL("%s: C=%d must be a positive multiple of 8 up to %d", op, C, 32 * 8 * LN_MAX_VPL);
+    return vpl;
+}
+
+static void check_aligned(const char *op, const void *p) {
+    if (p && !is_aligned16(p)) FAIL("%s: tensor %p is not 16-byte aligned", op, p);
+}
+
+template <bool RESIDUAL>
+static void launch_forward(int vpl, bf16 *residual, bf16 *out, float *mean, float *rstd,
+                           const bf16 *a, const bf16 *b, const bf16 *w, const bf16 *bias, int N,
+                           int C, cudaStream_t stream) {
+    const unsigned grid = (unsigned)((N + LN_WARPS - 1) / LN_WARPS);
+#define LN_FWD_CASE(V)                                                                          \
+    case V:                                                                                     \
+        layernorm_forward_kernel<V, RESIDUAL>                                                   \
+            <<<grid, LN_THREADS, 0, stream>>>(residual, out, mean, rstd, a, b, w, bias, N, C); \
+        break;
+    switch (vpl) {
+        LN_FWD_CASE(1)
+        LN_FWD_CASE(2)
+        LN_FWD_CASE(3)
+        LN_FWD_CASE(4)
+        LN_FWD_CASE(5)
+        LN_FWD_CASE(6)
+        LN_FWD_CASE(7)
+        LN_FWD_CASE(8)
+    }
+#undef LN_FWD_CASE
+    CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
+}
+
+extern "C" void layernorm_forward_cuda(void *out, float *mean, float *rstd, const void *inp,
+                                       const void *weight, const void *bias, int N, int C,
+                                       cudaStream_t stream) {
+    const int vpl = vectors_per_lane("layernorm_forward_cuda", C);
+    const void *ptrs[] = {out, inp, weight, bias};
+    for (const void *p : ptrs) check_aligned("layernorm_forward_cuda", p);
+    if (N <= 0) return;
+    launch_forward<false>(vpl, nullptr, (bf16 *)out, mean, rstd, (const bf16 *)inp, nullptr,
+                          (const bf16 *)weight, (const bf16 *)bias, N, C, stream);
+}
+
+extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float *mean,
+                                                float *rstd, const void *a, const void *b,
+                                                const void *weight, const void *bias, int N,
+                                                int C, cudaStream_t stream) {
+    const int vpl = vectors_per_lane("residual_layernorm_forward_cuda", C);
+    const void *ptrs[] = {residual, out, a, b, weight, bias};
+    for (const void *p : ptrs) check_aligned("residual_layernorm_forward_cuda", p);
+    if (N <= 0) return;
+    launch_forward<true>(vpl, (bf16 *)residual, (bf16 *)out, mean, rstd, (const bf16 *)a,
+                         (const bf16 *)b, (const bf16 *)weight, (const bf16 *)bias, N, C, stream);
+}
+
+static int backward_blocks(int N) { return (N + LN_BWD_ROWS - 1) / LN_BWD_ROWS; }
+
+extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
+    return (size_t)backward_blocks(N) * 2 * (size_t)C * sizeof(float);
+}
+
+extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                                        const void *inp, const void *weight, const float *mean,
+                                        const float *rstd, int N, int C, void *workspace,
+                                        size_t workspace_bytes, cudaStream_t stream) {
+    const int vpl = vectors_per_lane("layernorm_backward_cuda", C);
+    const void *ptrs[] = {dinp, dout, inp, weight};
+    for (const void *p : ptrs) check_aligned("layernorm_backward_cuda", p);
+    if (N <= 0) return;
+    const size_t need = layernorm_backward_cuda_workspace_bytes(N, C);
+    if (workspace_bytes < need)
+        FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
+    float *partials = (float *)workspace;
+    const int nblocks = backward_blocks(N);
+    const size_t smem = (size_t)LN_WARPS * 2 * C * sizeof(float);
+#define LN_BWD_CASE(V)                                                                        \
+    case V:                                                                                   \
+        if (smem > 48 * 1024)                                                                 \
+            CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V>,                     \
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,      \
+                                            (int)smem));                                      \
+        layernorm_backward_kernel<V><<<nblocks, LN_THREADS, smem, stream>>>(                  \
+            (bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,                    \
+            (const bf16 *)weight, mean, rstd, N, C);                                          \
+        break;
+    switch (vpl) {
+        LN_BWD_CASE(1)
+        LN_BWD_CASE(2)
+        LN_BWD_CASE(3)
+        LN_BWD_CASE(4)
+        LN_BWD_CASE(5)
+        LN_BWD_CASE(6)
+        LN_BWD_CASE(7)
+        LN_BWD_CASE(8)
+    }
+#undef LN_BWD_CASE
+    CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
+    const dim3 block(RED_X, RED_Y);
+    layernorm_backward_reduce_kernel<<<(2 * C + RED_X - 1) / RED_X, block, 0, stream>>>(
+        (bf16 *)dweight, (bf16 *)dbias, partials, nblocks, C);
+    CUDA_CHECK_LAUNCH("layernorm_backward_reduce_kernel");
+}

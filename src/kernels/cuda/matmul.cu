@@ -1,0 +1,437 @@
+/* Linear layers on the GPU through cuBLASLt: bf16 operands and outputs,
+ * fp32 accumulation (CUBLAS_COMPUTE_32F; no TF32 anywhere, every GEMM is bf16).
+ *
+ * Layout: tensors are row-major, cuBLAS is column-major, and a row-major
+ * (R, K) matrix is the column-major (K, R) one. So, with nn.Linear's weight
+ * (OC, C):
+ *   forward   out^T (OC,N) = W (OC,C)    . inp^T (C,N)   m=OC n=N  k=C   A=W^T-stored, op T
+ *   dinp      dinp^T (C,N) = W^T (C,OC)  . dout^T (OC,N) m=C  n=N  k=OC
+ *   dweight   dW^T (C,OC) += inp^T (C,N) . dout (N,OC)   m=C  n=OC k=N   beta = 1
+ * Epilogues (fused into the GEMM, fp32 before the single bf16 rounding):
+ *   BIAS           forward bias (length m = OC, broadcast over columns).
+ *   GELU_AUX_BIAS  matmul_gelu_forward: D = gelu(acc + bias), aux = acc + bias
+ *                  (the pre-activation saved for backward, ld = OC). cuBLASLt's
+ *                  GELU is the tanh approximation, GPT-2's "gelu_new";
+ *                  test_ops_cuda checks it against the tanh and erf forms.
+ *   DGELU          matmul_backward_gelu: dinp = (dout W) * gelu'(aux = pre).
+ *   BGRADB         (off by default) dbias: cuBLASLt sums op(B) = dout over
+ *                  k = N into a vector that a small kernel adds into dbias
+ *                  (BGRADB overwrites; the contract is +=). On H100 with
+ *                  cuBLAS 13.0 it is offered only with a bf16 vector (an extra
+ *                  rounding) and the dW GEMM it picks was slower than the plain
+ *                  GEMM plus the column-sum kernel (qkv at N = 32768: 397 vs
+ *                  384 us), so dbias is that kernel by default.
+ * dbias by kernel: a deterministic column sum (fixed chunks of BIAS_ROWS
+ * rows, each summed in row order, then the chunks added in order), one extra
+ * read of dout. Where cuBLASLt offers no algorithm for the GELU epilogues (or
+ * a fusion flag is cleared), a plain GEMM plus a separate kernel gives the
+ * same results: bias+GELU, or GELU backward. Split-K algorithms are limited
+ * to fp32 partial sums (REDUCTION_SCHEME_COMPUTE_TYPE). Note that with
+ * beta = 1 (dW +=) some small-shape kernels round the new product to bf16
+ * before adding the old value (test_ops_cuda allows for it).
+ * Plans (descriptors, layouts and the heuristic's algorithm) are cached by
+ * shape, epilogue and pointer alignment, so steady-state calls only set the
+ * epilogue pointers and launch. cuBLASLt with a fixed algorithm and
+ * workspace is deterministic. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cuda/bf16_vec.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/matmul.h"
+
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_CUBE 0.044715f
+enum { BIAS_ROWS = 64 };                  /* rows per chunk of the fallback column sum */
+enum { RED_X = 32, RED_Y = 16 };          /* column-sum reduce: columns x chunk stripes */
+enum { MAX_PLANS = 96 };
+
+static int g_fusion = MATMUL_FUSE_DEFAULT;
+
+extern "C" void matmul_cuda_set_fusion(int flags) { g_fusion = flags; }
+
+/* ------------------------------------------------------------------ kernels */
+
+/* sigmoid(2u) = 0.5 (1 + tanh(u)), as the CPU reference (kernels/cpu/gelu.c). */
+static __device__ __forceinline__ float gelu_sigmoid(float x) {
+    const float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
+    return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+static __global__ void gelu_forward_kernel(bf16 *out, const bf16 *pre, size_t n8) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    float x[8];
+    load8(x, pre + i * 8);
+#pragma unroll
+    for (int k = 0; k < 8; k++) x[k] *= gelu_sigmoid(x[k]);
+    store8(out + i * 8, x);
+}
+
+/* d *= gelu'(pre), in place. */
+static __global__ void gelu_backward_kernel(bf16 *d, const bf16 *pre, size_t n8) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    float x[8], g[8];
+    load8(x, pre + i * 8);
+    load8(g, d + i * 8);
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float s = gelu_sigmoid(x[k]);
+        const float du = GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x[k] * x[k]);
+        g[k] *= s + 2.0f * x[k] * s * (1.0f - s) * du;
+    }
+    store8(d + i * 8, g);
+}
+
+/* partials[chunk, c..c+8) = sum of dout rows of this chunk, in row order. */
+static __global__ void bias_partial_kernel(float *partials, const bf16 *dout, int N, int OC) {
+    const int c8 = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c8 >= OC / 8) return;
+    const int r0 = blockIdx.y * BIAS_ROWS, r1 = min(N, r0 + BIAS_ROWS);
+    float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int r = r0; r < r1; r++) {
+        float d[8];
+        load8(d, dout + (size_t)r * OC + c8 * 8);
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc[k] += d[k];
+    }
+    float *p = partials + (size_t)blockIdx.y * OC + c8 * 8;
+#pragma unroll
+    for (int k = 0; k < 8; k++) p[k] = acc[k];
+}
+
+/* dst[j] += sum over r < nrows of src[r, j], r in a fixed order (stripes of
+ * RED_Y, then the stripes in order). */
+static __global__ void column_sum_add_kernel(bf16 *dst, const float *src, int nrows, int ncols) {
+    __shared__ float sh[RED_Y][RED_X + 1];
+    const int j = blockIdx.x * RED_X + threadIdx.x;
+    float acc = 0.f;
+    if (j < ncols)
+        for (int r = threadIdx.y; r < nrows; r += RED_Y) acc += src[(size_t)r * ncols + j];
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < ncols) {
+        float total = 0.f;
+#pragma unroll
+        for (int y = 0; y < RED_Y; y++) total += sh[y][threadIdx.x];
+        dst[j] = __float2bfloat16_rn(__bfloat162float(dst[j]) + total);
+    }
+}
+
+/* dst[j] += src[j] */
+static __global__ void add_bf16_kernel(bf16 *dst, const bf16 *src, int n) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) dst[j] = __float2bfloat16_rn(__bfloat162float(dst[j]) + __bfloat162float(src[j]));
+}
+
+static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols,
+                           cudaStream_t stream) {
+    column_sum_add_kernel<<<(ncols + RED_X - 1) / RED_X, dim3(RED_X, RED_Y), 0, stream>>>(
+        dst, src, nrows, ncols);
+    CUDA_CHECK_LAUNCH("column_sum_add_kernel");
+}
+
+/* ---------------------------------------------------------------- cuBLASLt */
+
+typedef struct {
+    int ta, tb, m, n, k, lda, ldb, ldd;
+    int epilogue, bias_type; /* bias_type: a cudaDataType_t, or -1 for none */
+    int64_t aux_ld;
+    unsigned align_a, align_b, align_d, align_bias, align_aux;
+} plan_key;
+
+typedef struct {
+    plan_key key;
+    int used, ok;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, d;
+    cublasLtMatmulAlgo_t algo;
+} plan;
+
+static plan g_plans[MAX_PLANS];
+static int g_next_evict;
+
+/* Largest power of two (up to 256) that divides the address. */
+static unsigned alignment_of(const void *p) {
+    const uintptr_t a = (uintptr_t)p;
+    unsigned al = 256;
+    while (al > 1 && (a % al) != 0) al >>= 1;
+    return al;
+}
+
+static void plan_destroy(plan *p) {
+    if (!p->used) return;
+    cublasLtMatrixLayoutDestroy(p->a);
+    cublasLtMatrixLayoutDestroy(p->b);
+    cublasLtMatrixLayoutDestroy(p->d);
+    cublasLtMatmulDescDestroy(p->desc);
+    p->used = 0;
+}
+
+static void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                     const void *value, size_t size) {
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, value, size));
+}
+
+/* The plan for this key (bias and aux are real pointers: the heuristic reads
+ * their alignment from them). */
+static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
+                      const cublaslt_ctx *lt) {
+    for (int i = 0; i < MAX_PLANS; i++)
+        if (g_plans[i].used && memcmp(&g_plans[i].key, key, sizeof *key) == 0) return &g_plans[i];
+    int slot = -1;
+    for (int i = 0; i < MAX_PLANS && slot < 0; i++)
+        if (!g_plans[i].used) slot = i;
+    if (slot < 0) {
+        slot = g_next_evict;
+        g_next_evict = (g_next_evict + 1) % MAX_PLANS;
+        plan_destroy(&g_plans[slot]);
+    }
+    plan *p = &g_plans[slot];
+    memset(p, 0, sizeof *p);
+    p->key = *key;
+    p->used = 1;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ops[2] = {CUBLAS_OP_N, CUBLAS_OP_T};
+    set_attr(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ops[key->ta], sizeof ops[0]);
+    set_attr(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &ops[key->tb], sizeof ops[0]);
+    const uint32_t epilogue = (uint32_t)key->epilogue;
+    set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+    if (key->bias_type >= 0) {
+        const int32_t type = key->bias_type;
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type);
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    }
+    if (key->aux_ld > 0) {
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &key->aux_ld, sizeof key->aux_ld);
+    }
+    /* Stored shapes: op(A) is m x k, op(B) k x n, D m x n. */
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, key->ta ? key->k : key->m,
+                                            key->ta ? key->m : key->k, key->lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, key->tb ? key->n : key->k,
+                                            key->tb ? key->k : key->n, key->ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_16BF, key->m, key->n, key->ldd));
+
+    cublasLtMatmulPreference_t pref;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &lt->workspace_bytes,
+                                                      sizeof lt->workspace_bytes));
+    const uint32_t al[4] = {key->align_a, key->align_b, key->align_d, key->align_d};
+    const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; i++)
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]));
+    /* Split-K partial sums in fp32 only: the INPLACE and OUTPUT_TYPE schemes
+     * add partials in the bf16 output type, a rounding per split. */
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof reduction));
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt->handle, p->desc, p->a, p->b, p->d,
+                                                             p->d, pref, 1, &result, &found);
+    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    p->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (p->ok) p->algo = result.algo;
+    return p;
+}
+
+/* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
+ * cuBLASLt has no algorithm for it (the caller falls back). */
+static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m, int n,
+                   int k, const void *A, int lda, const void *B, int ldb, void *D, int ldd,
+                   float beta, cublasLtEpilogue_t epilogue, const void *bias, int bias_type,
+                   const void *aux, int64_t aux_ld) {
+    plan_key key;
+    memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
+    key.ta = ta;
+    key.tb = tb;
+    key.m = m;
+    key.n = n;
+    key.k = k;
+    key.lda = lda;
+    key.ldb = ldb;
+    key.ldd = ldd;
+    key.epilogue = (int)epilogue;
+    key.bias_type = bias ? bias_type : -1;
+    key.aux_ld = aux ? aux_ld : 0;
+    key.align_a = alignment_of(A);
+    key.align_b = alignment_of(B);
+    key.align_d = alignment_of(D);
+    key.align_bias = bias ? alignment_of(bias) : 0;
+    key.align_aux = aux ? alignment_of(aux) : 0;
+    plan *p = plan_get(&key, bias, aux, lt);
+    if (!p->ok) return 0;
+    if (bias) set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (aux) set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    const float alpha = 1.0f;
+    CUBLAS_CHECK(cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D,
+                                p->d, &p->algo, lt->workspace, lt->workspace_bytes, stream));
+    return 1;
+}
+
+static const char *epilogue_name(cublasLtEpilogue_t e) {
+    switch (e) {
+    case CUBLASLT_EPILOGUE_DEFAULT: return "DEFAULT";
+    case CUBLASLT_EPILOGUE_BIAS: return "BIAS";
+    case CUBLASLT_EPILOGUE_GELU_AUX: return "GELU_AUX";
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
+    case CUBLASLT_EPILOGUE_DGELU: return "DGELU";
+    case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
+    default: return "?";
+    }
+}
+
+/* A GEMM that must run: no algorithm is a fatal error naming the shape. */
+static void lt_gemm_required(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m,
+                             int n, int k, const void *A, int lda, const void *B, int ldb,
+                             void *D, int ldd, float beta, cublasLtEpilogue_t epilogue,
+                             const void *bias) {
+    if (!lt_gemm(lt, stream, ta, tb, m, n, k, A, lda, B, ldb, D, ldd, beta, epilogue, bias,
+                 CUDA_R_16BF, nullptr, 0))
+        FAIL("cuBLASLt has no algorithm for a bf16 GEMM m=%d n=%d k=%d (epilogue %s)", m, n, k,
+             epilogue_name(epilogue));
+}
+
+/* Says once per epilogue that the unfused path runs instead. */
+static void note_fallback(cublasLtEpilogue_t e, int m, int n, int k) {
+    static int noted[4];
+    const int i = e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? 0
+                  : e == CUBLASLT_EPILOGUE_GELU_AUX    ? 1
+                  : e == CUBLASLT_EPILOGUE_DGELU       ? 2
+                                                       : 3;
+    if (noted[i]) return;
+    noted[i] = 1;
+    fprintf(stderr,
+            "matmul_cuda: cuBLASLt offers no %s epilogue for m=%d n=%d k=%d; using a separate "
+            "kernel\n",
+            epilogue_name(e), m, n, k);
+}
+
+/* --------------------------------------------------------------- launchers */
+
+static void check_args(const char *op, int N, int C, int OC, const void *const *ptrs, int n) {
+    if (C % 8 != 0 || OC % 8 != 0 || N < 0)
+        FAIL("%s: C=%d and OC=%d must be multiples of 8 (N=%d)", op, C, OC, N);
+    for (int i = 0; i < n; i++)
+        if (ptrs[i] && !is_aligned16(ptrs[i]))
+            FAIL("%s: tensor %p is not 16-byte aligned", op, ptrs[i]);
+}
+
+static unsigned blocks_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
+
+extern "C" void matmul_forward_cuda(void *out, const void *inp, const void *weight,
+                                    const void *bias, int N, int C, int OC,
+                                    const cublaslt_ctx *lt, cudaStream_t stream) {
+    const void *ptrs[] = {out, inp, weight, bias};
+    check_args("matmul_forward_cuda", N, C, OC, ptrs, 4);
+    if (N == 0) return;
+    lt_gemm_required(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, out, OC, 0.0f,
+                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
+}
+
+extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp,
+                                         const void *weight, const void *bias, int N, int C,
+                                         int OC, const cublaslt_ctx *lt, cudaStream_t stream) {
+    const void *ptrs[] = {out, pre, inp, weight, bias};
+    check_args("matmul_gelu_forward_cuda", N, C, OC, ptrs, 5);
+    if (N == 0) return;
+    const cublasLtEpilogue_t ep = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    const int fuse = g_fusion & MATMUL_FUSE_GELU;
+    if (fuse && lt_gemm(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, out, OC, 0.0f, ep, bias,
+                        CUDA_R_16BF, pre, OC))
+        return;
+    if (fuse) note_fallback(ep, OC, N, C);
+    lt_gemm_required(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, pre, OC, 0.0f,
+                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
+    gelu_forward_cuda(out, pre, (size_t)N * OC, stream);
+}
+
+extern "C" void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream) {
+    /* 8 elements per thread, as 16-byte vectors */
+    if (n % 8 != 0 || !is_aligned16(out) || !is_aligned16(pre))
+        FAIL("gelu_forward_cuda: n = %zu must be a multiple of 8, tensors 16-byte aligned", n);
+    const size_t n8 = n / 8;
+    if (n8 == 0) return;
+    gelu_forward_kernel<<<blocks_for(n8, 256), 256, 0, stream>>>((bf16 *)out, (const bf16 *)pre,
+                                                                 n8);
+    CUDA_CHECK_LAUNCH("gelu_forward_kernel");
+}
+
+static int bias_chunks(int N) { return (N + BIAS_ROWS - 1) / BIAS_ROWS; }
+
+extern "C" size_t matmul_backward_cuda_workspace_bytes(int N, int OC) {
+    /* the fallback's per-chunk partials; the fused path needs OC floats */
+    const int chunks = bias_chunks(N) > 1 ? bias_chunks(N) : 1;
+    return (size_t)chunks * (size_t)OC * sizeof(float);
+}
+
+extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                                     const void *inp, const void *weight, const void *pre, int N,
+                                     int C, int OC, void *workspace, size_t workspace_bytes,
+                                     const cublaslt_ctx *lt, cudaStream_t stream) {
+    const void *ptrs[] = {dinp, dweight, dbias, dout, inp, weight, pre};
+    check_args("matmul_backward_cuda", N, C, OC, ptrs, 7);
+    if (N == 0) return;
+    if (dbias && workspace_bytes < matmul_backward_cuda_workspace_bytes(N, OC))
+        FAIL("matmul_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes,
+             matmul_backward_cuda_workspace_bytes(N, OC));
+
+    if (dinp) {
+        int done = 0;
+        if (pre && (g_fusion & MATMUL_FUSE_DGELU)) {
+            done = lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
+                           CUBLASLT_EPILOGUE_DGELU, nullptr, -1, pre, C);
+            if (!done) note_fallback(CUBLASLT_EPILOGUE_DGELU, C, N, OC);
+        }
+        if (!done) {
+            lt_gemm_required(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
+                             CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+            if (pre) {
+                const size_t n8 = (size_t)N * C / 8;
+                gelu_backward_kernel<<<blocks_for(n8, 256), 256, 0, stream>>>(
+                    (bf16 *)dinp, (const bf16 *)pre, n8);
+                CUDA_CHECK_LAUNCH("gelu_backward_kernel");
+            }
+        }
+    }
+
+    float *bias_f32 = (float *)workspace;
+    int bias_done = 0;
+    if (dbias && (g_fusion & MATMUL_FUSE_BGRADB)) {
+        /* BGRADB overwrites its vector: into scratch, then += into dbias. An
+         * fp32 vector where cuBLASLt offers it, else bf16 (one more rounding
+         * of the column sums, ~2^-9 relative). */
+        bias_done = lt_gemm(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
+                            CUBLASLT_EPILOGUE_BGRADB, bias_f32, CUDA_R_32F, nullptr, 0);
+        if (bias_done) {
+            column_sum_add((bf16 *)dbias, bias_f32, 1, OC, stream);
+        } else {
+            bf16 *bias_bf16 = (bf16 *)workspace;
+            bias_done = lt_gemm(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
+                                CUBLASLT_EPILOGUE_BGRADB, bias_bf16, CUDA_R_16BF, nullptr, 0);
+            if (bias_done) {
+                add_bf16_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>((bf16 *)dbias,
+                                                                        bias_bf16, OC);
+                CUDA_CHECK_LAUNCH("add_bf16_kernel");
+            } else {
+                note_fallback(CUBLASLT_EPILOGUE_BGRADB, C, OC, N);
+            }
+        }
+    }
+    if (!bias_done) {
+        lt_gemm_required(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
+                         CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+        if (dbias) {
+            const int OC8 = OC / 8;
+            const dim3 grid(blocks_for(OC8, 128), (unsigned)bias_chunks(N));
+            bias_partial_kernel<<<grid, 128, 0, stream>>>(bias_f32, (const bf16 *)dout, N, OC);
+            CUDA_CHECK_LAUNCH("bias_partial_kernel");
+            column_sum_add((bf16 *)dbias, bias_f32, bias_chunks(N), OC, stream);
+        }
+    }
+}

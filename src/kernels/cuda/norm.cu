@@ -1,0 +1,57 @@
+/* Sum of squares of a bf16 gradient range on the GPU, for global-norm
+ * clipping.
+ *
+ * Design: a fixed grid (SS_BLOCKS x SS_THREADS, whatever the device), each
+ * thread walking a fixed grid-stride set of 8-element vectors: each vector's
+ * squares are summed in fp32, then added to a per-thread double. Blocks
+ * reduce in double through a fixed shuffle tree and write one partial each;
+ * the host adds the partials in index order. Same input, same bits, on any
+ * GPU. One pass over the bf16 data, no atomics. */
+#include "kernels/cuda/bf16_vec.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/norm.h"
+
+enum { SS_BLOCKS = 1024, SS_THREADS = 256 };
+
+static __device__ __forceinline__ double warp_sum_double(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __global__ void __launch_bounds__(SS_THREADS)
+    sum_squares_kernel(double *partials, const bf16 *x, size_t n, int vectorized) {
+    __shared__ double sh[SS_THREADS / 32];
+    const size_t tid = (size_t)blockIdx.x * SS_THREADS + threadIdx.x;
+    const size_t stride = (size_t)SS_BLOCKS * SS_THREADS;
+    const size_t n8 = vectorized ? n / 8 : 0;
+    double acc = 0.0;
+    for (size_t i = tid; i < n8; i += stride) {
+        float f[8];
+        load8(f, x + i * 8);
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < 8; k++) s += f[k] * f[k];
+        acc += (double)s;
+    }
+    for (size_t i = n8 * 8 + tid; i < n; i += stride) {
+        const float f = __bfloat162float(x[i]);
+        acc += (double)(f * f);
+    }
+    acc = warp_sum_double(acc);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < SS_THREADS / 32 ? sh[threadIdx.x] : 0.0;
+        v = warp_sum_double(v);
+        if (threadIdx.x == 0) partials[blockIdx.x] = v;
+    }
+}
+
+extern "C" int sum_squares_cuda_blocks(void) { return SS_BLOCKS; }
+
+extern "C" void sum_squares_cuda(double *partials, const void *x, size_t n, cudaStream_t stream) {
+    sum_squares_kernel<<<SS_BLOCKS, SS_THREADS, 0, stream>>>(partials, (const bf16 *)x, n,
+                                                             is_aligned16(x));
+    CUDA_CHECK_LAUNCH("sum_squares_kernel");
+}

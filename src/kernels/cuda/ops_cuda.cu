@@ -1,0 +1,313 @@
+/* The CUDA backend's kernel table (kernels/ops.h): bf16 storage for
+ * parameters, gradients and activations; fp32 for LayerNorm statistics,
+ * attention lse, losses and the optimizer state.
+ *
+ * Design: one compute stream, created by ops_cuda_init, carries every kernel
+ * and copy, so the ops are ordered among themselves without host syncs; the
+ * only syncs are the ones a host result needs (download, the norm's double)
+ * and upload, which returns once the host buffer may be reused. Scratch for
+ * the ops that need it (sort keys, LayerNorm and bias partials, the norm's
+ * partials, attention's backward) comes from one arena that grows on demand:
+ * the ops run one after another on the stream, so they can share it, and a
+ * growth first waits for the stream so that no queued kernel still uses the
+ * old buffer. The fp32 <-> bf16 conversions of upload_f32/download_f32 go
+ * through a device staging buffer in chunks of STAGING_FLOATS. The
+ * conversion kernels live here because only the table's memory functions use
+ * them. */
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/adamw.h"
+#include "kernels/attention.h"
+#include "kernels/classifier.h"
+#include "kernels/cuda/bf16_vec.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/encoder.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/ops.h"
+
+enum { STAGING_FLOATS = 16 << 20 };              /* 64 MiB of fp32 per conversion chunk */
+static const size_t LT_WORKSPACE_BYTES = 32u << 20; /* cuBLASLt's recommendation for Hopper */
+
+static struct {
+    int ready, device;
+    cudaStream_t stream;
+    cublaslt_ctx lt;
+    void *scratch;
+    size_t scratch_bytes;
+    float *staging;
+    double *norm_partials;
+} g;
+
+/* ---------------------------------------------------------- conversions */
+
+static __global__ void f32_to_bf16_kernel(bf16 *dst, const float *src, size_t n) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __float2bfloat16_rn(src[i]); /* round to nearest even */
+}
+
+static __global__ void bf16_to_f32_kernel(float *dst, const bf16 *src, size_t n) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __bfloat162float(src[i]);
+}
+
+/* ---------------------------------------------------------- context */
+
+static void need_init(void) {
+    if (!g.ready) FAIL("ops_cuda used before ops_cuda_init(device)");
+}
+
+extern "C" void ops_cuda_init(int device) {
+    if (g.ready) {
+        if (device != g.device)
+            FAIL("ops_cuda_init(%d): already initialised on device %d", device, g.device);
+        return;
+    }
+    CUDA_CHECK(cudaSetDevice(device));
+    /* A blocking stream: it also orders with the legacy default stream, which
+     * any library call without a stream uses. */
+    CUDA_CHECK(cudaStreamCreate(&g.stream));
+    CUBLAS_CHECK(cublasLtCreate(&g.lt.handle));
+    CUDA_CHECK(cudaMalloc(&g.lt.workspace, LT_WORKSPACE_BYTES));
+    g.lt.workspace_bytes = LT_WORKSPACE_BYTES;
+    CUDA_CHECK(cudaMalloc((void **)&g.norm_partials,
+                          (size_t)sum_squares_cuda_blocks() * sizeof(double)));
+    g.device = device;
+    g.ready = 1;
+}
+
+extern "C" cudaStream_t ops_cuda_stream(void) {
+    need_init();
+    return g.stream;
+}
+
+/* The shared scratch arena, at least `bytes` long. */
+static void *scratch(size_t bytes) {
+    if (bytes <= g.scratch_bytes) return g.scratch;
+    size_t grown = g.scratch_bytes * 2 > bytes ? g.scratch_bytes * 2 : bytes;
+    grown = (grown + 255) / 256 * 256;
+    CUDA_CHECK(cudaStreamSynchronize(g.stream)); /* queued kernels may still use it */
+    if (g.scratch) CUDA_CHECK(cudaFree(g.scratch));
+    g.scratch = NULL;
+    g.scratch_bytes = 0;
+    if (cudaMalloc(&g.scratch, grown) != cudaSuccess)
+        FAIL("cudaMalloc of %zu bytes of op scratch failed: %s", grown,
+             cudaGetErrorString(cudaGetLastError()));
+    g.scratch_bytes = grown;
+    return g.scratch;
+}
+
+/* ---------------------------------------------------------- memory */
+
+static void *cuda_alloc(size_t bytes) {
+    need_init();
+    void *p = NULL;
+    const cudaError_t err = cudaMalloc(&p, bytes ? bytes : 1);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        FAIL("cudaMalloc of %zu bytes (%.2f GiB) failed on device %d: %s (%.2f of %.2f GiB free)",
+             bytes, bytes / 1073741824.0, g.device, cudaGetErrorString(err),
+             free_b / 1073741824.0, total_b / 1073741824.0);
+    }
+    return p;
+}
+
+static void cuda_release(void *p) {
+    if (p) CUDA_CHECK(cudaFree(p));
+}
+
+static void cuda_zero(void *p, size_t bytes) {
+    need_init();
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g.stream));
+}
+
+/* Returns when the host buffer may be reused (pinned or pageable). */
+static void cuda_upload(void *dst, const void *src_host, size_t bytes) {
+    need_init();
+    CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, g.stream));
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+static void cuda_download(void *dst_host, const void *src, size_t bytes) {
+    need_init();
+    CUDA_CHECK(cudaMemcpyAsync(dst_host, src, bytes, cudaMemcpyDeviceToHost, g.stream));
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+static float *staging(void) {
+    if (!g.staging) CUDA_CHECK(cudaMalloc((void **)&g.staging, (size_t)STAGING_FLOATS * 4));
+    return g.staging;
+}
+
+static void cuda_upload_f32(void *dst, const float *src_host, size_t n) {
+    need_init();
+    float *st = staging();
+    for (size_t off = 0; off < n; off += STAGING_FLOATS) {
+        const size_t m = n - off < (size_t)STAGING_FLOATS ? n - off : (size_t)STAGING_FLOATS;
+        CUDA_CHECK(cudaMemcpyAsync(st, src_host + off, m * sizeof(float), cudaMemcpyHostToDevice,
+                                   g.stream));
+        f32_to_bf16_kernel<<<(unsigned)((m + 255) / 256), 256, 0, g.stream>>>((bf16 *)dst + off,
+                                                                             st, m);
+        CUDA_CHECK_LAUNCH("f32_to_bf16_kernel");
+    }
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+static void cuda_download_f32(float *dst_host, const void *src, size_t n) {
+    need_init();
+    float *st = staging();
+    for (size_t off = 0; off < n; off += STAGING_FLOATS) {
+        const size_t m = n - off < (size_t)STAGING_FLOATS ? n - off : (size_t)STAGING_FLOATS;
+        bf16_to_f32_kernel<<<(unsigned)((m + 255) / 256), 256, 0, g.stream>>>(
+            st, (const bf16 *)src + off, m);
+        CUDA_CHECK_LAUNCH("bf16_to_f32_kernel");
+        CUDA_CHECK(cudaMemcpyAsync(dst_host + off, st, m * sizeof(float), cudaMemcpyDeviceToHost,
+                                   g.stream));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+static void cuda_synchronize(void) {
+    need_init();
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+}
+
+/* ---------------------------------------------------------- ops */
+
+static void cuda_encoder_forward(void *out, const int32_t *inp, const void *wte, const void *wpe,
+                                 int B, int T, int C) {
+    encoder_forward_cuda(out, inp, wte, wpe, B, T, C, g.stream);
+}
+
+static void cuda_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
+                                  int B, int T, int C) {
+    const size_t bytes = encoder_backward_cuda_workspace_bytes(B, T);
+    encoder_backward_cuda(dwte, dwpe, dout, inp, B, T, C, scratch(bytes), bytes, g.stream);
+}
+
+static void cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
+                                   const void *weight, const void *bias, int N, int C) {
+    layernorm_forward_cuda(out, mean, rstd, inp, weight, bias, N, C, g.stream);
+}
+
+static void cuda_residual_layernorm_forward(void *residual, void *out, float *mean, float *rstd,
+                                            const void *a, const void *b, const void *weight,
+                                            const void *bias, int N, int C) {
+    residual_layernorm_forward_cuda(residual, out, mean, rstd, a, b, weight, bias, N, C,
+                                    g.stream);
+}
+
+static void cuda_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
+                                    const void *inp, const void *weight, const float *mean,
+                                    const float *rstd, int N, int C) {
+    const size_t bytes = layernorm_backward_cuda_workspace_bytes(N, C);
+    layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                            scratch(bytes), bytes, g.stream);
+}
+
+static void cuda_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
+                                int N, int C, int OC) {
+    matmul_forward_cuda(out, inp, weight, bias, N, C, OC, &g.lt, g.stream);
+}
+
+static void cuda_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
+                                     const void *bias, int N, int C, int OC) {
+    matmul_gelu_forward_cuda(out, pre, inp, weight, bias, N, C, OC, &g.lt, g.stream);
+}
+
+static void cuda_matmul_backward(void *dinp, void *dweight, void *dbias, const void *dout,
+                                 const void *inp, const void *weight, int N, int C, int OC) {
+    const size_t bytes = dbias ? matmul_backward_cuda_workspace_bytes(N, OC) : 0;
+    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC,
+                         bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
+}
+
+static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
+                                      const void *inp, const void *weight, const void *pre, int N,
+                                      int C, int OC) {
+    const size_t bytes = dbias ? matmul_backward_cuda_workspace_bytes(N, OC) : 0;
+    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, pre, N, C, OC,
+                         bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
+}
+
+static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                   int NH) {
+    attention_forward_cuda(out, lse, qkv, B, T, C, NH, g.stream);
+}
+
+static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv,
+                                    const void *out, const float *lse, int B, int T, int C,
+                                    int NH) {
+    const size_t bytes = attention_backward_workspace_bytes(B, T, C, NH);
+    attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch(bytes), g.stream);
+}
+
+static void cuda_classifier(void *logits, float *losses, const int32_t *targets, int N, int V,
+                            int Vp, float dloss) {
+    classifier_forward_backward_cuda(logits, losses, targets, N, V, Vp, dloss, g.stream);
+}
+
+static void cuda_loss_accumulate(float *acc, const float *losses, int N) {
+    loss_accumulate_cuda(acc, losses, N, g.stream);
+}
+
+static void cuda_gelu_forward(void *out, const void *inp, size_t n) {
+    gelu_forward_cuda(out, inp, n, g.stream);
+}
+
+static double cuda_grad_sum_squares(const void *grad, size_t n) {
+    need_init();
+    const int nb = sum_squares_cuda_blocks();
+    sum_squares_cuda(g.norm_partials, grad, n, g.stream);
+    double host[1024];
+    double *h = nb <= 1024 ? host : (double *)xmalloc((size_t)nb * sizeof(double));
+    cuda_download(h, g.norm_partials, (size_t)nb * sizeof(double));
+    double total = 0.0;
+    for (int i = 0; i < nb; i++) total += h[i];
+    if (h != host) free(h);
+    return total;
+}
+
+static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
+                              size_t n, float lr, float beta1, float beta2, float eps,
+                              float weight_decay, float grad_scale, int t) {
+    adamw_update_cuda(params, master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay,
+                      grad_scale, t, g.stream);
+}
+
+/* Designated initializers (C++20; nvcc accepts them in C++17 as a GNU
+ * extension) keep each entry on its field whatever the order. */
+extern "C" const kernel_ops ops_cuda = {
+    .name = "cuda",
+    .elem_bytes = 2,
+    .logits_chunk_bytes = 1024u << 20, /* <= 10672 rows of Vp 50304 (B=32: 4 x 8192): GEMMs at 700+ TFLOP/s */
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .zero = cuda_zero,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .upload_f32 = cuda_upload_f32,
+    .download_f32 = cuda_download_f32,
+    .synchronize = cuda_synchronize,
+    .encoder_forward = cuda_encoder_forward,
+    .encoder_backward = cuda_encoder_backward,
+    .layernorm_forward = cuda_layernorm_forward,
+    .residual_layernorm_forward = cuda_residual_layernorm_forward,
+    .layernorm_backward = cuda_layernorm_backward,
+    .matmul_forward = cuda_matmul_forward,
+    .matmul_gelu_forward = cuda_matmul_gelu_forward,
+    .matmul_backward = cuda_matmul_backward,
+    .matmul_backward_gelu = cuda_matmul_backward_gelu,
+    .attention_forward = cuda_attention_forward,
+    .attention_backward = cuda_attention_backward,
+    .classifier_forward_backward = cuda_classifier,
+    .loss_accumulate = cuda_loss_accumulate,
+    .gelu_forward = cuda_gelu_forward,
+    .grad_sum_squares = cuda_grad_sum_squares,
+    .adamw_update = cuda_adamw_update,
+};

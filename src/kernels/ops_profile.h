@@ -1,0 +1,27 @@
+/* Per-op timing of a kernel table (config key profile_ops): a table whose
+ * every op runs the wrapped backend's op between two synchronize() + clock
+ * reads, and a per-step report of where the time went. Host timing with a
+ * synchronize on both sides works for any backend; the cost is that each op
+ * also pays its launch latency, so a profiled step is a little slower than an
+ * unprofiled one (the report gives both the op total and the step time). */
+#ifndef GPT2_KERNELS_OPS_PROFILE_H
+#define GPT2_KERNELS_OPS_PROFILE_H
+
+#include <stdio.h>
+
+#include "kernels/ops.h"
+
+/* The timing table over inner (one per process: later calls return the same
+ * table, which must then wrap the same inner). */
+const kernel_ops *ops_profile_wrap(const kernel_ops *inner);
+
+/* Marks the end of one training step. The first step is warm-up (autotuning,
+ * scratch growth) and is discarded; ops run after the last mark (final
+ * evaluation, saving) are not counted. */
+void ops_profile_step_done(void);
+
+/* The table, rank 0's business: op (matmuls by shape), calls per step, ms per
+ * step, % of step, sorted by time; then the ops' total, the untimed rest
+ * (host work between ops) and the step. Prints nothing before two steps. */
+void ops_profile_print(FILE *out);
+#endif

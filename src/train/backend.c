@@ -1,0 +1,125 @@
+/* Backend selection, its communicator, device peak rates and memory (see
+ * backend.h). */
+#include "train/backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/fail.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
+
+const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
+    if (strcmp(cfg->device, "cpu") == 0) return &ops_cpu;
+#if GPT2_HAVE_CUDA
+    if (strcmp(cfg->device, "cuda") == 0) {
+        int gpus = cuda_device_count();
+        if (gpus == 0) FAIL("device=cuda but no GPU is visible on %s (CUDA_VISIBLE_DEVICES=%s)",
+                            dist->host, getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+        /* More ranks than GPUs on a node was refused by dist_check_environment,
+         * which also allows one GPU bound to each rank (--gpus-per-task=1). */
+#if !(defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL)
+        if (dist->world > 1)
+            FAIL("device=cuda with %d ranks needs the NCCL communicator, which this build does "
+                 "not have (configure with NCCL: libnccl-dev, or NCCL_HOME); run one GPU rank, "
+                 "or device=cpu for several ranks", dist->world);
+#endif
+        /* The GPU dist_check_environment picked: the node-local rank's, or
+         * the only one when the launcher bound one GPU to each rank. */
+        ops_cuda_init(dist->gpu >= 0 ? dist->gpu : dist->local_rank);
+        return &ops_cuda;
+    }
+#endif
+    (void)dist;
+    FAIL("device=%s: backend not available in this build", cfg->device);
+}
+
+double backend_peak_flops(const config *cfg, const dist_state *dist) {
+#if GPT2_HAVE_CUDA
+    if (strcmp(cfg->device, "cuda") != 0) return 0.0;
+    char name[256];
+    cuda_device_describe(dist->gpu >= 0 ? dist->gpu : dist->local_rank, name, sizeof name);
+    /* Dense bf16 tensor-core peaks from the vendor's datasheets (SXM parts). */
+    static const struct {
+        const char *model;
+        double flops;
+    } peaks[] = {{"H200", 989.4e12}, {"H100", 989.4e12}, {"A100", 312e12}, {"L40S", 362e12}};
+    for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+        if (strstr(name, peaks[i].model)) return peaks[i].flops;
+#else
+    (void)cfg, (void)dist;
+#endif
+    return 0.0;
+}
+
+#if GPT2_HAVE_CUDA
+/* Rank 0 prints one line per rank: host, GPU index, model and PCI bus id, so
+ * that a wrong binding (two ranks on one GPU, GPUs of another node) shows. */
+static void print_gpu_map(const dist_state *dist) {
+    enum { LINE = 512 };
+    const int dev = dist->gpu >= 0 ? dist->gpu : dist->local_rank;
+    char name[256], bus[64], line[LINE];
+    cuda_device_describe(dev, name, sizeof name);
+    cuda_device_pci_bus_id(dev, bus, sizeof bus);
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    snprintf(line, sizeof line, "  rank %d -> %.100s -> GPU %d: %.120s, PCI %.32s%s%.100s", dist->rank,
+             dist->host, dev, name, bus, cvd ? ", CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "");
+    char *all = dist->rank == 0 ? xmalloc((size_t)dist->world * LINE) : NULL;
+    MPI_CHECK(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
+    if (dist->rank == 0) {
+        printf("GPU map (rank -> host -> GPU):\n");
+        for (int r = 0; r < dist->world; r++) printf("%s\n", all + (size_t)r * LINE);
+        fflush(stdout);
+    }
+    free(all);
+}
+#endif
+
+communicator *backend_communicator(const config *cfg, const dist_state *dist,
+                                   const kernel_ops *ops) {
+    if (strcmp(ops->name, "cuda") != 0) return comm_mpi_create();
+#if GPT2_HAVE_CUDA
+    print_gpu_map(dist);
+#endif
+    if (dist->world == 1) return comm_mpi_create(); /* nothing to communicate */
+#if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
+    const comm_nccl_options opt = {.timeout_s = cfg->nccl_timeout_s,
+                                   .reduce_fp32 = strcmp(cfg->grad_reduce_dtype, "fp32") == 0};
+    communicator *c = comm_nccl_create(ops_cuda_stream(), COMM_BF16, &opt);
+    if (dist->rank == 0)
+        printf("communicator: NCCL, %d ranks, gradients reduced in %s, watchdog %g s\n",
+               dist->world, cfg->grad_reduce_dtype, cfg->nccl_timeout_s);
+    return c;
+#else
+    (void)cfg;
+    FAIL("device=cuda with %d ranks needs NCCL, which this build does not have", dist->world);
+#endif
+}
+
+static size_t peak_in_use; /* bytes, this rank's device */
+
+void backend_sample_memory(const kernel_ops *ops) {
+#if GPT2_HAVE_CUDA
+    if (strcmp(ops->name, "cuda") != 0) return;
+    const size_t used = cuda_memory_in_use();
+    if (used > peak_in_use) peak_in_use = used;
+#else
+    (void)ops;
+#endif
+}
+
+void backend_report_memory(const kernel_ops *ops, const memory_estimate *est) {
+    if (strcmp(ops->name, "cuda") != 0) return;
+    backend_sample_memory(ops);
+    double mine = (double)peak_in_use, most = 0.0;
+    MPI_CHECK(MPI_Reduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    if (rank == 0)
+        printf("peak GPU memory: %.2f GiB on rank 0, %.2f GiB the most on any rank (estimate "
+               "%.2f GiB; measured is device-wide: it adds the CUDA context, cuBLAS and NCCL "
+               "buffers)\n",
+               mine / 1073741824.0, most / 1073741824.0, est->total / 1073741824.0);
+}

@@ -1,0 +1,31 @@
+/* Stop signals and the agreement on when to stop (see signals.h). */
+#include "train/signals.h"
+
+#include <mpi.h>
+#include <signal.h>
+#include <string.h>
+
+#include "dist/fail.h"
+
+static volatile sig_atomic_t received;
+
+static void on_stop_signal(int sig) { received = sig; }
+
+void signals_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* system calls in progress (file I/O, MPI) carry on */
+    const int sigs[] = {SIGTERM, SIGUSR1};
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0) FAIL("cannot install the handler of signal %d", sigs[i]);
+}
+
+int signals_received(void) { return received; }
+
+bool signals_stop_agreed(void) {
+    int local = received, any = 0;
+    MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return any != 0;
+}

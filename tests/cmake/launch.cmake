@@ -1,0 +1,5 @@
+# Launching: rank 0's environment report and the launches the trainer
+# refuses (a launcher/MPI mismatch, a backend not built, fewer GPUs than ranks).
+add_test(NAME ddp_environment COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/ddp_environment.sh
+                                      $<TARGET_FILE:gpt2_ddp> ${CMAKE_CURRENT_BINARY_DIR}/ddp_environment)
+set_tests_properties(ddp_environment PROPERTIES LABELS integration TIMEOUT 300 RUN_SERIAL TRUE)

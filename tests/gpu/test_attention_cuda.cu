@@ -1,0 +1,312 @@
+/* GPU test of the causal flash attention kernels (kernels/cuda/attention.cu):
+ * forward (out, lse) and backward (dq, dk, dv) against a float64 host
+ * reference of plain causal attention, computed from the same bf16-rounded
+ * inputs. Exits 77 (skipped) when there is no GPU.
+ *
+ * Metric per tensor: ||ours - ref||_2 / ||ref||_2. Tolerance 1e-2 for the bf16
+ * tensors: bf16 keeps 8 significant bits (unit roundoff 2^-9 ~ 2e-3); the
+ * kernels round P and dS to bf16 once before their matmuls and the results
+ * once on output, each a random relative error of ~1e-3 that partly averages
+ * out, so a correct kernel lands at a few 1e-3, while an indexing, masking or
+ * softmax bug gives errors of order 1. lse is fp32 end to end: 1e-4.
+ * Outputs and workspace are filled with NaN bytes before each call, and every
+ * element must come back finite (every element written). T = 1000 and the
+ * small odd lengths exercise partial tiles. */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "kernels/attention.h"
+
+#ifdef GPT2_ATTN_STANDALONE
+/* Built without the core library (no MPI): the fatal-error hook the kernels call. */
+extern "C" [[noreturn]] void fail_at(const char *file, int line, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: error: ", file, line);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(code);
+}
+#endif
+#ifdef GPT2_ATTN_TUNING
+extern "C" void attention_cuda_set_variant(int fwd, int bwd);
+#endif
+
+#define CK(stmt)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (stmt);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #stmt,           \
+                    cudaGetErrorString(e_));                                               \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static const double TOL_BF16 = 1e-2, TOL_LSE = 1e-4;
+
+static uint16_t f2bf(float f) { // round to nearest even (inputs are finite)
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double rng_uniform(void) { // splitmix64 -> (0, 1)
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return ((z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static double rng_normal(void) {
+    return sqrt(-2.0 * log(rng_uniform())) * cos(6.283185307179586 * rng_uniform());
+}
+
+/* float64 causal attention, forward and backward, over every (b, h) in parallel. */
+static void reference(std::vector<double> &out, std::vector<double> &lse,
+                      std::vector<double> &dqkv, const std::vector<float> &qkv,
+                      const std::vector<float> &dout, int B, int T, int NH, int HS) {
+    const int C = NH * HS;
+    const size_t ld = (size_t)3 * C;
+    const double scale = 1.0 / sqrt((double)HS);
+    out.assign((size_t)B * T * C, 0.0);
+    lse.assign((size_t)B * NH * T, 0.0);
+    dqkv.assign((size_t)B * T * ld, 0.0);
+    auto head = [&](int bh) {
+        const int b = bh / NH, h = bh % NH;
+        const float *x = qkv.data() + (size_t)b * T * ld + (size_t)h * HS;
+        const float *dy = dout.data() + (size_t)b * T * C + (size_t)h * HS;
+        double *y = out.data() + (size_t)b * T * C + (size_t)h * HS;
+        double *dx = dqkv.data() + (size_t)b * T * ld + (size_t)h * HS;
+        std::vector<double> p(T);
+        for (int t = 0; t < T; t++) {
+            double mx = -INFINITY;
+            for (int s = 0; s <= t; s++) {
+                double acc = 0.0;
+                for (int d = 0; d < HS; d++)
+                    acc += (double)x[(size_t)t * ld + d] * x[(size_t)s * ld + C + d];
+                p[s] = acc * scale;
+                mx = std::max(mx, p[s]);
+            }
+            double sum = 0.0;
+            for (int s = 0; s <= t; s++) sum += exp(p[s] - mx);
+            const double l = mx + log(sum);
+            lse[(size_t)bh * T + t] = l;
+            for (int s = 0; s <= t; s++) {
+                const double ps = exp(p[s] - l);
+                for (int d = 0; d < HS; d++) y[(size_t)t * C + d] += ps * x[(size_t)s * ld + 2 * C + d];
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            double D = 0.0;
+            for (int d = 0; d < HS; d++) D += (double)dy[(size_t)t * C + d] * y[(size_t)t * C + d];
+            const double l = lse[(size_t)bh * T + t];
+            for (int s = 0; s <= t; s++) {
+                double sc = 0.0, dp = 0.0;
+                for (int d = 0; d < HS; d++) {
+                    sc += (double)x[(size_t)t * ld + d] * x[(size_t)s * ld + C + d];
+                    dp += (double)dy[(size_t)t * C + d] * x[(size_t)s * ld + 2 * C + d];
+                }
+                const double ps = exp(sc * scale - l), ds = ps * (dp - D) * scale;
+                for (int d = 0; d < HS; d++) {
+                    dx[(size_t)t * ld + d] += ds * x[(size_t)s * ld + C + d];
+                    dx[(size_t)s * ld + C + d] += ds * x[(size_t)t * ld + d];
+                    dx[(size_t)s * ld + 2 * C + d] += ps * dy[(size_t)t * C + d];
+                }
+            }
+        }
+    };
+    const int nthreads = std::max(1u, std::min(std::thread::hardware_concurrency(), 64u));
+    std::vector<std::thread> pool;
+    for (int w = 0; w < nthreads; w++)
+        pool.emplace_back([&, w] {
+            for (int bh = w; bh < B * NH; bh += nthreads) head(bh);
+        });
+    for (auto &th : pool) th.join();
+}
+
+typedef struct {
+    double rel;      // ||ours - ref|| / ||ref||
+    size_t nonfinite; // elements left unwritten (NaN poison) or overflowed
+    size_t worst;    // index of the largest |ours - ref|
+} cmp_result;
+
+/* Compares n elements: ours at ours[i*stride_o + off(i)], ref likewise, where
+ * element i is (row i / w, column i % w) of a strided slab. */
+static cmp_result compare(const double *ref, size_t ref_ld, const float *ours, size_t ours_ld,
+                          size_t rows, size_t w) {
+    cmp_result r = {0.0, 0, 0};
+    double num = 0.0, den = 0.0, worst = -1.0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < w; j++) {
+            const double a = ours[i * ours_ld + j], e = ref[i * ref_ld + j];
+            if (!isfinite(a)) {
+                r.nonfinite++;
+                continue;
+            }
+            num += (a - e) * (a - e);
+            den += e * e;
+            if (fabs(a - e) > worst) {
+                worst = fabs(a - e);
+                r.worst = i * w + j;
+            }
+        }
+    r.rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    return r;
+}
+
+typedef struct {
+    int B, T, NH, HS;
+} test_case;
+
+static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
+    const int B = tc.B, T = tc.T, NH = tc.NH, HS = tc.HS, C = NH * HS;
+    const size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C,
+                 n_lse = (size_t)B * NH * T;
+    rng_state = 0x1234567ull + (uint64_t)T * 1000003ull + (uint64_t)HS * 7919ull + B * 31 + NH;
+
+    // inputs, rounded to bf16; the reference sees the rounded values
+    std::vector<uint16_t> h_qkv(n_qkv), h_dout(n_out);
+    std::vector<float> f_qkv(n_qkv), f_dout(n_out);
+    for (size_t i = 0; i < n_qkv; i++) {
+        const int part = (int)((i / C) % 3); // q, k: std 1.5 (peaky softmax); v: std 1
+        h_qkv[i] = f2bf((float)(rng_normal() * (part < 2 ? 1.5 : 1.0)));
+        f_qkv[i] = bf2f(h_qkv[i]);
+    }
+    for (size_t i = 0; i < n_out; i++) {
+        h_dout[i] = f2bf((float)rng_normal());
+        f_dout[i] = bf2f(h_dout[i]);
+    }
+    static std::vector<double> r_out, r_lse, r_dqkv;
+    static test_case cached = {0, 0, 0, 0};
+    if (memcmp(&cached, &tc, sizeof tc) != 0) {
+        reference(r_out, r_lse, r_dqkv, f_qkv, f_dout, B, T, NH, HS);
+        cached = tc;
+    }
+
+    void *d_qkv, *d_dout, *d_out, *d_dqkv, *d_ws;
+    float *d_lse;
+    const size_t ws = attention_backward_workspace_bytes(B, T, C, NH);
+    CK(cudaMalloc(&d_qkv, n_qkv * 2));
+    CK(cudaMalloc(&d_dout, n_out * 2));
+    CK(cudaMalloc(&d_out, n_out * 2));
+    CK(cudaMalloc(&d_dqkv, n_qkv * 2));
+    CK(cudaMalloc(&d_lse, n_lse * 4));
+    CK(cudaMalloc(&d_ws, ws));
+    CK(cudaMemcpy(d_qkv, h_qkv.data(), n_qkv * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_dout, h_dout.data(), n_out * 2, cudaMemcpyHostToDevice));
+    // poison: 0xFF bytes are NaN in bf16 and fp32
+    CK(cudaMemset(d_out, 0xFF, n_out * 2));
+    CK(cudaMemset(d_lse, 0xFF, n_lse * 4));
+    CK(cudaMemset(d_dqkv, 0xFF, n_qkv * 2));
+    CK(cudaMemset(d_ws, 0xFF, ws));
+#ifdef GPT2_ATTN_TUNING
+    attention_cuda_set_variant(variant_fwd, variant_bwd);
+#else
+    (void)variant_fwd;
+    (void)variant_bwd;
+#endif
+    attention_forward_cuda(d_out, d_lse, d_qkv, B, T, C, NH, 0);
+    CK(cudaGetLastError());
+    attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, 0);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+
+    std::vector<uint16_t> g_out(n_out), g_dqkv(n_qkv);
+    std::vector<float> g_lse(n_lse), f_out(n_out), f_dqkv(n_qkv);
+    CK(cudaMemcpy(g_out.data(), d_out, n_out * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(g_dqkv.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(g_lse.data(), d_lse, n_lse * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n_out; i++) f_out[i] = bf2f(g_out[i]);
+    for (size_t i = 0; i < n_qkv; i++) f_dqkv[i] = bf2f(g_dqkv[i]);
+    CK(cudaFree(d_qkv));
+    CK(cudaFree(d_dout));
+    CK(cudaFree(d_out));
+    CK(cudaFree(d_dqkv));
+    CK(cudaFree(d_lse));
+    CK(cudaFree(d_ws));
+
+    const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+    cmp_result res[5];
+    res[0] = compare(r_out.data(), C, f_out.data(), C, (size_t)B * T, C);
+    res[1] = compare(r_lse.data(), 1, g_lse.data(), 1, n_lse, 1);
+    for (int k = 0; k < 3; k++) // q, k, v slabs of dqkv: rows B*T, width C, stride 3C
+        res[2 + k] = compare(r_dqkv.data() + (size_t)k * C, 3 * (size_t)C,
+                             f_dqkv.data() + (size_t)k * C, 3 * (size_t)C, (size_t)B * T, C);
+    int ok = 1;
+    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d:", B, T, NH, HS, variant_fwd, variant_bwd);
+    for (int k = 0; k < 5; k++) {
+        const double tol = k == 1 ? TOL_LSE : TOL_BF16;
+        const int good = res[k].rel <= tol && res[k].nonfinite == 0;
+        ok &= good;
+        printf(" %s %.2e%s", names[k], res[k].rel, good ? "" : "!");
+        if (res[k].nonfinite) printf("(%zu unwritten)", res[k].nonfinite);
+    }
+    printf("  %s\n", ok ? "ok" : "FAIL");
+    for (int k = 0; k < 5 && !ok; k++) { // where it went wrong, for debugging
+        if (res[k].rel <= (k == 1 ? TOL_LSE : TOL_BF16) && !res[k].nonfinite) continue;
+        const size_t w = k == 1 ? 1 : (size_t)C, i = res[k].worst, row = i / w, col = i % w;
+        double ours, ref;
+        if (k == 0) ours = f_out[i], ref = r_out[i];
+        else if (k == 1) ours = g_lse[i], ref = r_lse[i];
+        else ours = f_dqkv[row * 3 * C + (k - 2) * C + col], ref = r_dqkv[row * 3 * C + (k - 2) * C + col];
+        if (k == 1)
+            printf("    worst lse: bh %zu t %zu: %g vs %g\n", row / T, row % T, ours, ref);
+        else
+            printf("    worst %s: b %zu t %zu h %zu d %zu: %g vs %g\n", names[k], row / T,
+                   row % T, col / HS, col % HS, ours, ref);
+    }
+    return ok;
+}
+
+/* --quick: only the cases with T <= 256 (for compute-sanitizer runs). */
+int main(int argc, char **argv) {
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("test_attention_cuda: no GPU, skipped\n");
+        return 77;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("test_attention_cuda on %s (sm_%d%d); tolerance rel L2 %.0e (bf16), %.0e (lse)\n",
+           prop.name, prop.major, prop.minor, TOL_BF16, TOL_LSE);
+    const test_case cases[] = {
+        {1, 1, 1, 64},     {2, 64, 3, 64},   {3, 200, 2, 64},  {2, 1000, 2, 64},
+        {2, 1024, 2, 64},  {2, 2048, 2, 64}, {2, 77, 2, 128},  {2, 64, 3, 128},
+        {2, 1000, 2, 128}, {2, 1024, 2, 128}, {2, 2048, 2, 128},
+    };
+    int failed = 0, total = 0;
+    for (const test_case &tc : cases) {
+        if (quick && tc.T > 256) continue;
+#ifdef GPT2_ATTN_TUNING
+        if (tc.HS == 64) { // every tile-shape variant of the head size we tune
+            for (int f = 0; f < 4; f++, total++) failed += !run_case(tc, f, 0);
+            for (int b = 1; b < 5; b++, total++) failed += !run_case(tc, 0, b);
+            continue;
+        }
+#endif
+        failed += !run_case(tc, 0, 0);
+        total++;
+    }
+    printf("test_attention_cuda: %d/%d cases passed\n", total - failed, total);
+    return failed ? 1 : 0;
+}

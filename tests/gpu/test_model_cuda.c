@@ -1,0 +1,160 @@
+/* gpu_model_step: one forward + backward of a tiny GPT-2 (model/gpt2.c,
+ * unchanged) on the CUDA backend and on the CPU reference backend, from the
+ * same weights (gpt2_init_params, rounded to bf16 so both start from the
+ * same values) and the same random batch. Exits 77 (skipped) without a GPU.
+ *
+ * Checks: the mean loss to 1e-2 relative, and every named gradient tensor by
+ * its norm-wise relative error ||g_gpu - g_cpu|| / ||g_cpu|| < 5e-2. Why
+ * 5e-2: the GPU stores every activation and gradient in bf16 (relative
+ * rounding up to 2^-9 ~ 2e-3 per store), and a gradient at the bottom of the
+ * network has passed through ~30 such roundings (the activations it is
+ * computed from and the upstream gradients), plus LayerNorm backward, which
+ * multiplies errors by rstd, and the classifier's dlogits, which are small
+ * differences (softmax - onehot). Independent roundings add like a random
+ * walk: ~sqrt(30) * 2e-3 ~ 1e-2 expected; 5e-2 leaves a margin while any
+ * real bug (a wrong index, a missing term, += versus =) gives errors of
+ * order 1. The loss is one fp32 number from bf16 logits: 1e-2 is generous.
+ * Also reported (INFO, not a failure): whether a second identical step on
+ * the GPU reproduces the gradients bit for bit (the attention backward sums
+ * dQ with atomics, so gradients below the last attention layer may differ
+ * in the last bits run to run).
+ *
+ * Sizes: 2 layers, vocab 50257 padded to 50304, T = 64, and C = 64 with one
+ * head, C = 128 with two, C = 768 with 12 (GPT-2 124M's width): head size 64
+ * throughout, since the flash-attention kernels take head sizes 64 and 128
+ * (the brief's C = 64 with 4 heads has head size 16). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/fail.h"
+#include "kernels/cuda_info.h"
+#include "kernels/ops.h"
+#include "model/gpt2.h"
+#include "model/layout.h"
+#include "model/rng.h"
+
+static int n_checks, n_failed;
+
+static float bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static void verdict(int pass) {
+    n_checks++;
+    if (!pass) n_failed++;
+}
+
+static void run(int L, int C, int NH, int B, int T, uint64_t seed) {
+    const int V = 50257, Vp = 50304, maxT = 64;
+    gpt2_layout lay;
+    layout_build(&lay, L, C, NH, V, Vp, maxT);
+    const size_t n = lay.n_elements;
+    char cfg[64];
+    snprintf(cfg, sizeof cfg, "L%d C%d NH%d B%d T%d", L, C, NH, B, T);
+
+    float *hp = xmalloc(n * sizeof(float));
+    gpt2_init_params(&lay, seed, hp);
+    for (size_t i = 0; i < n; i++) hp[i] = bf16_round(hp[i]);
+
+    rng_state rng;
+    rng_seed(&rng, seed ^ 0x5eed);
+    const int N = B * T;
+    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
+    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++) {
+        inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)V);
+        targets[i] = (int32_t)(rng_next(&rng) % (uint64_t)V);
+    }
+    const float dloss = 1.0f / (float)N;
+
+    gpt2_model mc, mg;
+    gpt2_create(&mc, &lay, &ops_cpu, B, T);
+    ops_cpu.upload(mc.params, hp, n * sizeof(float));
+    gpt2_create(&mg, &lay, &ops_cuda, B, T);
+    ops_cuda.upload_f32(mg.params, hp, n);
+
+    const float lc = gpt2_forward(&mc, inputs, targets, B, T, dloss);
+    gpt2_backward(&mc, NULL, NULL);
+    const float lg = gpt2_forward(&mg, inputs, targets, B, T, dloss);
+    gpt2_backward(&mg, NULL, NULL);
+
+    const double lrel = fabs((double)lg - lc) / fabs((double)lc);
+    int pass = isfinite(lg) && lrel < 1e-2;
+    printf("CHECK %-14s %-34s gpu=%.6f cpu=%.6f rel=%.2e tol=1e-2 %s\n", "model_loss", cfg, lg, lc,
+           lrel, pass ? "PASS" : "FAIL");
+    verdict(pass);
+
+    const float *gc = mc.grads;
+    float *gg = xmalloc(n * sizeof(float));
+    ops_cuda.download_f32(gg, mg.grads, n);
+    double worst = 0.0;
+    for (int i = 0; i < lay.n_tensors; i++) {
+        const param_tensor *t = &lay.tensors[i];
+        double num = 0.0, den = 0.0;
+        size_t nonfinite = 0;
+        for (size_t k = 0; k < t->numel; k++) {
+            const double a = gg[t->offset + k], b = gc[t->offset + k];
+            if (!isfinite(a)) nonfinite++;
+            num += (a - b) * (a - b);
+            den += b * b;
+        }
+        const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        pass = nonfinite == 0 && rel < 5e-2;
+        if (rel > worst) worst = rel;
+        printf("CHECK %-14s %-34s %-24s numel=%-8zu |g_cpu|=%.3e rel_l2=%.2e tol=5e-2 "
+               "nonfinite=%zu %s\n",
+               "model_grad", cfg, t->name, t->numel, sqrt(den), rel, nonfinite,
+               pass ? "PASS" : "FAIL");
+        verdict(pass);
+    }
+    printf("INFO  model_grad %s worst rel_l2 %.2e over %d tensors\n", cfg, worst, lay.n_tensors);
+
+    /* the same step again on the GPU: bitwise reproducible? */
+    ops_cuda.zero(mg.grads, n * ops_cuda.elem_bytes);
+    const float lg2 = gpt2_forward(&mg, inputs, targets, B, T, dloss);
+    gpt2_backward(&mg, NULL, NULL);
+    float *gg2 = xmalloc(n * sizeof(float));
+    ops_cuda.download_f32(gg2, mg.grads, n);
+    int differing = 0;
+    for (int i = 0; i < lay.n_tensors; i++) {
+        const param_tensor *t = &lay.tensors[i];
+        if (memcmp(gg + t->offset, gg2 + t->offset, t->numel * sizeof(float)) != 0) differing++;
+    }
+    printf("INFO  model_determinism %s loss_bitwise=%s tensors_differing=%d of %d\n", cfg,
+           memcmp(&lg, &lg2, sizeof lg) == 0 ? "yes" : "no", differing, lay.n_tensors);
+
+    gpt2_free(&mc);
+    gpt2_free(&mg);
+    layout_free(&lay);
+    free(hp);
+    free(gg);
+    free(gg2);
+    free(inputs);
+    free(targets);
+}
+
+int main(void) {
+    if (cuda_device_count() < 1) {
+        printf("gpu_model_step: no GPU visible, skipped\n");
+        return 77;
+    }
+    char name[128];
+    cuda_device_describe(0, name, sizeof name);
+    printf("gpu_model_step on %s\n", name);
+    ops_cuda_init(0);
+    run(2, 64, 1, 4, 64, 1337);
+    run(2, 128, 2, 2, 64, 4242);
+    run(2, 768, 12, 2, 64, 777); /* GPT-2 124M's width and heads */
+    printf("SUMMARY gpu_model_step: %d checks, %d failed: %s\n", n_checks, n_failed,
+           n_failed ? "FAIL" : "PASS");
+    return n_failed ? 1 : 0;
+}

@@ -1,0 +1,152 @@
+/* Unit tests of the checkpoint directory protocol (ckpt_dir.h) and of the
+ * llm.c model file (llmc_io.h), on a temporary directory: which checkpoint
+ * is the newest complete one, marker checks of sizes and missing files,
+ * keep_last pruning, partial-directory clean-up, publication with `latest`;
+ * llm.c fp32 round trip bit for bit, bf16 rounding to nearest even. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dist/ckpt_dir.h"
+#include "dist/fail.h"
+#include "dist/llmc_io.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                        \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                          \
+            printf(__VA_ARGS__);                                                                 \
+            printf("\n");                                                                        \
+            failures++;                                                                          \
+        }                                                                                        \
+    } while (0)
+
+static void write_file(const char *dir, const char *name, size_t bytes) {
+    char path[CKPT_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f, "cannot create %s", path);
+    for (size_t i = 0; i < bytes; i++) fputc((int)(i & 0xff), f);
+    fclose(f);
+}
+
+/* A step directory of run with one shard file; complete when marked. */
+static void make_step(const char *run, int step, int marked) {
+    char dir[CKPT_PATH_MAX];
+    ckpt_step_dir(dir, sizeof dir, run, step);
+    ckpt_make_dirs(dir);
+    write_file(dir, "shard_00000.h5", 100 + (size_t)step);
+    if (marked) ckpt_marker_write(dir, step, 1);
+}
+
+static int exists(const char *run, const char *name) {
+    char path[CKPT_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", run, name);
+    return access(path, F_OK) == 0;
+}
+
+static void test_directories(const char *run) {
+    char dir[CKPT_PATH_MAX], err[CKPT_PATH_MAX * 2];
+    EXPECT(ckpt_find_newest(run, dir, sizeof dir) == -1, "empty run dir has no checkpoint");
+    make_step(run, 2, 1);
+    make_step(run, 4, 1);
+    make_step(run, 6, 0); /* crashed before its marker */
+    char tmp[CKPT_PATH_MAX];
+    ckpt_tmp_dir(tmp, sizeof tmp, run, 8);
+    ckpt_make_dirs(tmp);
+    EXPECT(ckpt_find_newest(run, dir, sizeof dir) == 4, "newest complete is step 4");
+
+    int64_t bytes = 0;
+    ckpt_step_dir(dir, sizeof dir, run, 4);
+    EXPECT(ckpt_marker_check(dir, &bytes, err, sizeof err) == 0 && bytes == 104,
+           "marker check of a good checkpoint: %s", err);
+    write_file(dir, "shard_00000.h5", 50);
+    EXPECT(ckpt_marker_check(dir, NULL, err, sizeof err) != 0 && strstr(err, "truncated"),
+           "a shorter file is found: %s", err);
+    char shard[CKPT_PATH_MAX + 32];
+    ckpt_shard_path(shard, sizeof shard, dir, 0);
+    remove(shard);
+    EXPECT(ckpt_marker_check(dir, NULL, err, sizeof err) != 0 && strstr(err, "missing"),
+           "a missing file is found: %s", err);
+
+    make_step(run, 10, 0);
+    ckpt_tmp_dir(tmp, sizeof tmp, run, 12);
+    ckpt_make_dirs(tmp);
+    write_file(tmp, "shard_00000.h5", 10);
+    ckpt_marker_write(tmp, 12, 1);
+    ckpt_step_dir(dir, sizeof dir, run, 12);
+    ckpt_publish(run, tmp, dir);
+    char target[64] = "";
+    char link[CKPT_PATH_MAX + 16];
+    snprintf(link, sizeof link, "%s/latest", run);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    EXPECT(n > 0 && strcmp(target, "step_00000012") == 0, "latest -> %s", target);
+    EXPECT(ckpt_find_newest(run, dir, sizeof dir) == 12, "published step 12 is the newest");
+
+    ckpt_prune(run, 2);
+    EXPECT(!exists(run, "step_00000002") && exists(run, "step_00000004") &&
+               exists(run, "step_00000012"),
+           "keep_last 2 keeps steps 4 and 12 only");
+    EXPECT(exists(run, "step_00000006") && exists(run, "step_00000010"),
+           "pruning leaves incomplete step directories alone");
+    EXPECT(ckpt_remove_partial(run) == 1 && !exists(run, "step_00000008.tmp"),
+           "the one partial .tmp directory is removed");
+}
+
+static void fill(const gpt2_layout *lay, float *p) {
+    memset(p, 0, lay->n_elements * sizeof(float));
+    unsigned s = 12345;
+    for (int i = 0; i < lay->n_tensors; i++)
+        for (size_t k = 0; k < lay->tensors[i].numel; k++) {
+            s = s * 1103515245u + 12345u;
+            p[lay->tensors[i].offset + k] = ((float)(s >> 8) / (float)(1u << 24) - 0.5f) * (float)(i + 1);
+        }
+    /* bf16 ties: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up to 1 + 2^-6. */
+    p[lay->lnf_w] = 1.00390625f;
+    p[lay->lnf_w + 1] = 1.01171875f;
+}
+
+static void test_llmc(const char *run) {
+    gpt2_layout lay;
+    layout_build(&lay, 2, 16, 2, 300, 384, 32);
+    float *a = xmalloc(lay.n_elements * sizeof(float));
+    float *b = xmalloc(lay.n_elements * sizeof(float));
+    fill(&lay, a);
+    char path[CKPT_PATH_MAX];
+    snprintf(path, sizeof path, "%s/m.bin", run);
+    llmc_save(path, &lay, a, false);
+    EXPECT(llmc_is_model_file(path), "magic");
+    llmc_load(path, &lay, b);
+    EXPECT(memcmp(a, b, lay.n_elements * sizeof(float)) == 0, "fp32 round trip bit for bit");
+    llmc_save(path, &lay, a, true);
+    llmc_header h;
+    llmc_read_header(path, &h);
+    EXPECT(h.version == LLMC_VERSION_BF16 && h.padded_vocab_size == 384 && h.max_seq_len == 32,
+           "bf16 header");
+    llmc_load(path, &lay, b);
+    EXPECT(b[lay.lnf_w] == 1.0f && b[lay.lnf_w + 1] == 1.015625f,
+           "bf16 ties to even: %.9g %.9g", b[lay.lnf_w], b[lay.lnf_w + 1]);
+    double worst = 0;
+    for (size_t i = 0; i < lay.n_elements; i++) {
+        double e = a[i] != 0 ? (b[i] - a[i]) / a[i] : b[i];
+        worst = e > worst ? e : -e > worst ? -e : worst;
+    }
+    EXPECT(worst <= 1.0 / 256, "bf16 relative error %.3g within half an ulp", worst);
+    free(a);
+    free(b);
+    layout_free(&lay);
+}
+
+int main(void) {
+    char run[] = "/tmp/test_ckpt_files.XXXXXX";
+    CHECK(mkdtemp(run), "mkdtemp failed");
+    test_directories(run);
+    test_llmc(run);
+    ckpt_remove_tree(run);
+    if (failures) return 1;
+    printf("checkpoint directories and llm.c files: OK\n");
+    return 0;
+}
