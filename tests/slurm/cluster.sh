@@ -52,6 +52,31 @@ slurm_make_network() { # nodes
   done
 }
 
+# A node's private /tmp hides whatever the job needs from the real /tmp (a
+# checkout or build dir under /tmp, as in a CI clone): those top-level /tmp
+# entries stay shared, as a cluster's shared filesystem would be.
+SLURM_TMP_SHARES=()
+slurm_share_tmp_entries() {
+  local dir entry
+  SLURM_TMP_SHARES=()
+  for dir in "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)" "$(pwd -P)"; do
+    case "$dir" in
+      /tmp/*) entry=${dir#/tmp/}; entry=${entry%%/*}
+              [[ " ${SLURM_TMP_SHARES[*]} " == *" $entry "* ]] || SLURM_TMP_SHARES+=("$entry") ;;
+    esac
+  done
+}
+# The shell command that gives node $2 its own /tmp (directory $1/tmp-node-$2)
+# with the shared entries bound into it.
+slurm_private_tmp_cmd() {
+  local d=$1 i=$2 cmd="" entry
+  for entry in "${SLURM_TMP_SHARES[@]}"; do
+    mkdir -p "$d/tmp-node-$i/$entry"
+    cmd+="mount --bind '/tmp/$entry' '$d/tmp-node-$i/$entry' && "
+  done
+  echo "${cmd}mount --rbind '$d/tmp-node-$i' /tmp"  # --rbind: keeps the shared entries
+}
+
 slurm_start() { # [nodes]
   local nodes=${1:-1}
   slurm_skip_unless_available "$nodes"
@@ -80,8 +105,9 @@ slurm_start() { # [nodes]
       node_lines+=("NodeName=node-$i NodeAddr=$SLURM_SUBNET.$((i + 1)) CPUs=$(((cpus + nodes - 1) / nodes)) State=UNKNOWN")
       mkdir -p "$d/tmp-node-$i"; chmod 1777 "$d/tmp-node-$i"
     done
+    slurm_share_tmp_entries "$d"
     nsenter --net="/run/netns/${SLURM_NETNS[0]}" unshare --uts --mount bash -c \
-      "mount --bind '$d/tmp-node-1' /tmp && hostname node-1" ||
+      "$(slurm_private_tmp_cmd "$d" 1) && hostname node-1" ||
       { echo "SKIP: cannot give a namespace its own hostname and /tmp here"; exit 77; }
   fi
   for n in "${names[@]}"; do mkdir -p "$d/spool/$n"; done
@@ -145,7 +171,7 @@ EOF
     # the node's own (PMIx and Open MPI keep per-node files there).
     for ((i = 1; i <= nodes; i++)); do
       nsenter --net="/run/netns/${SLURM_NETNS[i - 1]}" unshare --uts --mount bash -c \
-        "mount --bind '$d/tmp-node-$i' /tmp && hostname node-$i && exec slurmd -D" \
+        "$(slurm_private_tmp_cmd "$d" "$i") && hostname node-$i && exec slurmd -D" \
         >"$d/slurmd-node-$i.out" 2>&1 &
       SLURM_PIDS+=($!)
     done
