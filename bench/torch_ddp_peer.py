@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import GPT, T  # noqa: E402  (the same model as the one-GPU peer)
+from torch_peer import GPT, T, make_optimizer  # noqa: E402  (the same model as the one-GPU peer)
 
 
 def main():
@@ -36,10 +36,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = True
     torch.manual_seed(0)
     model = GPT().cuda()
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    other = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    opt = make_optimizer(model)
     model = DDP(torch.compile(model), device_ids=[local])  # nanoGPT's order
     g = torch.Generator(device="cuda").manual_seed(1 + rank)
     x = torch.randint(0, 50257, (a.batch, T), device="cuda", generator=g)

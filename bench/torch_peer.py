@@ -53,13 +53,18 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.float().view(-1, V), targets.view(-1))
 
 
+def make_optimizer(model):
+    """nanoGPT's AdamW: weight decay on 2-D tensors only, fused."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    other = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
+                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+
+
 def bench(batch, steps):
     torch.manual_seed(0)
     model = GPT().cuda()
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    other = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                            lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
+    opt = make_optimizer(model)
     model = torch.compile(model)
     x = torch.randint(0, 50257, (batch, T), device="cuda")
     y = torch.randint(0, 50257, (batch, T), device="cuda")
