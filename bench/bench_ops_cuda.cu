@@ -201,12 +201,15 @@ int main(int argc, char **argv) {
     float *master = rand_f32(P, -0.05f, 0.05f, 20), *m = rand_f32(P, -1e-3f, 1e-3f, 21),
           *v = rand_f32(P, 0.0f, 1e-6f, 22);
     snprintf(shape, sizeof shape, "n%zu", P);
-    line_mem("grad_sum_squares", shape, time_us([&] { (void)G->grad_sum_squares(grad, P); }),
+    double *sum = (double *)G->alloc(sizeof(double));
+    float *scale = (float *)G->alloc(sizeof(float));
+    line_mem("grad_sum_squares", shape, time_us([&] { G->grad_sum_squares(sum, grad, P); }),
              2.0 * P);
+    G->clip_scale(scale, sum, 0.0); /* 1 */
     int t = 1;
     line_mem("adamw_update", shape, time_us([&] {
                  G->adamw_update(params, master, grad, m, v, P, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                                 1.0f, t++);
+                                 scale, t++);
              }),
              28.0 * P);
     CUDA_CHECK(cudaDeviceSynchronize());

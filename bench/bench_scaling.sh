@@ -13,8 +13,10 @@
 # Prints the tables last (bench/scaling_report.py).
 # usage: bench/bench_scaling.sh BUILD_DIR
 #   env: PARTS="ours torch memory" GPUS="1 2 4" STEPS=30 ACCUM_STEPS=8 TORCH_STEPS=STEPS TORCH_ACCUM=1
+#        ZERO_STAGES="1 0" ACCUM=1 (0: no accumulation runs)
 #        MEMORY="350M 774M 1558M" DEADLINE_S=<stop starting runs after this many seconds>
 #        RESULTS=<file> (appended to when it exists: parts may run in separate calls)
+#        NCCL_*: passed to every rank (mpirun -x); BENCH_WORK=<dir for the runs' logs>
 set -uo pipefail
 build=$(realpath "${1:-build}")
 cd "$(dirname "$0")/.."
@@ -22,7 +24,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 gpus=${GPUS:-1 2 4} steps=${STEPS:-30} accum_steps=${ACCUM_STEPS:-8}
 deadline=${DEADLINE_S:-100000} t_start=$(date +%s)
-work=$(mktemp -d /dev/shm/bench_scaling.XXXX 2>/dev/null || mktemp -d)
+work=${BENCH_WORK:-$(mktemp -d /dev/shm/bench_scaling.XXXX 2>/dev/null || mktemp -d)}
+mkdir -p "$work"
 parts=${PARTS:-ours torch memory}
 results=${RESULTS:-$work/results.txt}
 if [ ! -s "$results" ]; then
@@ -30,6 +33,8 @@ if [ ! -s "$results" ]; then
   echo "gpus $(nvidia-smi -L | grep -c '^GPU')" >>"$results"
 fi
 has() { [[ " $parts " == *" $1 "* ]]; }
+# Every NCCL_* setting of the caller reaches the ranks (NCCL_MAX_CTAS, ...).
+nccl_env=(); for v in $(compgen -e | grep '^NCCL_'); do nccl_env+=(-x "$v"); done
 
 time_left() { [ $(( $(date +%s) - t_start )) -lt "$deadline" ]; }
 
@@ -37,7 +42,7 @@ time_left() { [ $(( $(date +%s) - t_start )) -lt "$deadline" ]; }
 ours() {
   local kind=$1 name=$2 np=$3 cfg=$4; shift 4
   time_left || { echo "skipped $name: past DEADLINE_S"; return; }
-  mpirun --bind-to none -x NCCL_NVLS_ENABLE -np "$np" "$build/gpt2_ddp" "configs/$cfg.ini" \
+  mpirun --bind-to none "${nccl_env[@]}" -np "$np" "$build/gpt2_ddp" "configs/$cfg.ini" \
     device=cuda eval_every=0 log_every=1 checkpoint_every=0 warmup_steps=1 \
     out_dir="$work" run_name="$name" "$@" >"$work/$name.log" 2>&1 \
     || { echo "FAILED: $name"; tail -5 "$work/$name.log"; return; }
@@ -46,10 +51,12 @@ ours() {
 }
 
 has ours && for n in $gpus; do
-  ours noaccum "n${n}_z1" "$n" 124M micro_batch=32 total_batch=$((32768 * n)) max_steps="$steps" zero_stage=1
-  [ "$n" -gt 1 ] && ours noaccum "n${n}_z0" "$n" 124M micro_batch=32 total_batch=$((32768 * n)) max_steps="$steps" zero_stage=0
+  for z in ${ZERO_STAGES:-1 0}; do
+    [ "$n" = 1 ] && [ "$z" = 0 ] && continue  # one rank: nothing to shard
+    ours noaccum "n${n}_z$z" "$n" 124M micro_batch=32 total_batch=$((32768 * n)) max_steps="$steps" zero_stage="$z"
+  done
 done
-has ours && for n in $gpus; do
+has ours && [ "${ACCUM:-1}" = 1 ] && for n in $gpus; do
   ours accum "a${n}_z1" "$n" 124M micro_batch=32 total_batch=524288 max_steps="$accum_steps" zero_stage=1
 done
 

@@ -16,12 +16,19 @@ typedef enum { COMM_F32, COMM_BF16 } comm_dtype;
 
 typedef struct communicator communicator;
 
-/* Communication time of one step that compute could not hide, in ms. */
+/* Communication time of one step that compute could not hide, in ms: how
+ * long compute waited for it (NCCL: CUDA events around each wait) or the
+ * host blocked in it (MPI). */
 typedef struct {
     double reduce_tail_ms; /* gradient reduction still running after backward ended */
-    double gather_ms;      /* parameter all-gather (compute waits for all of it) */
-    double scalar_ms;      /* blocking scalar sums (norm, loss) */
+    double gather_ms;      /* parameter all-gather pieces the forward waited for */
+    double scalar_ms;      /* scalar sums (the gradient norm; the loss when logged) */
 } comm_timing;
+
+/* A range [begin, end) of elements of a flat buffer. */
+typedef struct {
+    size_t begin, end;
+} comm_range;
 
 typedef struct {
     /* Sums buf[begin, end) over ranks; each rank receives the part of the
@@ -30,10 +37,22 @@ typedef struct {
                                  const shard_map *map, void *shard_out);
     /* Sums buf[begin, end) over ranks, in place. */
     void (*all_reduce_async)(communicator *c, void *buf, size_t begin, size_t end);
-    /* Every rank's shard [lo, hi) of buf is copied to all ranks, in place. */
-    void (*all_gather)(communicator *c, void *buf, const shard_map *map);
+    /* Every rank's shard [lo, hi) of buf is copied to all ranks, in place,
+     * piece by piece in the order given (the pieces cover the buffer; the
+     * order is the one forward reads them in). NCCL returns at once and
+     * gather_wait orders compute after the pieces it needs, so the gather
+     * runs under the next forward; MPI completes the gather before returning. */
+    void (*all_gather_async)(communicator *c, void *buf, const shard_map *map,
+                             const comm_range *pieces, int n_pieces);
+    /* Compute waits for every piece of the last all-gather that intersects
+     * [begin, end) ([0, SIZE_MAX): all of them). */
+    void (*gather_wait)(communicator *c, size_t begin, size_t end);
     /* Sum of one double over ranks (blocking). */
     double (*sum_scalar)(communicator *c, double value);
+    /* Sum over ranks of one double in the compute backend's memory, in
+     * place: NCCL queues it between compute's kernels (compute waits for it,
+     * the host does not); MPI sums the host value before returning. */
+    void (*sum_in_place)(communicator *c, double *value);
     /* Drives outstanding operations; true when none is left. */
     bool (*progress)(communicator *c);
     void (*wait_all)(communicator *c);

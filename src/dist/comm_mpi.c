@@ -66,7 +66,12 @@ static void mpi_all_reduce_async(communicator *c, void *buf, size_t begin, size_
                              MPI_SUM, m->comm, new_request(m)));
 }
 
-static void mpi_all_gather(communicator *c, void *buf, const shard_map *map) {
+/* The pieces only matter where the gather can overlap compute: here the
+ * host would do both, so it gathers everything at once. */
+static void mpi_all_gather_async(communicator *c, void *buf, const shard_map *map,
+                                 const comm_range *pieces, int n_pieces) {
+    (void)pieces;
+    (void)n_pieces;
     mpi_impl *m = impl_of(c);
     const double t0 = now_ms();
     for (int r = 0; r < c->world; r++) {
@@ -78,12 +83,22 @@ static void mpi_all_gather(communicator *c, void *buf, const shard_map *map) {
     m->timing.gather_ms = now_ms() - t0;
 }
 
+static void mpi_gather_wait(communicator *c, size_t begin, size_t end) {
+    (void)c; /* complete already */
+    (void)begin;
+    (void)end;
+}
+
 static double mpi_sum_scalar(communicator *c, double value) {
     const double t0 = now_ms();
     double sum = 0.0;
     MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, impl_of(c)->comm));
     impl_of(c)->timing.scalar_ms += now_ms() - t0;
     return sum;
+}
+
+static void mpi_sum_in_place(communicator *c, double *value) {
+    *value = mpi_sum_scalar(c, *value); /* the CPU backend's memory is host memory */
 }
 
 static bool mpi_progress(communicator *c) {
@@ -131,8 +146,10 @@ static void mpi_destroy(communicator *c) {
 static const comm_ops MPI_COMM_OPS = {
     .reduce_scatter_async = mpi_reduce_scatter_async,
     .all_reduce_async = mpi_all_reduce_async,
-    .all_gather = mpi_all_gather,
+    .all_gather_async = mpi_all_gather_async,
+    .gather_wait = mpi_gather_wait,
     .sum_scalar = mpi_sum_scalar,
+    .sum_in_place = mpi_sum_in_place,
     .progress = mpi_progress,
     .wait_all = mpi_wait_all,
     .barrier = mpi_barrier,

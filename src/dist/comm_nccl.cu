@@ -15,8 +15,15 @@
  * per owner (root = owner, received in place into the owner's reduced shard),
  * grouped. (A ncclReduceScatter needs the bucket cut into world equal parts,
  * one per rank, which contiguous shards never give.) The parameter all-gather
- * is one ncclAllGather in place when every shard has the same size, else one
- * ncclBroadcast per owner, grouped.
+ * comes in pieces, in the order forward reads them (embeddings, block 0, ...,
+ * ln_f): each piece one ncclBroadcast per owner of a part of it, grouped,
+ * and an event after it. Forward waits for each piece just before its first
+ * use, so all but the first piece arrive while earlier layers compute. (One
+ * piece over equal shards is one ncclAllGather.)
+ *
+ * Timing. Each wait of compute on this stream is bracketed by two events on
+ * the compute stream; their distance is how long compute stood still for
+ * communication (the exposed time comm_timing reports).
  *
  * Gradients are reduced in bf16 (the storage type) by default; with
  * reduce_fp32 each bucket is cast to an fp32 staging buffer on this stream,
@@ -259,6 +266,21 @@ static unsigned cast_blocks(size_t n) {
 
 /* ------------------------------------------------------------ the communicator */
 
+/* One wait of compute for communication, bracketed on the compute stream. */
+typedef enum { STALL_REDUCE, STALL_GATHER, STALL_SCALAR } stall_kind;
+enum { STALL_MAX = 256 }; /* per step; beyond, waits go untimed */
+typedef struct {
+    cudaEvent_t before, after;
+    stall_kind kind;
+} stall;
+
+/* One piece of the parameter all-gather. */
+typedef struct {
+    comm_range range;
+    cudaEvent_t done; /* recorded on the comm stream after the piece */
+    bool waited;      /* compute already waits for it */
+} gather_piece;
+
 typedef struct {
     ncclComm_t nccl;
     cudaStream_t compute, stream;
@@ -268,10 +290,13 @@ typedef struct {
     bool reduce_fp32;    /* bf16 buffers reduced through fp32 staging */
     float *f32_in, *f32_out; /* staging of one bucket (reduce_fp32) */
     size_t f32_cap;
-    cudaEvent_t ready;     /* compute -> comm: what compute enqueued so far */
-    cudaEvent_t bwd_end, reduce_end, gather_begin, gather_end; /* timing */
-    bool reduce_timed, gather_timed;
-    double scalar_ms;
+    cudaEvent_t ready;      /* compute -> comm: what compute enqueued so far */
+    cudaEvent_t comm_done;  /* comm -> compute: the reductions, the norm's sum */
+    gather_piece *pieces;   /* of the last all-gather */
+    int n_pieces, cap_pieces;
+    stall stalls[STALL_MAX];
+    int n_stalls;
+    double scalar_ms;       /* host time blocked in sum_scalar */
     double *dev_scalar, *host_scalar;
     watchdog wd;
 } nccl_impl;
@@ -286,6 +311,29 @@ static void *at(const nccl_impl *m, const void *base, size_t index) {
 static void comm_after_compute(nccl_impl *m) {
     CUDA_CHECK(cudaEventRecord(m->ready, m->compute));
     CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->ready, 0));
+}
+
+/* Brackets a wait of compute (stall_end after the cudaStreamWaitEvent
+ * calls); -1 when the step's stall slots are used up. */
+static int stall_begin(nccl_impl *m) {
+    if (m->n_stalls == STALL_MAX) return -1;
+    CUDA_CHECK(cudaEventRecord(m->stalls[m->n_stalls].before, m->compute));
+    return m->n_stalls;
+}
+
+static void stall_end(nccl_impl *m, int slot, stall_kind kind) {
+    if (slot < 0) return;
+    CUDA_CHECK(cudaEventRecord(m->stalls[slot].after, m->compute));
+    m->stalls[slot].kind = kind;
+    m->n_stalls = slot + 1;
+}
+
+/* Compute will run after everything this stream has enqueued so far. */
+static void compute_after_comm(nccl_impl *m, stall_kind kind) {
+    CUDA_CHECK(cudaEventRecord(m->comm_done, m->stream));
+    const int slot = stall_begin(m);
+    CUDA_CHECK(cudaStreamWaitEvent(m->compute, m->comm_done, 0));
+    stall_end(m, slot, kind);
 }
 
 /* fp32 staging for n elements; grows once, at the first (largest) bucket. */
@@ -368,27 +416,66 @@ static bool shards_equal(const shard_map *map) {
     return true;
 }
 
-static void nccl_all_gather(communicator *c, void *buf, const shard_map *map) {
-    nccl_impl *m = impl_of(c);
-    CUDA_CHECK(cudaEventRecord(m->gather_begin, m->compute));
-    CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->gather_begin, 0));
-    if (shards_equal(map)) {
-        const size_t count = map->hi[0] - map->lo[0];
-        NCCL_CHECK(ncclAllGather(at(m, buf, map->lo[c->rank]), buf, count, m->type, m->nccl,
-                                 m->stream));
-    } else {
-        NCCL_CHECK(ncclGroupStart());
-        for (int r = 0; r < c->world; r++) {
-            void *shard = at(m, buf, map->lo[r]);
-            NCCL_CHECK(ncclBroadcast(shard, shard, map->hi[r] - map->lo[r], m->type, r, m->nccl,
-                                     m->stream));
-        }
-        NCCL_CHECK(ncclGroupEnd());
+static void gather_pieces_reserve(nccl_impl *m, int n) {
+    if (n <= m->cap_pieces) return;
+    /* Queued waits keep their own reference to a recorded event, so old
+     * events may go once nothing records them again. */
+    CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    for (int i = 0; i < m->cap_pieces; i++) CUDA_CHECK(cudaEventDestroy(m->pieces[i].done));
+    free(m->pieces);
+    m->pieces = (gather_piece *)xcalloc((size_t)n, sizeof(gather_piece));
+    for (int i = 0; i < n; i++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&m->pieces[i].done, cudaEventDisableTiming));
+    m->cap_pieces = n;
+}
+
+/* Every owner's part of buf[range], to every rank: one grouped broadcast per owner. */
+static void broadcast_piece(communicator *c, nccl_impl *m, void *buf, const shard_map *map,
+                            comm_range range) {
+    NCCL_CHECK(ncclGroupStart());
+    for (int r = 0; r < c->world; r++) {
+        const size_t lo = map->lo[r] > range.begin ? map->lo[r] : range.begin;
+        const size_t hi = map->hi[r] < range.end ? map->hi[r] : range.end;
+        if (lo >= hi) continue;
+        void *part = at(m, buf, lo);
+        NCCL_CHECK(ncclBroadcast(part, part, hi - lo, m->type, r, m->nccl, m->stream));
     }
-    CUDA_CHECK(cudaEventRecord(m->gather_end, m->stream));
-    CUDA_CHECK(cudaStreamWaitEvent(m->compute, m->gather_end, 0));
-    m->gather_timed = true;
-    watchdog_post(&m->wd, m->stream, "all-gather of the parameters");
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+static void nccl_all_gather_async(communicator *c, void *buf, const shard_map *map,
+                                  const comm_range *pieces, int n_pieces) {
+    nccl_impl *m = impl_of(c);
+    CHECK(n_pieces >= 1, "all-gather of no pieces");
+    gather_pieces_reserve(m, n_pieces);
+    comm_after_compute(m); /* this rank's optimizer has written its shard */
+    for (int k = 0; k < n_pieces; k++) {
+        if (n_pieces == 1 && shards_equal(map)) {
+            const size_t count = map->hi[0] - map->lo[0];
+            NCCL_CHECK(ncclAllGather(at(m, buf, map->lo[c->rank]), buf, count, m->type, m->nccl,
+                                     m->stream));
+        } else {
+            broadcast_piece(c, m, buf, map, pieces[k]);
+        }
+        m->pieces[k].range = pieces[k];
+        m->pieces[k].waited = false;
+        CUDA_CHECK(cudaEventRecord(m->pieces[k].done, m->stream));
+    }
+    m->n_pieces = n_pieces;
+    watchdog_post(&m->wd, m->stream, "all-gather of the parameters (%d pieces)", n_pieces);
+}
+
+static void nccl_gather_wait(communicator *c, size_t begin, size_t end) {
+    nccl_impl *m = impl_of(c);
+    int slot = -2; /* not begun */
+    for (int k = 0; k < m->n_pieces; k++) {
+        gather_piece *p = &m->pieces[k];
+        if (p->waited || p->range.end <= begin || p->range.begin >= end) continue;
+        if (slot == -2) slot = stall_begin(m);
+        CUDA_CHECK(cudaStreamWaitEvent(m->compute, p->done, 0));
+        p->waited = true;
+    }
+    if (slot != -2) stall_end(m, slot, STALL_GATHER);
 }
 
 /* A host value through the device and back: the one place the host waits
@@ -414,6 +501,14 @@ static double nccl_sum_scalar(communicator *c, double value) {
     return sum;
 }
 
+static void nccl_sum_in_place(communicator *c, double *value) {
+    nccl_impl *m = impl_of(c);
+    comm_after_compute(m);
+    NCCL_CHECK(ncclAllReduce(value, value, 1, ncclFloat64, ncclSum, m->nccl, m->stream));
+    watchdog_post(&m->wd, m->stream, "sum of the gradient norm");
+    compute_after_comm(m, STALL_SCALAR);
+}
+
 static bool nccl_progress(communicator *c) {
     /* NCCL progresses on its own; this only says whether work is left. */
     watchdog_touch(&impl_of(c)->wd);
@@ -423,13 +518,7 @@ static bool nccl_progress(communicator *c) {
     return true;
 }
 
-static void nccl_wait_all(communicator *c) {
-    nccl_impl *m = impl_of(c);
-    CUDA_CHECK(cudaEventRecord(m->bwd_end, m->compute));
-    CUDA_CHECK(cudaEventRecord(m->reduce_end, m->stream));
-    CUDA_CHECK(cudaStreamWaitEvent(m->compute, m->reduce_end, 0));
-    m->reduce_timed = true;
-}
+static void nccl_wait_all(communicator *c) { compute_after_comm(impl_of(c), STALL_REDUCE); }
 
 static void nccl_barrier(communicator *c) { scalar_all_reduce(impl_of(c), 0.0, "barrier"); }
 
@@ -448,19 +537,23 @@ static bool elapsed_ms(cudaEvent_t a, cudaEvent_t b, double *ms) {
         return false;
     }
     CUDA_CHECK(st);
-    *ms = t > 0.0f ? t : 0.0; /* the reduction may end before backward does */
+    *ms = t > 0.0f ? t : 0.0;
     return true;
 }
 
 static bool nccl_timing(communicator *c, comm_timing *out) {
     nccl_impl *m = impl_of(c);
     watchdog_touch(&m->wd);
-    comm_timing t = {0.0, 0.0, m->scalar_ms};
-    if (m->reduce_timed && !elapsed_ms(m->bwd_end, m->reduce_end, &t.reduce_tail_ms)) return false;
-    if (m->gather_timed && !elapsed_ms(m->gather_begin, m->gather_end, &t.gather_ms)) return false;
-    m->reduce_timed = m->gather_timed = false;
+    double by_kind[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < m->n_stalls; i++) {
+        double ms = 0.0;
+        if (!elapsed_ms(m->stalls[i].before, m->stalls[i].after, &ms)) return false;
+        by_kind[m->stalls[i].kind] += ms;
+    }
+    *out = (comm_timing){by_kind[STALL_REDUCE], by_kind[STALL_GATHER],
+                         by_kind[STALL_SCALAR] + m->scalar_ms};
+    m->n_stalls = 0;
     m->scalar_ms = 0.0;
-    *out = t;
     return true;
 }
 
@@ -477,10 +570,14 @@ static void nccl_destroy(communicator *c) {
     NCCL_CHECK(ncclCommDestroy(m->nccl));
     watchdog_unblock(&m->wd);
     watchdog_stop(&m->wd);
-    cudaEvent_t events[] = {m->ready, m->bwd_end, m->reduce_end, m->gather_begin,
-                            m->gather_end};
-    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
-        CUDA_CHECK(cudaEventDestroy(events[i]));
+    CUDA_CHECK(cudaEventDestroy(m->ready));
+    CUDA_CHECK(cudaEventDestroy(m->comm_done));
+    for (int i = 0; i < STALL_MAX; i++) {
+        CUDA_CHECK(cudaEventDestroy(m->stalls[i].before));
+        CUDA_CHECK(cudaEventDestroy(m->stalls[i].after));
+    }
+    for (int i = 0; i < m->cap_pieces; i++) CUDA_CHECK(cudaEventDestroy(m->pieces[i].done));
+    free(m->pieces);
     CUDA_CHECK(cudaFree(m->f32_in));
     CUDA_CHECK(cudaFree(m->f32_out));
     CUDA_CHECK(cudaFree(m->dev_scalar));
@@ -493,8 +590,10 @@ static void nccl_destroy(communicator *c) {
 static const comm_ops NCCL_COMM_OPS = {
     .reduce_scatter_async = nccl_reduce_scatter_async,
     .all_reduce_async = nccl_all_reduce_async,
-    .all_gather = nccl_all_gather,
+    .all_gather_async = nccl_all_gather_async,
+    .gather_wait = nccl_gather_wait,
     .sum_scalar = nccl_sum_scalar,
+    .sum_in_place = nccl_sum_in_place,
     .progress = nccl_progress,
     .wait_all = nccl_wait_all,
     .barrier = nccl_barrier,
@@ -524,10 +623,12 @@ static void create_stream_and_events(nccl_impl *m) {
      * must not be serialised with the legacy default stream through it. */
     CUDA_CHECK(cudaStreamCreateWithPriority(&m->stream, cudaStreamNonBlocking, greatest));
     CUDA_CHECK(cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming));
-    /* reduce_end and gather_end also make compute wait; timing them costs
-     * nothing measurable at a few events per step. */
-    cudaEvent_t *timed[] = {&m->bwd_end, &m->reduce_end, &m->gather_begin, &m->gather_end};
-    for (size_t i = 0; i < 4; i++) CUDA_CHECK(cudaEventCreate(timed[i]));
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->comm_done, cudaEventDisableTiming));
+    /* Timed: a few dozen records per step cost nothing measurable. */
+    for (int i = 0; i < STALL_MAX; i++) {
+        CUDA_CHECK(cudaEventCreate(&m->stalls[i].before));
+        CUDA_CHECK(cudaEventCreate(&m->stalls[i].after));
+    }
     CUDA_CHECK(cudaMalloc((void **)&m->dev_scalar, sizeof(double)));
     CUDA_CHECK(cudaMallocHost((void **)&m->host_scalar, sizeof(double)));
 }

@@ -9,8 +9,17 @@
 #include "dist/fail.h"
 
 void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_t n_elements,
-              int zero_stage, double bucket_mb, void *grads) {
+              int zero_stage, double bucket_mb, void *grads, const comm_range *gather_pieces,
+              int n_gather_pieces) {
     memset(d, 0, sizeof *d);
+    size_t covered = 0;
+    for (int k = 0; k < n_gather_pieces; k++) covered += gather_pieces[k].end - gather_pieces[k].begin;
+    CHECK(n_gather_pieces > 0 && covered == n_elements,
+          "the all-gather's %d pieces cover %zu of %zu elements", n_gather_pieces, covered,
+          n_elements);
+    d->gather_pieces = xmalloc((size_t)n_gather_pieces * sizeof(comm_range));
+    memcpy(d->gather_pieces, gather_pieces, (size_t)n_gather_pieces * sizeof(comm_range));
+    d->n_gather_pieces = n_gather_pieces;
     d->comm = comm;
     d->ops = ops;
     d->zero_stage = zero_stage;
@@ -32,6 +41,7 @@ void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_
 void ddp_free(data_parallel *d) {
     if (d->owns_shard_grads) d->ops->release(d->shard_grads);
     free(d->exposed_ms);
+    free(d->gather_pieces);
     buckets_free(&d->buckets);
     zero_shard_map_free(&d->map);
     memset(d, 0, sizeof *d);
@@ -47,15 +57,24 @@ void ddp_finish_reduction(data_parallel *d) {
     buckets_finish(&d->buckets);
 }
 
-double ddp_sum_shards(data_parallel *d, double local) {
-    if (d->comm->world == 1 || d->zero_stage == 0) return local;
-    return d->comm->ops->sum_scalar(d->comm, local);
+static bool sharded(const data_parallel *d) { return d->comm->world > 1 && d->zero_stage == 1; }
+
+void ddp_sum_shards(data_parallel *d, double *value) {
+    if (sharded(d)) d->comm->ops->sum_in_place(d->comm, value);
 }
 
 void ddp_gather_params(data_parallel *d, void *params) {
-    if (d->comm->world == 1 || d->zero_stage == 0) return;
-    d->comm->ops->all_gather(d->comm, params, &d->map);
+    if (sharded(d))
+        d->comm->ops->all_gather_async(d->comm, params, &d->map, d->gather_pieces,
+                                       d->n_gather_pieces);
 }
+
+void ddp_params_needed(void *ctx, size_t begin, size_t end) {
+    data_parallel *d = ctx;
+    if (sharded(d)) d->comm->ops->gather_wait(d->comm, begin, end);
+}
+
+void ddp_params_ready(data_parallel *d) { ddp_params_needed(d, 0, SIZE_MAX); }
 
 void ddp_step_done(data_parallel *d) {
     if (d->comm->world == 1) return;

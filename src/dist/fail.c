@@ -47,12 +47,15 @@ _Noreturn void fail_collective(int exit_code, const char *fmt, ...) {
     char host[256];
     where_am_i(&rank, &size, host, sizeof host);
     if (rank == 0) {
+        /* One write: stderr is unbuffered, and pieces written one by one can
+         * be split by stdout's lines where the launcher merges the two. */
+        char msg[2048];
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s: error: ", program_invocation_short_name);
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, "\n");
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        fflush(stdout);
+        fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
         fflush(stderr);
     }
     int initialized = 0, finalized = 0;

@@ -17,13 +17,15 @@ void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_
 extern "C" {
 #endif
 /* CUDA (src/kernels/cuda/adamw.cu): the same update with fp32 master, m and
- * v, a bf16 gradient, and the new master value also written to params (bf16,
- * rounded to nearest even; skipped when NULL). Every operation rounds as the
+ * v, a bf16 gradient, the clip factor read from device memory (*grad_scale),
+ * and the new master value also written to params (bf16, rounded to nearest
+ * even; skipped when NULL). Every operation rounds as the
  * CPU reference's does (no fused multiply-adds), so master, m and v match
  * adamw_update_cpu bit for bit given the same inputs. */
 void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
                        size_t n, float lr, float beta1, float beta2, float eps,
-                       float weight_decay, float grad_scale, int t, cudaStream_t stream);
+                       float weight_decay, const float *grad_scale, int t,
+                       cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -3,20 +3,46 @@
 #define GPT2_KERNELS_NORM_H
 #include <stddef.h>
 
+#include <math.h>
+
 /* Sum of squares accumulated in double, deterministic for a fixed thread count. */
 double sum_squares_cpu(const float *x, size_t n);
+
+#if defined(__CUDACC__)
+#define NORM_HOST_DEVICE __host__ __device__
+#else
+#define NORM_HOST_DEVICE
+#endif
+/* The factor torch.nn.utils.clip_grad_norm_ multiplies gradients by:
+ * min(1, max_norm / (norm + 1e-6)), norm = sqrt(sum_squares), in double;
+ * 1 when max_norm <= 0 (no clipping). One definition for both backends, so
+ * their factors are the same bits. */
+static inline NORM_HOST_DEVICE float clip_factor(double sum_squares, double max_norm) {
+    if (max_norm <= 0.0) return 1.0f;
+    const double coef = max_norm / (sqrt(sum_squares) + 1e-6);
+    return coef < 1.0 ? (float)coef : 1.0f;
+}
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* CUDA (src/kernels/cuda/norm.cu): writes sum_squares_cuda_blocks() partial
- * sums (double) of the squares of n bf16 values; the caller adds them in
- * index order. The split of the range depends only on n and the pointer's
- * 16-byte alignment: deterministic. */
+/* CUDA (src/kernels/cuda/norm.cu): *sum = the sum of the squares of n bf16
+ * values, as a double on the device, through sum_squares_cuda_blocks()
+ * partial sums (the caller's buffer) added in index order. The split of the
+ * range depends only on n and the pointer's 16-byte alignment:
+ * deterministic. */
 int sum_squares_cuda_blocks(void);
-void sum_squares_cuda(double *partials, const void *x, size_t n, cudaStream_t stream);
+void sum_squares_cuda(double *sum, double *partials, const void *x, size_t n,
+                      cudaStream_t stream);
+/* *sum = the sum of n fp32 values as a double, by one block in a fixed
+ * order (per-thread strided sums, then a fixed tree): for the few thousand
+ * per-token losses of a step. */
+void sum_f32_cuda(double *sum, const float *x, size_t n, cudaStream_t stream);
+/* *scale = clip_factor(*sum_squares, max_norm) on the device. */
+void clip_scale_cuda(float *scale, const double *sum_squares, double max_norm,
+                     cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

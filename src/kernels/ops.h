@@ -61,18 +61,29 @@ typedef struct kernel_ops {
      * several forwards summed without a round trip to the host, which then
      * downloads them once, when a step's loss is logged. */
     void (*loss_accumulate)(float *acc, const float *losses, int N);
+    /* *sum = x[0] + ... + x[n-1] in double, in a fixed order, into backend
+     * memory: a step's loss summed where it lies, so that only one double
+     * crosses to the host, and only once the step is done. */
+    void (*sum_f32)(double *sum, const float *x, size_t n);
     /* out = gelu(inp), tanh form, over n elements (a multiple of 8): the
      * backward's recomputation of an MLP activation that was not kept
      * (recompute_gelu). */
     void (*gelu_forward)(void *out, const void *inp, size_t n);
 
-    /* Sum of squares of n gradient elements (as double on the host). */
-    double (*grad_sum_squares)(const void *grad, size_t n);
-    /* AdamW over n elements of an fp32 master shard; writes the updated
-     * values into params (storage type) too. */
+    /* Global-norm clipping without a round trip to the host: every value
+     * below lives in the backend's memory, so the step's norm, the ranks'
+     * sum of it and the clip factor all stay queued behind backward.
+     * *sum = the sum of squares of n gradient elements (double). */
+    void (*grad_sum_squares)(double *sum, const void *grad, size_t n);
+    /* *scale = min(1, max_norm / (sqrt(*sum_squares) + 1e-6)), the factor of
+     * torch.nn.utils.clip_grad_norm_, computed in double; 1 when max_norm <= 0. */
+    void (*clip_scale)(float *scale, const double *sum_squares, double max_norm);
+    /* AdamW over n elements of an fp32 master shard, the gradient multiplied
+     * by *grad_scale (backend memory: clip_scale's output); writes the
+     * updated values into params (storage type) too. */
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
                          size_t n, float lr, float beta1, float beta2, float eps,
-                         float weight_decay, float grad_scale, int t);
+                         float weight_decay, const float *grad_scale, int t);
 } kernel_ops;
 
 extern const kernel_ops ops_cpu;

@@ -85,12 +85,22 @@ static void cpu_classifier(void *logits, float *losses, const int32_t *targets, 
 static void cpu_loss_accumulate(float *acc, const float *losses, int N) {
     for (int i = 0; i < N; i++) acc[i] += losses[i];
 }
+static void cpu_sum_f32(double *sum, const float *x, size_t n) {
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++) total += x[i];
+    *sum = total;
+}
 static void cpu_gelu_forward(void *out, const void *inp, size_t n) { gelu_forward_cpu(out, inp, n); }
-static double cpu_grad_sum_squares(const void *grad, size_t n) { return sum_squares_cpu(grad, n); }
+static void cpu_grad_sum_squares(double *sum, const void *grad, size_t n) {
+    *sum = sum_squares_cpu(grad, n);
+}
+static void cpu_clip_scale(float *scale, const double *sum_squares, double max_norm) {
+    *scale = clip_factor(*sum_squares, max_norm);
+}
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                              size_t n, float lr, float beta1, float beta2, float eps,
-                             float weight_decay, float grad_scale, int t) {
-    adamw_update_cpu(master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, grad_scale, t);
+                             float weight_decay, const float *grad_scale, int t) {
+    adamw_update_cpu(master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, *grad_scale, t);
     if (params != master) memcpy(params, master, n * sizeof(float));
 }
 
@@ -119,7 +129,9 @@ const kernel_ops ops_cpu = {
     .attention_backward = cpu_attention_backward,
     .classifier_forward_backward = cpu_classifier,
     .loss_accumulate = cpu_loss_accumulate,
+    .sum_f32 = cpu_sum_f32,
     .gelu_forward = cpu_gelu_forward,
     .grad_sum_squares = cpu_grad_sum_squares,
+    .clip_scale = cpu_clip_scale,
     .adamw_update = cpu_adamw_update,
 };

@@ -173,19 +173,25 @@ static void p_loss_accumulate(float *acc, const float *losses, int N) {
     TIMED("loss_accumulate", prof.inner->loss_accumulate(acc, losses, N));
 }
 
+static void p_sum_f32(double *sum, const float *x, size_t n) {
+    TIMED("sum_f32", prof.inner->sum_f32(sum, x, n));
+}
+
 static void p_gelu_forward(void *out, const void *inp, size_t n) {
     TIMED("gelu_forward", prof.inner->gelu_forward(out, inp, n));
 }
 
-static double p_grad_sum_squares(const void *grad, size_t n) {
-    double sum = 0.0;
-    TIMED("grad_sum_squares", sum = prof.inner->grad_sum_squares(grad, n));
-    return sum;
+static void p_grad_sum_squares(double *sum, const void *grad, size_t n) {
+    TIMED("grad_sum_squares", prof.inner->grad_sum_squares(sum, grad, n));
+}
+
+static void p_clip_scale(float *scale, const double *sum_squares, double max_norm) {
+    TIMED("clip_scale", prof.inner->clip_scale(scale, sum_squares, max_norm));
 }
 
 static void p_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                            size_t n, float lr, float beta1, float beta2, float eps,
-                           float weight_decay, float grad_scale, int t) {
+                           float weight_decay, const float *grad_scale, int t) {
     TIMED("adamw_update", prof.inner->adamw_update(params, master, grad, m, v, n, lr, beta1, beta2,
                                                    eps, weight_decay, grad_scale, t));
 }
@@ -218,8 +224,10 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     t->attention_backward = p_attention_backward;
     t->classifier_forward_backward = p_classifier_forward_backward;
     t->loss_accumulate = p_loss_accumulate;
+    t->sum_f32 = p_sum_f32;
     t->gelu_forward = p_gelu_forward;
     t->grad_sum_squares = p_grad_sum_squares;
+    t->clip_scale = p_clip_scale;
     t->adamw_update = p_adamw_update;
     return t;
 }

@@ -66,6 +66,7 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->logits = alloc_acts(ops, chunk * Vp);
     m->losses = alloc_f32(ops, N);
     m->loss_acc = alloc_f32(ops, N);
+    m->loss_sum = ops->alloc(sizeof(double));
     gpt2_loss_reset(m);
     m->inputs = ops->alloc(N * sizeof(int32_t));
     m->targets = ops->alloc(N * sizeof(int32_t));
@@ -86,11 +87,20 @@ void gpt2_free(gpt2_model *m) {
     }
     free(m->acts);
     void *bufs[] = {m->params, m->grads, m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
-                    m->scratch, m->logits, m->losses, m->loss_acc, m->gelu_shared, m->inputs,
-                    m->targets, m->dres, m->dln, m->dfch, m->dqkv};
+                    m->scratch, m->logits, m->losses, m->loss_acc, m->loss_sum, m->gelu_shared,
+                    m->inputs, m->targets, m->dres, m->dln, m->dfch, m->dqkv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) ops->release(bufs[i]);
     memset(m, 0, sizeof *m);
+}
+
+void gpt2_set_params_needed(gpt2_model *m, params_needed_fn fn, void *ctx) {
+    m->params_needed = fn;
+    m->params_needed_ctx = ctx;
+}
+
+static void need_params(gpt2_model *m, size_t begin, size_t end) {
+    if (m->params_needed) m->params_needed(m->params_needed_ctx, begin, end);
 }
 
 void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params) {
@@ -148,13 +158,20 @@ void gpt2_loss_reset(gpt2_model *m) {
     m->loss_tokens = 0;
 }
 
-double gpt2_loss_take(gpt2_model *m) {
-    const size_t n = (size_t)m->B * m->T;
-    float *host = xmalloc(n * sizeof(float));
-    m->ops->download(host, m->loss_acc, n * sizeof(float));
+double *gpt2_loss_sum_async(gpt2_model *m) {
+    m->ops->sum_f32(m->loss_sum, m->loss_acc, (size_t)m->B * m->T);
+    return m->loss_sum;
+}
+
+double gpt2_loss_sum_read(gpt2_model *m) {
     double sum = 0.0;
-    for (size_t i = 0; i < n; i++) sum += host[i];
-    free(host);
+    m->ops->download(&sum, m->loss_sum, sizeof sum);
+    return sum;
+}
+
+double gpt2_loss_take(gpt2_model *m) {
+    gpt2_loss_sum_async(m);
+    const double sum = gpt2_loss_sum_read(m);
     const double mean = m->loss_tokens > 0 ? sum / (double)m->loss_tokens : 0.0;
     gpt2_loss_reset(m);
     return mean;
@@ -179,7 +196,9 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     ops->upload(m->inputs, inputs, (size_t)N * sizeof(int32_t));
     if (targets) ops->upload(m->targets, targets, (size_t)N * sizeof(int32_t));
 
+    need_params(m, lay->wpe, lay->n_elements); /* wpe, then wte up to the end */
     ops->encoder_forward(m->acts[0].res1, m->inputs, P(lay->wte), P(lay->wpe), B, T, C);
+    need_params(m, lay->blocks[0].begin, lay->blocks[0].end);
     ops->layernorm_forward(m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd,
                            m->acts[0].res1, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N,
                            C);
@@ -199,10 +218,12 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
         if (l + 1 < L) {
             block_acts *next = &m->acts[l + 1];
             const block_offsets *no = &lay->blocks[l + 1];
+            need_params(m, no->begin, no->end);
             ops->residual_layernorm_forward(next->res1, next->ln1, next->ln1_mean, next->ln1_rstd,
                                             a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N,
                                             C);
         } else {
+            need_params(m, lay->lnf_w, lay->lnf_b + (size_t)C);
             ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
                                             a->res2, m->scratch, P(lay->lnf_w), P(lay->lnf_b), N,
                                             C);

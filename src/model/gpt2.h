@@ -17,6 +17,12 @@
  * backward. ready_end only grows. */
 typedef void (*grads_ready_fn)(void *ctx, size_t ready_end);
 
+/* Called during forward before parameters [begin, end) of the flat buffer
+ * are first read, in forward's order: the embeddings, block 0, ..., ln_f.
+ * Lets parameters still arriving from other ranks (ZeRO-1's all-gather)
+ * arrive under the compute of the layers before them. */
+typedef void (*params_needed_fn)(void *ctx, size_t begin, size_t end);
+
 typedef struct {
     /* storage type; with recompute_gelu every block's fch_gelu is the one
      * shared buffer gelu_shared */
@@ -49,10 +55,13 @@ typedef struct {
     float *losses;                 /* (B,T) per-token losses of the last forward */
     float *loss_acc;               /* (B,T) per-token loss sums since gpt2_loss_reset */
     int64_t loss_tokens;           /* tokens those sums cover */
+    double *loss_sum;              /* one double on the backend: gpt2_loss_sum_async */
     void *gelu_shared;             /* (B,T,4C) with recompute_gelu, else NULL */
     int32_t *inputs, *targets;     /* (B,T) on the backend */
     /* backward scratch */
     void *dres, *dln, *dfch, *dqkv;
+    params_needed_fn params_needed; /* NULL: parameters are always in place */
+    void *params_needed_ctx;
 } gpt2_model;
 
 /* Allocates parameters, gradients and activations for micro-batches of up
@@ -62,6 +71,8 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
 void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
                       const gpt2_options *opt);
 void gpt2_free(gpt2_model *m);
+/* Every later forward tells fn (may be NULL) which parameters it is about to read. */
+void gpt2_set_params_needed(gpt2_model *m, params_needed_fn fn, void *ctx);
 
 /* GPT-2 initialisation into a host fp32 buffer of lay->n_elements: N(0, 0.02)
  * weights and embeddings, residual projections N(0, 0.02/sqrt(2L)), zero
@@ -81,8 +92,14 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
 /* Empties the loss accumulator (asynchronously). */
 void gpt2_loss_reset(gpt2_model *m);
 /* Mean loss per token over the forwards since the last reset (0 when none),
- * then resets: waits for the device and downloads B x T floats. */
+ * then resets: waits for the device and downloads one double. */
 double gpt2_loss_take(gpt2_model *m);
+/* The sum of the per-token losses since the last reset, queued into the
+ * returned double on the backend (m->loss_sum: a caller may sum it over
+ * ranks in place before reading it with gpt2_loss_sum_read). No reset. */
+double *gpt2_loss_sum_async(gpt2_model *m);
+/* *m->loss_sum on the host (waits for the device). */
+double gpt2_loss_sum_read(gpt2_model *m);
 /* One forward on its own: reset, gpt2_forward_async, and the mean loss over
  * its B x T tokens (0 without targets). */
 float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,

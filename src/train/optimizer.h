@@ -19,6 +19,11 @@ typedef struct {
 typedef struct {
     size_t lo, hi;
     float *master, *m, *v; /* hi - lo fp32 each, on the backend */
+    /* On the backend, so that clipping never waits for the host: the sum of
+     * squares of the step's gradients (summed over ranks by the caller) and
+     * the factor AdamW multiplies them by. */
+    double *grad_sum_squares;
+    float *grad_scale;
     opt_segment *segments;
     int n_segments;
     int step; /* updates applied so far (AdamW's t - 1) */
@@ -34,17 +39,21 @@ void optimizer_init(adamw_state *opt, const gpt2_layout *lay, const kernel_ops *
                     size_t hi, const float *host_params);
 void optimizer_free(adamw_state *opt, const kernel_ops *ops);
 
-/* Sum of squares of the shard's gradients; shard_grads[k] is the gradient
- * of element lo + k (the reduced shard, or the full buffer when lo = 0). */
-double optimizer_grad_sum_squares(const adamw_state *opt, const kernel_ops *ops,
-                                  const void *shard_grads);
+/* grad_sum_squares = the sum of squares of the shard's gradients;
+ * shard_grads[k] is the gradient of element lo + k (the reduced shard, or
+ * the full buffer when lo = 0). Queued on the backend: nothing waits. */
+void optimizer_grad_sum_squares(adamw_state *opt, const kernel_ops *ops, const void *shard_grads);
 
-/* The factor torch.nn.utils.clip_grad_norm_ applies: min(1, clip/(norm+1e-6));
- * 1 when clip <= 0. */
-float optimizer_clip_scale(double grad_norm, double clip);
+/* grad_scale = torch.nn.utils.clip_grad_norm_'s factor for the global norm
+ * sqrt(grad_sum_squares) (kernels/norm.h: clip_factor); 1 when clip <= 0. */
+void optimizer_clip(adamw_state *opt, const kernel_ops *ops, double clip);
 
-/* One AdamW update of the shard from shard_grads (indexed from lo); writes
- * the new values into params (the full flat buffer, storage type) at [lo, hi). */
+/* sqrt(grad_sum_squares) on the host: waits for the backend (for logging). */
+double optimizer_grad_norm(const adamw_state *opt, const kernel_ops *ops);
+
+/* One AdamW update of the shard from shard_grads (indexed from lo) times
+ * grad_scale; writes the new values into params (the full flat buffer,
+ * storage type) at [lo, hi). */
 void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params,
-                    const void *shard_grads, const adamw_hparams *hp, float grad_scale);
+                    const void *shard_grads, const adamw_hparams *hp);
 #endif

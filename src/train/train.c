@@ -125,14 +125,15 @@ static bool checkpoint_due(const config *cfg, int steps_done) {
            (steps_done % cfg->checkpoint_every == 0 || steps_done == cfg->max_steps);
 }
 
-/* One optimizer step on the global batch of samples [step_first, step_first
- * + total_batch / seq_len); returns the mean loss over ranks and micro-steps
- * when want_loss (the same on every rank), else NAN: the losses stay on the
- * device unless the step is logged. */
-static double train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
-                         data_loader *train_ld, const config *cfg, int64_t step_first,
-                         const adamw_hparams *hp, int32_t *inputs, int32_t *targets,
-                         bool want_loss, double *grad_norm) {
+/* Queues one optimizer step on the global batch of samples [step_first,
+ * step_first + total_batch / seq_len). Nothing in it waits for the device:
+ * the gradient norm, its sum over ranks, the clip factor and (want_loss) the
+ * loss summed over ranks stay on the device, the loss for
+ * gpt2_loss_sum_read once the step is done. */
+static void train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
+                       data_loader *train_ld, const config *cfg, int64_t step_first,
+                       const adamw_hparams *hp, int32_t *inputs, int32_t *targets,
+                       bool want_loss) {
     const kernel_ops *ops = model->ops;
     communicator *comm = ddp->comm;
     const int B = cfg->micro_batch, T = cfg->seq_len;
@@ -150,12 +151,32 @@ static double train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt
         gpt2_backward(model, last && comm->world > 1 ? buckets_on_ready : NULL, &ddp->buckets);
     }
     ddp_finish_reduction(ddp);
-    *grad_norm = sqrt(ddp_sum_shards(ddp, optimizer_grad_sum_squares(opt, ops, ddp->shard_grads)));
-    optimizer_step(opt, ops, model->params, ddp->shard_grads, hp,
-                   optimizer_clip_scale(*grad_norm, cfg->grad_clip));
+    /* Before the all-gather: queued behind it, the sums would wait for all of it. */
+    if (want_loss) {
+        double *loss_sum = gpt2_loss_sum_async(model);
+        if (comm->world > 1) comm->ops->sum_in_place(comm, loss_sum);
+    }
+    optimizer_grad_sum_squares(opt, ops, ddp->shard_grads);
+    ddp_sum_shards(ddp, opt->grad_sum_squares);
+    optimizer_clip(opt, ops, cfg->grad_clip);
+    optimizer_step(opt, ops, model->params, ddp->shard_grads, hp);
     ddp_gather_params(ddp, model->params);
-    if (!want_loss) return NAN;
-    return comm->ops->sum_scalar(comm, gpt2_loss_take(model)) / comm->world;
+}
+
+/* The all-gather's pieces in the order forward first reads them (see
+ * gpt2.h): the embeddings [wpe, end), block 0, ..., block L-1, ln_f [0, ...).
+ * Together they cover the flat buffer. Returns how many (L + 2). */
+static int forward_gather_pieces(const gpt2_layout *lay, comm_range *pieces) {
+    int n = 0;
+    size_t end = lay->n_elements;
+    pieces[n++] = (comm_range){lay->wpe, end};
+    end = lay->wpe;
+    for (int l = 0; l < lay->n_layer; l++) {
+        pieces[n++] = (comm_range){lay->blocks[l].begin, end};
+        end = lay->blocks[l].begin;
+    }
+    pieces[n++] = (comm_range){0, end};
+    return n;
 }
 
 int train_run(const config *cfg, dist_state *dist) {
@@ -206,7 +227,12 @@ int train_run(const config *cfg, dist_state *dist) {
     ops->upload_f32(model.params, host_params, lay.n_elements);
     communicator *comm = backend_communicator(cfg, dist, ops);
     data_parallel ddp;
-    ddp_init(&ddp, comm, ops, lay.n_elements, cfg->zero_stage, cfg->bucket_mb, model.grads);
+    comm_range *pieces = xmalloc(((size_t)lay.n_layer + 2) * sizeof(comm_range));
+    const int n_pieces = forward_gather_pieces(&lay, pieces);
+    ddp_init(&ddp, comm, ops, lay.n_elements, cfg->zero_stage, cfg->bucket_mb, model.grads,
+             pieces, n_pieces);
+    free(pieces);
+    gpt2_set_params_needed(&model, ddp_params_needed, &ddp);
     adamw_state opt;
     optimizer_init(&opt, &lay, ops, ddp.lo, ddp.hi, host_params);
     ckpt_ctx ckpt = {.cfg = cfg, .config_text = config_text, .run_dir = run_dir, .lay = &lay,
@@ -229,27 +255,36 @@ int train_run(const config *cfg, dist_state *dist) {
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
     const int64_t samples_per_step = cfg->total_batch / T;
     bool preempted = false;
+    /* A step's time runs from the end of the previous step (or of the
+     * evaluation or checkpoint between them), so that it includes the loop's
+     * own host work: logging, the stop agreement, reading the batch. */
+    double step_start = now_ms();
     for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
             double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
+            step_start = now_ms();
         }
-        double t0 = now_ms(), grad_norm = 0.0;
         hp.lr = (float)schedule_lr(cfg, step);
         const bool logged = cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 ||
                                                    step == 0 || step + 1 == cfg->max_steps);
-        double loss = train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed,
-                                 &hp, inputs, targets, logged, &grad_norm);
+        train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed, &hp, inputs,
+                   targets, logged);
         ops->synchronize();
         ddp_step_done(&ddp);
         backend_sample_memory(ops);
-        double ms = now_ms() - t0;
+        const double ms = now_ms() - step_start;
+        step_start = now_ms();
         if (cfg->profile_ops) ops_profile_step_done();
         progress = (ckpt_progress){.step = step + 1, .lr = hp.lr,
                                    .samples_consumed = progress.samples_consumed + samples_per_step};
         if (cfg->comm_trace && comm->world > 1) buckets_write_trace(&ddp.buckets, trace_path, step + 1);
         if (logged) {
+            /* The mean over ranks and micro-steps (every rank the same). */
+            const double loss =
+                gpt2_loss_sum_read(&model) / ((double)model.loss_tokens * comm->world);
+            const double grad_norm = optimizer_grad_norm(&opt, ops);
             step_record r = {.step = step + 1, .loss = loss, .lr = hp.lr, .grad_norm = grad_norm,
                              .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1};
             /* MFU per GPU: this rank's share of the tokens at the device's peak. */
@@ -258,8 +293,12 @@ int train_run(const config *cfg, dist_state *dist) {
             metrics_step(&log, &r);
         }
         preempted = signals_stop_agreed();
-        if (preempted || checkpoint_due(cfg, step + 1)) ckpt_save(&ckpt, &progress);
+        if (preempted || checkpoint_due(cfg, step + 1)) {
+            ckpt_save(&ckpt, &progress);
+            step_start = now_ms();
+        }
     }
+    ddp_params_ready(&ddp); /* what follows reads the parameters outside a forward */
     if (preempted && dist->rank == 0)
         printf("stopped by a pre-emption signal (SIGTERM/SIGUSR1) after step %d: checkpoint "
                "saved, exit code %d\n", progress.step, EXIT_PREEMPTED);

@@ -671,9 +671,14 @@ static void test_sum_squares(size_t n, size_t offset, int exact) {
     void *buf = G->alloc((n + offset) * 2);
     void *d = ops_at(G, buf, offset);
     G->upload_f32(d, x, n);
-    const double ref = H->grad_sum_squares(x, n);
-    const double got = G->grad_sum_squares(d, n);
-    const double again = G->grad_sum_squares(d, n);
+    double ref = 0.0, got = 0.0, again = 0.0;
+    double *d_sum = G->alloc(sizeof(double));
+    H->grad_sum_squares(&ref, x, n);
+    G->grad_sum_squares(d_sum, d, n);
+    G->download(&got, d_sum, sizeof got);
+    G->grad_sum_squares(d_sum, d, n);
+    G->download(&again, d_sum, sizeof again);
+    G->release(d_sum);
     const double rel = fabs(got - ref) / ref;
     char detail[128];
     snprintf(detail, sizeof detail, "gpu=%.17g ref=%.17g rel=%.2e tol=%.0e", got, ref, rel,
@@ -683,6 +688,36 @@ static void test_sum_squares(size_t n, size_t offset, int exact) {
     check_true(op, "determ", memcmp(&got, &again, sizeof got) == 0, detail);
     G->release(buf);
     free(x);
+}
+
+/* The clip factor on the device is the CPU's, bit for bit, on both sides of
+ * the clip (factor < 1 and clamped to 1) and with clipping off. */
+static void test_clip_scale(void) {
+    const double sums[] = {0.0, 1e-12, 0.25, 1.0, 3.7, 1234.5678, 1e9};
+    const double max_norms[] = {0.0, -1.0, 0.5, 1.0, 10.0};
+    double *d_sum = G->alloc(sizeof(double));
+    float *d_scale = G->alloc(sizeof(float));
+    int mismatches = 0, clipped = 0;
+    char detail[160] = "all equal";
+    for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
+        for (size_t j = 0; j < sizeof max_norms / sizeof max_norms[0]; j++) {
+            float ref = 0.0f, got = 0.0f;
+            H->clip_scale(&ref, &sums[i], max_norms[j]);
+            G->upload(d_sum, &sums[i], sizeof(double));
+            G->clip_scale(d_scale, d_sum, max_norms[j]);
+            G->download(&got, d_scale, sizeof got);
+            if (ref < 1.0f) clipped++;
+            if (memcmp(&ref, &got, sizeof ref) != 0) {
+                mismatches++;
+                snprintf(detail, sizeof detail, "sum=%g max_norm=%g gpu=%.9g cpu=%.9g", sums[i],
+                         max_norms[j], got, ref);
+            }
+        }
+    check_true("clip_scale", "bits", mismatches == 0, detail);
+    snprintf(detail, sizeof detail, "%d of 35 cases clip", clipped);
+    check_true("clip_scale", "cases", clipped > 5 && clipped < 30, detail);
+    G->release(d_sum);
+    G->release(d_scale);
 }
 
 static uint32_t float_bits(float f) {
@@ -711,8 +746,11 @@ static void test_adamw(size_t n, size_t offset) {
         G->upload_f32(d_g, grad, n);
         dev_poison(d_par, n);
         const float lr = 6e-4f, eps = 1e-8f, wd = 0.1f, scale = t == 2 ? 0.5f : 1.0f;
-        H->adamw_update(master, master, grad, m, v, n, lr, b1, b2, eps, wd, scale, t);
-        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, lr, b1, b2, eps, wd, scale, t);
+        float *d_scale = G->alloc(sizeof(float));
+        G->upload(d_scale, &scale, sizeof scale);
+        H->adamw_update(master, master, grad, m, v, n, lr, b1, b2, eps, wd, &scale, t);
+        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, lr, b1, b2, eps, wd, d_scale, t);
+        G->release(d_scale);
         float *g_master = dev_f32_to_host(d_master, n), *g_m = dev_f32_to_host(d_m, n),
               *g_v = dev_f32_to_host(d_v, n), *g_par = dev_to_host(d_par, n);
         const float *ref[3] = {master, m, v};
@@ -833,6 +871,7 @@ int main(void) {
     test_sum_squares(10000003, 0, 1);
     test_sum_squares(1001, 3, 0);
 
+    test_clip_scale();
     test_adamw(1000003, 0);
     test_adamw(1001, 1);
 

@@ -88,8 +88,10 @@ int main(int argc, char **argv) {
         split_batch(tokens + s * block, 0, B, T, inputs, targets);
         float step_loss = gpt2_forward(&model, inputs, targets, B, T, 1.0f / (B * T));
         gpt2_backward(&model, NULL, NULL);
-        double norm = sqrt(optimizer_grad_sum_squares(&opt, ops, model.grads));
-        optimizer_step(&opt, ops, model.params, model.grads, &hp, optimizer_clip_scale(norm, clip));
+        optimizer_grad_sum_squares(&opt, ops, model.grads);
+        optimizer_clip(&opt, ops, clip);
+        const double norm = optimizer_grad_norm(&opt, ops);
+        optimizer_step(&opt, ops, model.params, model.grads, &hp);
         fprintf(res, "step %d loss %.9g norm %.9g\n", s, step_loss, norm);
         snprintf(name, sizeof name, "grads_step%d.h5", s);
         save_buffer(out, name, &lay, model.grads);

@@ -16,13 +16,13 @@
 #include "kernels/cuda/cuda_check.h"
 
 typedef struct {
-    float decay, w1, one_minus_w1, beta2, w2, bc2_sqrt, step, eps, grad_scale;
+    float decay, w1, one_minus_w1, beta2, w2, bc2_sqrt, step, eps;
     int w1_small;
 } adamw_consts;
 
 static __device__ __forceinline__ void adamw_one(float &p, float &m, float &v, float grad,
-                                                 const adamw_consts &k) {
-    const float g = __fmul_rn(grad, k.grad_scale);
+                                                 float grad_scale, const adamw_consts &k) {
+    const float g = __fmul_rn(grad, grad_scale);
     const float pd = __fmul_rn(p, k.decay);
     const float mi = k.w1_small ? __fadd_rn(m, __fmul_rn(k.w1, __fsub_rn(g, m)))
                                 : __fsub_rn(g, __fmul_rn(__fsub_rn(g, m), k.one_minus_w1));
@@ -34,7 +34,9 @@ static __device__ __forceinline__ void adamw_one(float &p, float &m, float &v, f
 }
 
 static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16 *grad,
-                                         float *m, float *v, size_t n4, adamw_consts k) {
+                                         float *m, float *v, size_t n4,
+                                         const float *grad_scale, adamw_consts k) {
+    const float s = *grad_scale;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += (size_t)gridDim.x * blockDim.x) {
         float4 p = reinterpret_cast<float4 *>(master)[i];
@@ -43,10 +45,10 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
         const uint2 graw = reinterpret_cast<const uint2 *>(grad)[i];
         const __nv_bfloat162 *gh = reinterpret_cast<const __nv_bfloat162 *>(&graw);
         const float2 g01 = __bfloat1622float2(gh[0]), g23 = __bfloat1622float2(gh[1]);
-        adamw_one(p.x, mm.x, vv.x, g01.x, k);
-        adamw_one(p.y, mm.y, vv.y, g01.y, k);
-        adamw_one(p.z, mm.z, vv.z, g23.x, k);
-        adamw_one(p.w, mm.w, vv.w, g23.y, k);
+        adamw_one(p.x, mm.x, vv.x, g01.x, s, k);
+        adamw_one(p.y, mm.y, vv.y, g01.y, s, k);
+        adamw_one(p.z, mm.z, vv.z, g23.x, s, k);
+        adamw_one(p.w, mm.w, vv.w, g23.y, s, k);
         reinterpret_cast<float4 *>(master)[i] = p;
         reinterpret_cast<float4 *>(m)[i] = mm;
         reinterpret_cast<float4 *>(v)[i] = vv;
@@ -62,11 +64,12 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
 
 static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf16 *grad,
                                            float *m, float *v, size_t begin, size_t n,
-                                           adamw_consts k) {
+                                           const float *grad_scale, adamw_consts k) {
+    const float s = *grad_scale;
     for (size_t i = begin + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = master[i], mi = m[i], vi = v[i];
-        adamw_one(p, mi, vi, __bfloat162float(grad[i]), k);
+        adamw_one(p, mi, vi, __bfloat162float(grad[i]), s, k);
         master[i] = p;
         m[i] = mi;
         v[i] = vi;
@@ -82,8 +85,8 @@ static unsigned grid_for(size_t work, int block) {
 
 extern "C" void adamw_update_cuda(void *params, float *master, const void *grad, float *m,
                                   float *v, size_t n, float lr, float beta1, float beta2,
-                                  float eps, float weight_decay, float grad_scale, int t,
-                                  cudaStream_t stream) {
+                                  float eps, float weight_decay, const float *grad_scale,
+                                  int t, cudaStream_t stream) {
     if (n == 0) return;
     adamw_consts k;
     /* The scalars as adamw_update_cpu forms them. */
@@ -96,7 +99,6 @@ extern "C" void adamw_update_cuda(void *params, float *master, const void *grad,
     k.bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t));
     k.step = (float)(-(double)lr / (1.0 - pow((double)beta1, t)));
     k.eps = eps;
-    k.grad_scale = grad_scale;
 
     const int block = 256;
     const bool vec = is_aligned16(master) && is_aligned16(m) && is_aligned16(v) &&
@@ -105,13 +107,13 @@ extern "C" void adamw_update_cuda(void *params, float *master, const void *grad,
     if (vec && n >= 4) {
         const size_t n4 = n / 4;
         adamw_vec4_kernel<<<grid_for(n4, block), block, 0, stream>>>(
-            (bf16 *)params, master, (const bf16 *)grad, m, v, n4, k);
+            (bf16 *)params, master, (const bf16 *)grad, m, v, n4, grad_scale, k);
         CUDA_CHECK_LAUNCH("adamw_vec4_kernel");
         done = n4 * 4;
     }
     if (done < n) {
         adamw_scalar_kernel<<<grid_for(n - done, block), block, 0, stream>>>(
-            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, k);
+            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, grad_scale, k);
         CUDA_CHECK_LAUNCH("adamw_scalar_kernel");
     }
 }

@@ -5,7 +5,8 @@
  * thread walking a fixed grid-stride set of 8-element vectors: each vector's
  * squares are summed in fp32, then added to a per-thread double. Blocks
  * reduce in double through a fixed shuffle tree and write one partial each;
- * the host adds the partials in index order. Same input, same bits, on any
+ * one thread adds the partials in index order into the device result, which
+ * the clip factor then reads on the device. Same input, same bits, on any
  * GPU. One pass over the bf16 data, no atomics. */
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -48,10 +49,52 @@ static __global__ void __launch_bounds__(SS_THREADS)
     }
 }
 
+/* One thread adds the partials in index order: a fixed order, a few
+ * microseconds for 1024 doubles, and no host round trip. */
+static __global__ void add_partials_kernel(double *sum, const double *partials, int n) {
+    double total = 0.0;
+    for (int i = 0; i < n; i++) total += partials[i];
+    *sum = total;
+}
+
+static __global__ void clip_scale_kernel(float *scale, const double *sum_squares,
+                                         double max_norm) {
+    *scale = clip_factor(*sum_squares, max_norm);
+}
+
+static __global__ void __launch_bounds__(SS_THREADS) sum_f32_kernel(double *sum, const float *x,
+                                                                    size_t n) {
+    __shared__ double sh[SS_THREADS / 32];
+    double acc = 0.0;
+    for (size_t i = threadIdx.x; i < n; i += SS_THREADS) acc += (double)x[i];
+    acc = warp_sum_double(acc);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < SS_THREADS / 32 ? sh[threadIdx.x] : 0.0;
+        v = warp_sum_double(v);
+        if (threadIdx.x == 0) *sum = v;
+    }
+}
+
+extern "C" void sum_f32_cuda(double *sum, const float *x, size_t n, cudaStream_t stream) {
+    sum_f32_kernel<<<1, SS_THREADS, 0, stream>>>(sum, x, n);
+    CUDA_CHECK_LAUNCH("sum_f32_kernel");
+}
+
 extern "C" int sum_squares_cuda_blocks(void) { return SS_BLOCKS; }
 
-extern "C" void sum_squares_cuda(double *partials, const void *x, size_t n, cudaStream_t stream) {
+extern "C" void sum_squares_cuda(double *sum, double *partials, const void *x, size_t n,
+                                 cudaStream_t stream) {
     sum_squares_kernel<<<SS_BLOCKS, SS_THREADS, 0, stream>>>(partials, (const bf16 *)x, n,
                                                              is_aligned16(x));
     CUDA_CHECK_LAUNCH("sum_squares_kernel");
+    add_partials_kernel<<<1, 1, 0, stream>>>(sum, partials, SS_BLOCKS);
+    CUDA_CHECK_LAUNCH("add_partials_kernel");
+}
+
+extern "C" void clip_scale_cuda(float *scale, const double *sum_squares, double max_norm,
+                                cudaStream_t stream) {
+    clip_scale_kernel<<<1, 1, 0, stream>>>(scale, sum_squares, max_norm);
+    CUDA_CHECK_LAUNCH("clip_scale_kernel");
 }

@@ -4,8 +4,7 @@
  *
  * Design: one compute stream, created by ops_cuda_init, carries every kernel
  * and copy, so the ops are ordered among themselves without host syncs; the
- * only syncs are the ones a host result needs (download, the norm's double)
- * and upload, which returns once the host buffer may be reused. Scratch for
+ * only syncs are the ones a host result needs (download) and upload, which returns once the host buffer may be reused. Scratch for
  * the ops that need it (sort keys, LayerNorm and bias partials, the norm's
  * partials, attention's backward) comes from one arena that grows on demand:
  * the ops run one after another on the stream, so they can share it, and a
@@ -256,26 +255,28 @@ static void cuda_loss_accumulate(float *acc, const float *losses, int N) {
     loss_accumulate_cuda(acc, losses, N, g.stream);
 }
 
+static void cuda_sum_f32(double *sum, const float *x, size_t n) {
+    need_init();
+    sum_f32_cuda(sum, x, n, g.stream);
+}
+
 static void cuda_gelu_forward(void *out, const void *inp, size_t n) {
     gelu_forward_cuda(out, inp, n, g.stream);
 }
 
-static double cuda_grad_sum_squares(const void *grad, size_t n) {
+static void cuda_grad_sum_squares(double *sum, const void *grad, size_t n) {
     need_init();
-    const int nb = sum_squares_cuda_blocks();
-    sum_squares_cuda(g.norm_partials, grad, n, g.stream);
-    double host[1024];
-    double *h = nb <= 1024 ? host : (double *)xmalloc((size_t)nb * sizeof(double));
-    cuda_download(h, g.norm_partials, (size_t)nb * sizeof(double));
-    double total = 0.0;
-    for (int i = 0; i < nb; i++) total += h[i];
-    if (h != host) free(h);
-    return total;
+    sum_squares_cuda(sum, g.norm_partials, grad, n, g.stream);
+}
+
+static void cuda_clip_scale(float *scale, const double *sum_squares, double max_norm) {
+    need_init();
+    clip_scale_cuda(scale, sum_squares, max_norm, g.stream);
 }
 
 static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                               size_t n, float lr, float beta1, float beta2, float eps,
-                              float weight_decay, float grad_scale, int t) {
+                              float weight_decay, const float *grad_scale, int t) {
     adamw_update_cuda(params, master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay,
                       grad_scale, t, g.stream);
 }
@@ -307,7 +308,9 @@ extern "C" const kernel_ops ops_cuda = {
     .attention_backward = cuda_attention_backward,
     .classifier_forward_backward = cuda_classifier,
     .loss_accumulate = cuda_loss_accumulate,
+    .sum_f32 = cuda_sum_f32,
     .gelu_forward = cuda_gelu_forward,
     .grad_sum_squares = cuda_grad_sum_squares,
+    .clip_scale = cuda_clip_scale,
     .adamw_update = cuda_adamw_update,
 };
