@@ -271,6 +271,9 @@ int train_run(const config *cfg, dist_state *dist) {
                                                    step == 0 || step + 1 == cfg->max_steps);
         train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed, &hp, inputs,
                    targets, logged);
+        /* While the device works through the step, the ranks agree whether a
+         * stop signal ends the run after it (a host collective). */
+        preempted = signals_stop_agreed();
         ops->synchronize();
         ddp_step_done(&ddp);
         backend_sample_memory(ops);
@@ -292,7 +295,6 @@ int train_run(const config *cfg, dist_state *dist) {
                 r.mfu = r.tokens_per_s / comm->world * flops_per_token / peak_flops;
             metrics_step(&log, &r);
         }
-        preempted = signals_stop_agreed();
         if (preempted || checkpoint_due(cfg, step + 1)) {
             ckpt_save(&ckpt, &progress);
             step_start = now_ms();

@@ -4,9 +4,11 @@
  *
  * Design: one compute stream, created by ops_cuda_init, carries every kernel
  * and copy, so the ops are ordered among themselves without host syncs; the
- * only syncs are the ones a host result needs (download) and upload, which returns once the host buffer may be reused. Scratch for
- * the ops that need it (sort keys, LayerNorm and bias partials, the norm's
- * partials, attention's backward) comes from one arena that grows on demand:
+ * only syncs are the ones a host result needs (download) and a large upload,
+ * which returns once the host buffer may be reused (a small one is staged in
+ * pinned memory instead). Scratch for the ops that need it (sort keys,
+ * LayerNorm and bias partials, the norm's partials, attention's backward)
+ * comes from one arena that grows on demand:
  * the ops run one after another on the stream, so they can share it, and a
  * growth first waits for the stream so that no queued kernel still uses the
  * old buffer. The fp32 <-> bf16 conversions of upload_f32/download_f32 go
@@ -125,9 +127,44 @@ static void cuda_zero(void *p, size_t bytes) {
     CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g.stream));
 }
 
+/* A small upload (a micro-batch's tokens) is copied into the next of
+ * UPLOAD_SLOTS pinned buffers and from there asynchronously: the host returns
+ * at once instead of waiting for everything queued before it (the previous
+ * step) and then for the copy, so the next forward is queued while the GPU
+ * still works. A slot is reused once its event says its copy is done. */
+enum { UPLOAD_SLOTS = 8 };
+static const size_t UPLOAD_STAGED_MAX = 4u << 20;
+static struct {
+    void *host;
+    size_t cap;
+    cudaEvent_t copied;
+    bool pending;
+} upload_slots[UPLOAD_SLOTS];
+static int upload_next;
+
+static void upload_staged(void *dst, const void *src_host, size_t bytes) {
+    auto *slot = &upload_slots[upload_next];
+    upload_next = (upload_next + 1) % UPLOAD_SLOTS;
+    if (slot->pending) CUDA_CHECK(cudaEventSynchronize(slot->copied));
+    if (!slot->copied) CUDA_CHECK(cudaEventCreateWithFlags(&slot->copied, cudaEventDisableTiming));
+    if (slot->cap < bytes) {
+        if (slot->host) CUDA_CHECK(cudaFreeHost(slot->host));
+        CUDA_CHECK(cudaMallocHost(&slot->host, bytes));
+        slot->cap = bytes;
+    }
+    memcpy(slot->host, src_host, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(dst, slot->host, bytes, cudaMemcpyHostToDevice, g.stream));
+    CUDA_CHECK(cudaEventRecord(slot->copied, g.stream));
+    slot->pending = true;
+}
+
 /* Returns when the host buffer may be reused (pinned or pageable). */
 static void cuda_upload(void *dst, const void *src_host, size_t bytes) {
     need_init();
+    if (bytes <= UPLOAD_STAGED_MAX) {
+        upload_staged(dst, src_host, bytes);
+        return;
+    }
     CUDA_CHECK(cudaMemcpyAsync(dst, src_host, bytes, cudaMemcpyHostToDevice, g.stream));
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
