@@ -20,9 +20,19 @@ static __device__ __forceinline__ double warp_sum_double(double v) {
     return v;
 }
 
+/* The sum of every thread's v over an SS_THREADS block, by a fixed tree;
+ * the result is thread 0's. */
+static __device__ __forceinline__ double block_sum_double(double v) {
+    __shared__ double sh[SS_THREADS / 32];
+    v = warp_sum_double(v);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x >= 32) return 0.0;
+    return warp_sum_double(threadIdx.x < SS_THREADS / 32 ? sh[threadIdx.x] : 0.0);
+}
+
 static __global__ void __launch_bounds__(SS_THREADS)
     sum_squares_kernel(double *partials, const bf16 *x, size_t n, int vectorized) {
-    __shared__ double sh[SS_THREADS / 32];
     const size_t tid = (size_t)blockIdx.x * SS_THREADS + threadIdx.x;
     const size_t stride = (size_t)SS_BLOCKS * SS_THREADS;
     const size_t n8 = vectorized ? n / 8 : 0;
@@ -39,14 +49,8 @@ static __global__ void __launch_bounds__(SS_THREADS)
         const float f = __bfloat162float(x[i]);
         acc += (double)(f * f);
     }
-    acc = warp_sum_double(acc);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double v = threadIdx.x < SS_THREADS / 32 ? sh[threadIdx.x] : 0.0;
-        v = warp_sum_double(v);
-        if (threadIdx.x == 0) partials[blockIdx.x] = v;
-    }
+    acc = block_sum_double(acc);
+    if (threadIdx.x == 0) partials[blockIdx.x] = acc;
 }
 
 /* One thread adds the partials in index order: a fixed order, a few
@@ -64,17 +68,10 @@ static __global__ void clip_scale_kernel(float *scale, const double *sum_squares
 
 static __global__ void __launch_bounds__(SS_THREADS) sum_f32_kernel(double *sum, const float *x,
                                                                     size_t n) {
-    __shared__ double sh[SS_THREADS / 32];
     double acc = 0.0;
     for (size_t i = threadIdx.x; i < n; i += SS_THREADS) acc += (double)x[i];
-    acc = warp_sum_double(acc);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double v = threadIdx.x < SS_THREADS / 32 ? sh[threadIdx.x] : 0.0;
-        v = warp_sum_double(v);
-        if (threadIdx.x == 0) *sum = v;
-    }
+    acc = block_sum_double(acc);
+    if (threadIdx.x == 0) *sum = acc;
 }
 
 extern "C" void sum_f32_cuda(double *sum, const float *x, size_t n, cudaStream_t stream) {
