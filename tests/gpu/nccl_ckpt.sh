@@ -2,7 +2,8 @@
 # Checkpoints across GPU counts and backends: the tiny config (global batch
 # 2048 tokens, micro-batch 4) runs 8 steps on 4 GPUs, saving at step 4; that
 # checkpoint resumes on 2 GPUs, on 1 GPU and on 2 CPU ranks (fp32). A CPU
-# checkpoint (2 ranks) resumes on the GPUs. Steps 5..8 of every resumed run
+# checkpoint (2 ranks) resumes on the GPUs; with 8 GPUs, an 8-GPU checkpoint
+# resumes on 4. Steps 5..8 of every resumed run
 # must follow the run that wrote the checkpoint: within RTOL_GPU when both
 # are bf16 GPU runs (only the summation order differs), within RTOL_BACKEND
 # across backends (bf16 against fp32 arithmetic). usage: nccl_ckpt.sh GPT2_DDP WORK_DIR
@@ -35,4 +36,8 @@ go g4_to_cpu 2 device=cpu resume="$work/g4/step_00000004"; check g4 g4_to_cpu "$
 go c2 2 device=cpu
 go c2_to_g4 4 device=cuda resume="$work/c2/step_00000004"; check c2 c2_to_g4 "$RTOL_BACKEND" 2 4
 go c2_to_g2z0 2 device=cuda zero_stage=0 resume="$work/c2/step_00000004"; check c2 c2_to_g2z0 "$RTOL_BACKEND" 2 2
+if [ "$(gpus_visible)" -ge 8 ]; then  # an 8-GPU node: its checkpoint on half of it
+  go g8 8 device=cuda
+  go g8_to_g4 4 device=cuda resume="$work/g8/step_00000004"; check g8 g8_to_g4 "$RTOL_GPU" 8 4
+fi
 echo "nccl checkpoints: OK"
