@@ -17,31 +17,7 @@
 
 #include "kernels/attention.h"
 
-#ifdef GPT2_ATTN_STANDALONE
-/* Built without the core library (no MPI): the fatal-error hook the kernels call. */
-extern "C" [[noreturn]] void fail_at(const char *file, int line, int code, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: error: ", file, line);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(code);
-}
-#endif
-#ifdef GPT2_ATTN_TUNING
-extern "C" void attention_cuda_set_variant(int fwd, int bwd);
-#endif
-
-#define CK(stmt)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (stmt);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #stmt,           \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "../tests/gpu/attention_harness.cuh"
 
 // bf16 values ~ uniform(-2, 2) from a hash of the index (no host round trip)
 static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {
