@@ -13,8 +13,4 @@ add_test(NAME ckpt_interchange
 set_tests_properties(${CKPT_TESTS} ckpt_interchange
                      PROPERTIES LABELS integration TIMEOUT 600 RUN_SERIAL TRUE)
 
-add_executable(test_ckpt_files ${PROJECT_SOURCE_DIR}/tests/unit/test_ckpt_files.c)
-target_link_libraries(test_ckpt_files PRIVATE gpt2core)
-target_compile_options(test_ckpt_files PRIVATE -Wall -Wextra -Werror)
-add_test(NAME test_ckpt_files COMMAND test_ckpt_files)
-set_tests_properties(test_ckpt_files PROPERTIES LABELS unit)
+gpt2_unit_test(test_ckpt_files 0 ${PROJECT_SOURCE_DIR}/tests/unit/test_ckpt_files.c)
