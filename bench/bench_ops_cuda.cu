@@ -208,8 +208,8 @@ int main(int argc, char **argv) {
     G->clip_scale(scale, sum, 0.0); /* 1 */
     int t = 1;
     line_mem("adamw_update", shape, time_us([&] {
-                 G->adamw_update(params, master, grad, m, v, P, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                                 scale, t++);
+                 G->adamw_update(params, master, grad, m, v, P, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f,
+                                 0.1f, scale, t++);
              }),
              28.0 * P);
     CUDA_CHECK(cudaDeviceSynchronize());

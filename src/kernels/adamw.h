@@ -2,6 +2,13 @@
 #ifndef GPT2_KERNELS_ADAMW_H
 #define GPT2_KERNELS_ADAMW_H
 #include <stddef.h>
+#include <stdint.h>
+
+/* Weight decay is chosen per run of ADAMW_DECAY_CHUNK elements: one flag
+ * byte per chunk (1: decay, 0: none), so that one launch covers a whole
+ * shard of many tensors. Tensors start on LAYOUT_ALIGN (a multiple of it)
+ * and shards on ZERO_ALIGN, so no chunk holds two tensors. */
+#define ADAMW_DECAY_CHUNK 128
 
 /* For n elements: g = grad * grad_scale (the clip factor);
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
@@ -19,13 +26,15 @@ extern "C" {
 /* CUDA (src/kernels/cuda/adamw.cu): the same update with fp32 master, m and
  * v, a bf16 gradient, the clip factor read from device memory (*grad_scale),
  * and the new master value also written to params (bf16, rounded to nearest
- * even; skipped when NULL). Every operation rounds as the
- * CPU reference's does (no fused multiply-adds), so master, m and v match
+ * even; skipped when NULL), in one launch over the whole range: element i
+ * decays when decay_chunks[i / ADAMW_DECAY_CHUNK] is nonzero (device
+ * memory; NULL: every element decays). Every operation rounds as the CPU
+ * reference's does (no fused multiply-adds), so master, m and v match
  * adamw_update_cpu bit for bit given the same inputs. */
 void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
-                       size_t n, float lr, float beta1, float beta2, float eps,
-                       float weight_decay, const float *grad_scale, int t,
-                       cudaStream_t stream);
+                       size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                       float beta2, float eps, float weight_decay, const float *grad_scale,
+                       int t, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

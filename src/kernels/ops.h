@@ -80,10 +80,14 @@ typedef struct kernel_ops {
     void (*clip_scale)(float *scale, const double *sum_squares, double max_norm);
     /* AdamW over n elements of an fp32 master shard, the gradient multiplied
      * by *grad_scale (backend memory: clip_scale's output); writes the
-     * updated values into params (storage type) too. */
+     * updated values into params (storage type) too. weight_decay applies
+     * where decay_chunks (backend memory, one byte per ADAMW_DECAY_CHUNK
+     * elements from the range's start, kernels/adamw.h) is nonzero; NULL:
+     * everywhere. One call covers a whole shard of many tensors. */
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
-                         size_t n, float lr, float beta1, float beta2, float eps,
-                         float weight_decay, const float *grad_scale, int t);
+                         size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                         float beta2, float eps, float weight_decay, const float *grad_scale,
+                         int t);
 } kernel_ops;
 
 extern const kernel_ops ops_cpu;

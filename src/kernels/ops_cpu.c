@@ -97,10 +97,24 @@ static void cpu_grad_sum_squares(double *sum, const void *grad, size_t n) {
 static void cpu_clip_scale(float *scale, const double *sum_squares, double max_norm) {
     *scale = clip_factor(*sum_squares, max_norm);
 }
+/* The reference update once per run of chunks with the same decay flag. */
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                             size_t n, float lr, float beta1, float beta2, float eps,
-                             float weight_decay, const float *grad_scale, int t) {
-    adamw_update_cpu(master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, *grad_scale, t);
+                             size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                             float beta2, float eps, float weight_decay, const float *grad_scale,
+                             int t) {
+    const float *g = grad;
+    for (size_t begin = 0, end; begin < n; begin = end) {
+        const int decay = decay_chunks == NULL || decay_chunks[begin / ADAMW_DECAY_CHUNK];
+        end = n;
+        if (decay_chunks)
+            for (size_t c = begin / ADAMW_DECAY_CHUNK + 1; c * ADAMW_DECAY_CHUNK < n; c++)
+                if ((decay_chunks[c] != 0) != decay) {
+                    end = c * ADAMW_DECAY_CHUNK;
+                    break;
+                }
+        adamw_update_cpu(master + begin, g + begin, m + begin, v + begin, end - begin, lr, beta1,
+                         beta2, eps, decay ? weight_decay : 0.0f, *grad_scale, t);
+    }
     if (params != master) memcpy(params, master, n * sizeof(float));
 }
 

@@ -190,10 +190,11 @@ static void p_clip_scale(float *scale, const double *sum_squares, double max_nor
 }
 
 static void p_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                           size_t n, float lr, float beta1, float beta2, float eps,
-                           float weight_decay, const float *grad_scale, int t) {
-    TIMED("adamw_update", prof.inner->adamw_update(params, master, grad, m, v, n, lr, beta1, beta2,
-                                                   eps, weight_decay, grad_scale, t));
+                           size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                           float beta2, float eps, float weight_decay, const float *grad_scale,
+                           int t) {
+    TIMED("adamw_update", prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, lr,
+                                                   beta1, beta2, eps, weight_decay, grad_scale, t));
 }
 
 const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {

@@ -1,20 +1,17 @@
 /* AdamW over one contiguous shard [lo, hi) of the flat parameter buffer: fp32
  * master weights, m and v exist only for the shard (ZeRO-1: each rank owns
  * one shard; a single rank owns everything). Weight decay applies per tensor
- * (2-D only), so the shard is cut into segments at tensor boundaries. */
+ * (2-D only): a flag per ADAMW_DECAY_CHUNK elements of the shard says which,
+ * so that the whole shard is one update. */
 #ifndef GPT2_TRAIN_OPTIMIZER_H
 #define GPT2_TRAIN_OPTIMIZER_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/ops.h"
 #include "model/layout.h"
-
-typedef struct {
-    size_t begin, end; /* element range, inside [lo, hi) */
-    bool decay;
-} opt_segment;
 
 typedef struct {
     size_t lo, hi;
@@ -24,8 +21,9 @@ typedef struct {
      * the factor AdamW multiplies them by. */
     double *grad_sum_squares;
     float *grad_scale;
-    opt_segment *segments;
-    int n_segments;
+    /* On the backend: one byte per ADAMW_DECAY_CHUNK elements of the shard,
+     * 1 where the chunk belongs to a 2-D tensor (alignment gaps: 0). */
+    uint8_t *decay_chunks;
     int step; /* updates applied so far (AdamW's t - 1) */
 } adamw_state;
 

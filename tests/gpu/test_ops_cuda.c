@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "dist/fail.h"
+#include "kernels/adamw.h"
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -726,9 +727,19 @@ static uint32_t float_bits(float f) {
     return u;
 }
 
-static void test_adamw(size_t n, size_t offset) {
+/* masked: weight decay by chunk flags (1, 0, 0, 1, 0, 0, ...), as one launch
+ * over a shard of many tensors applies it; else on every element. */
+static void test_adamw(size_t n, size_t offset, int masked) {
     char op[64];
-    snprintf(op, sizeof op, "adamw n%zu off%zu", n, offset);
+    snprintf(op, sizeof op, "adamw n%zu off%zu%s", n, offset, masked ? " masked" : "");
+    const size_t n_chunks = (n + ADAMW_DECAY_CHUNK - 1) / ADAMW_DECAY_CHUNK;
+    uint8_t *flags = NULL, *d_flags = NULL;
+    if (masked) {
+        flags = malloc(n_chunks);
+        for (size_t c = 0; c < n_chunks; c++) flags[c] = c % 3 == 0;
+        d_flags = G->alloc(n_chunks);
+        G->upload(d_flags, flags, n_chunks);
+    }
     float *master = hrand(n, 0, 0.05), *m = hbuf(n), *v = hbuf(n);
     for (size_t i = 0; i < n; i++) m[i] = v[i] = 0.0f;
     float *mbuf = G->alloc((n + offset) * 4), *vbuf = G->alloc((n + offset) * 4),
@@ -748,8 +759,9 @@ static void test_adamw(size_t n, size_t offset) {
         const float lr = 6e-4f, eps = 1e-8f, wd = 0.1f, scale = t == 2 ? 0.5f : 1.0f;
         float *d_scale = G->alloc(sizeof(float));
         G->upload(d_scale, &scale, sizeof scale);
-        H->adamw_update(master, master, grad, m, v, n, lr, b1, b2, eps, wd, &scale, t);
-        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, lr, b1, b2, eps, wd, d_scale, t);
+        H->adamw_update(master, master, grad, m, v, n, flags, lr, b1, b2, eps, wd, &scale, t);
+        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, d_flags, lr, b1, b2, eps, wd, d_scale,
+                        t);
         G->release(d_scale);
         float *g_master = dev_f32_to_host(d_master, n), *g_m = dev_f32_to_host(d_m, n),
               *g_v = dev_f32_to_host(d_v, n), *g_par = dev_to_host(d_par, n);
@@ -788,6 +800,8 @@ static void test_adamw(size_t n, size_t offset) {
     G->release(pbuf);
     G->release(gbuf);
     G->release(parbuf);
+    if (masked) G->release(d_flags);
+    free(flags);
     free(master);
     free(m);
     free(v);
@@ -872,8 +886,10 @@ int main(void) {
     test_sum_squares(1001, 3, 0);
 
     test_clip_scale();
-    test_adamw(1000003, 0);
-    test_adamw(1001, 1);
+    test_adamw(1000003, 0, 0);
+    test_adamw(1001, 1, 0);
+    test_adamw(1000003, 0, 1);
+    test_adamw(100 * ADAMW_DECAY_CHUNK + 5, 0, 1); /* a partial last chunk, scalar tail */
 
     printf("SUMMARY test_ops_cuda: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");

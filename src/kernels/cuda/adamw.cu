@@ -3,7 +3,11 @@
  *
  * Design: element-wise, one pass: reads master, m, v (fp32) and the gradient
  * (bf16), writes master, m, v and the bf16 parameter: 28 bytes per element,
- * memory bound. Four elements per thread with 16-byte fp32 and 8-byte bf16
+ * memory bound. One launch covers the whole shard, whatever tensors it cuts
+ * through: weight decay is picked per ADAMW_DECAY_CHUNK elements from a flag
+ * byte (the 32 threads of a chunk read the same byte, one broadcast), where
+ * one launch per tensor cost 148 launches and their tails for 124M.
+ * Four elements per thread with 16-byte fp32 and 8-byte bf16
  * accesses when every pointer allows it, scalar otherwise. The arithmetic is
  * the CPU reference's (kernels/cpu/adamw.c, torch.optim.AdamW's order) with
  * the scalars formed on the host in double exactly as there, and every
@@ -20,10 +24,13 @@ typedef struct {
     int w1_small;
 } adamw_consts;
 
+/* decay: k.decay where the element's chunk decays, else exactly 1 (what
+ * (float)(1 - lr * 0) is, so a chunk without decay rounds as before). */
 static __device__ __forceinline__ void adamw_one(float &p, float &m, float &v, float grad,
-                                                 float grad_scale, const adamw_consts &k) {
+                                                 float grad_scale, float decay,
+                                                 const adamw_consts &k) {
     const float g = __fmul_rn(grad, grad_scale);
-    const float pd = __fmul_rn(p, k.decay);
+    const float pd = __fmul_rn(p, decay);
     const float mi = k.w1_small ? __fadd_rn(m, __fmul_rn(k.w1, __fsub_rn(g, m)))
                                 : __fsub_rn(g, __fmul_rn(__fsub_rn(g, m), k.one_minus_w1));
     const float vi = __fadd_rn(__fmul_rn(v, k.beta2), __fmul_rn(__fmul_rn(k.w2, g), g));
@@ -33,22 +40,29 @@ static __device__ __forceinline__ void adamw_one(float &p, float &m, float &v, f
     p = __fadd_rn(pd, __fdiv_rn(__fmul_rn(k.step, mi), denom));
 }
 
+static __device__ __forceinline__ float chunk_decay(const uint8_t *decay_chunks, size_t i,
+                                                    float decay) {
+    return decay_chunks == nullptr || decay_chunks[i / ADAMW_DECAY_CHUNK] ? decay : 1.0f;
+}
+
 static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16 *grad,
                                          float *m, float *v, size_t n4,
-                                         const float *grad_scale, adamw_consts k) {
+                                         const uint8_t *decay_chunks, const float *grad_scale,
+                                         adamw_consts k) {
     const float s = *grad_scale;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += (size_t)gridDim.x * blockDim.x) {
+        const float d = chunk_decay(decay_chunks, i * 4, k.decay); /* 4 | ADAMW_DECAY_CHUNK */
         float4 p = reinterpret_cast<float4 *>(master)[i];
         float4 mm = reinterpret_cast<float4 *>(m)[i];
         float4 vv = reinterpret_cast<float4 *>(v)[i];
         const uint2 graw = reinterpret_cast<const uint2 *>(grad)[i];
         const __nv_bfloat162 *gh = reinterpret_cast<const __nv_bfloat162 *>(&graw);
         const float2 g01 = __bfloat1622float2(gh[0]), g23 = __bfloat1622float2(gh[1]);
-        adamw_one(p.x, mm.x, vv.x, g01.x, s, k);
-        adamw_one(p.y, mm.y, vv.y, g01.y, s, k);
-        adamw_one(p.z, mm.z, vv.z, g23.x, s, k);
-        adamw_one(p.w, mm.w, vv.w, g23.y, s, k);
+        adamw_one(p.x, mm.x, vv.x, g01.x, s, d, k);
+        adamw_one(p.y, mm.y, vv.y, g01.y, s, d, k);
+        adamw_one(p.z, mm.z, vv.z, g23.x, s, d, k);
+        adamw_one(p.w, mm.w, vv.w, g23.y, s, d, k);
         reinterpret_cast<float4 *>(master)[i] = p;
         reinterpret_cast<float4 *>(m)[i] = mm;
         reinterpret_cast<float4 *>(v)[i] = vv;
@@ -64,12 +78,14 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
 
 static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf16 *grad,
                                            float *m, float *v, size_t begin, size_t n,
-                                           const float *grad_scale, adamw_consts k) {
+                                           const uint8_t *decay_chunks, const float *grad_scale,
+                                           adamw_consts k) {
     const float s = *grad_scale;
     for (size_t i = begin + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = master[i], mi = m[i], vi = v[i];
-        adamw_one(p, mi, vi, __bfloat162float(grad[i]), s, k);
+        adamw_one(p, mi, vi, __bfloat162float(grad[i]), s, chunk_decay(decay_chunks, i, k.decay),
+                  k);
         master[i] = p;
         m[i] = mi;
         v[i] = vi;
@@ -84,9 +100,9 @@ static unsigned grid_for(size_t work, int block) {
 }
 
 extern "C" void adamw_update_cuda(void *params, float *master, const void *grad, float *m,
-                                  float *v, size_t n, float lr, float beta1, float beta2,
-                                  float eps, float weight_decay, const float *grad_scale,
-                                  int t, cudaStream_t stream) {
+                                  float *v, size_t n, const uint8_t *decay_chunks, float lr,
+                                  float beta1, float beta2, float eps, float weight_decay,
+                                  const float *grad_scale, int t, cudaStream_t stream) {
     if (n == 0) return;
     adamw_consts k;
     /* The scalars as adamw_update_cpu forms them. */
@@ -107,13 +123,14 @@ extern "C" void adamw_update_cuda(void *params, float *master, const void *grad,
     if (vec && n >= 4) {
         const size_t n4 = n / 4;
         adamw_vec4_kernel<<<grid_for(n4, block), block, 0, stream>>>(
-            (bf16 *)params, master, (const bf16 *)grad, m, v, n4, grad_scale, k);
+            (bf16 *)params, master, (const bf16 *)grad, m, v, n4, decay_chunks, grad_scale, k);
         CUDA_CHECK_LAUNCH("adamw_vec4_kernel");
         done = n4 * 4;
     }
     if (done < n) {
         adamw_scalar_kernel<<<grid_for(n - done, block), block, 0, stream>>>(
-            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, grad_scale, k);
+            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, decay_chunks, grad_scale,
+            k);
         CUDA_CHECK_LAUNCH("adamw_scalar_kernel");
     }
 }

@@ -312,10 +312,11 @@ static void cuda_clip_scale(float *scale, const double *sum_squares, double max_
 }
 
 static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                              size_t n, float lr, float beta1, float beta2, float eps,
-                              float weight_decay, const float *grad_scale, int t) {
-    adamw_update_cuda(params, master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay,
-                      grad_scale, t, g.stream);
+                              size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                              float beta2, float eps, float weight_decay, const float *grad_scale,
+                              int t) {
+    adamw_update_cuda(params, master, grad, m, v, n, decay_chunks, lr, beta1, beta2, eps,
+                      weight_decay, grad_scale, t, g.stream);
 }
 
 /* Designated initializers (C++20; nvcc accepts them in C++17 as a GNU
