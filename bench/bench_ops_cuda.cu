@@ -5,7 +5,7 @@
  * rate is TFLOP/s for GEMMs and GB/s (bytes each kernel must move, read
  * once and written once) for the memory-bound ops.
  *
- *   bench_ops_cuda [tokens=32768] */
+ *   bench_ops_cuda [tokens=32768] [autotune=1] */
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -72,6 +72,7 @@ static void line_mem(const char *op, const char *shape, double us, double bytes)
 
 int main(int argc, char **argv) {
     const int N = argc > 1 ? atoi(argv[1]) : 32768;
+    if (argc > 2) matmul_cuda_set_autotune(atoi(argv[2])); /* 0: the heuristic's algorithms */
     const int C = 768, V = 50257, Vp = 50304, T = 1024, B = N / T > 0 ? N / T : 1;
     ops_cuda_init(0);
     char name[256];
@@ -102,6 +103,14 @@ int main(int argc, char **argv) {
              time_us([&] { G->encoder_forward(out, tok, wte, wpe, B, T, C); }), 3 * act);
     line_mem("encoder_backward", shape,
              time_us([&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C); }), 3 * act);
+    /* as in text: a few tokens fill much of a batch (",", " the", ".") */
+    std::vector<int32_t> htext(htok);
+    for (int i = 0; i < N; i++)
+        if (i % 7 == 0) htext[i] = 11; else if (i % 11 == 0) htext[i] = 13; else if (i % 19 == 0) htext[i] = 262;
+    int32_t *text_tok = (int32_t *)G->alloc((size_t)N * 4);
+    G->upload(text_tok, htext.data(), (size_t)N * 4);
+    line_mem("encoder_backward (text-like)", shape,
+             time_us([&] { G->encoder_backward(dwte, dwpe, out, text_tok, B, T, C); }), 3 * act);
     line_mem("layernorm_forward", shape,
              time_us([&] { G->layernorm_forward(out, mean, rstd, x, lnw, lnb, N, C); }), 2 * act);
     line_mem("residual_layernorm_forward", shape, time_us([&] {
@@ -109,7 +118,11 @@ int main(int argc, char **argv) {
              }),
              4 * act);
     line_mem("layernorm_backward", shape, time_us([&] {
-                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C);
+                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, NULL);
+             }),
+             4 * act);
+    line_mem("layernorm_backward +colsum", shape, time_us([&] {
+                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb);
              }),
              4 * act);
 
@@ -213,5 +226,6 @@ int main(int argc, char **argv) {
              }),
              28.0 * P);
     CUDA_CHECK(cudaDeviceSynchronize());
+    matmul_cuda_print_tuning(stdout);
     return 0;
 }

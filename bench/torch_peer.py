@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The PyTorch peer for bench/bench_gpt2_gpu.sh: GPT-2 124M as nanoGPT trains
-it (torch.compile, SDPA flash attention, fused AdamW, bf16 autocast, vocab
-50304, TF32 on), random tokens, no gradient accumulation. Prints one line per
-micro-batch: `peer B=<B> T=<T> ms=<median step ms> tok/s=<tokens/s>`.
-usage: torch_peer.py B [B ...] [--steps N]"""
+it (torch.compile, SDPA attention, fused AdamW, bf16 autocast, vocab 50304,
+TF32 on), random tokens, no gradient accumulation. --sdpa picks SDPA's
+backend: `cudnn` pins it to cuDNN's attention (PyTorch's fastest on Hopper;
+flash, memory-efficient and math off), `default` leaves PyTorch's own choice.
+Prints one line per micro-batch:
+`peer sdpa=<sdpa> B=<B> T=<T> ms=<median step ms> tok/s=<tokens/s> loss=<last>`.
+usage: torch_peer.py B [B ...] [--seq-len T] [--sdpa cudnn|default] [--steps N]"""
 import argparse
 import math
 import statistics
@@ -13,7 +16,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-L, C, NH, V, T = 12, 768, 12, 50304, 1024
+L, C, NH, V = 12, 768, 12, 50304
+T = 1024  # sequence length (and positions), set from --seq-len
 
 
 class Block(nn.Module):
@@ -61,7 +65,7 @@ def make_optimizer(model):
                              lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
 
 
-def bench(batch, steps):
+def bench(batch, steps, sdpa):
     torch.manual_seed(0)
     model = GPT().cuda()
     opt = make_optimizer(model)
@@ -80,7 +84,8 @@ def bench(batch, steps):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     ms = statistics.median(times[5:]) * 1e3
-    print(f"peer B={batch} T={T} ms={ms:.2f} tok/s={batch * T / ms * 1e3:.0f} loss={loss.item():.3f}", flush=True)
+    print(f"peer sdpa={sdpa} B={batch} T={T} ms={ms:.2f} tok/s={batch * T / ms * 1e3:.0f} loss={loss.item():.3f}",
+          flush=True)
     del model, opt
     torch.cuda.empty_cache()
 
@@ -89,8 +94,16 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("batches", type=int, nargs="+")
     ap.add_argument("--steps", type=int, default=25)
+    ap.add_argument("--seq-len", type=int, default=1024)
+    ap.add_argument("--sdpa", choices=["cudnn", "default"], default="default")
     a = ap.parse_args()
+    T = a.seq_len
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
+    if a.sdpa == "cudnn":
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        torch.backends.cuda.enable_flash_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
+        torch.backends.cuda.enable_math_sdp(False)
     for b in a.batches:
-        bench(b, a.steps)
+        bench(b, a.steps, a.sdpa)

@@ -19,6 +19,11 @@ void cuda_device_pci_bus_id(int device, char *buf, size_t len);
 /* Bytes in use on the current device, by every process and the driver
  * (cudaMemGetInfo: total - free); 0 when unknown. */
 size_t cuda_memory_in_use(void);
+/* The current device's measured ceilings (kernels/cuda/ceilings.cu): an
+ * 8192^3 bf16 GEMM's FLOP/s through the kernel table and a device copy's
+ * bytes/s (read + written); 0 where memory for the trial was lacking.
+ * ops_cuda_init must have run. */
+void cuda_measure_ceilings(double *gemm_flops_per_s, double *copy_bytes_per_s);
 #ifdef __cplusplus
 }
 #endif

@@ -32,12 +32,15 @@ void layernorm_forward_cuda(void *out, float *mean, float *rstd, const void *inp
 void residual_layernorm_forward_cuda(void *residual, void *out, float *mean, float *rstd,
                                      const void *a, const void *b, const void *weight,
                                      const void *bias, int N, int C, cudaStream_t stream);
-/* Scratch for the per-block fp32 partial sums of dweight and dbias. */
+/* Scratch for the per-block fp32 partial sums of dweight, dbias and
+ * dinp_colsum. */
 size_t layernorm_backward_cuda_workspace_bytes(int N, int C);
+/* dinp_colsum (may be NULL): += the column sums of the updated dinp, of its
+ * bf16 values (kernels/ops.h). */
 void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                              const void *inp, const void *weight, const float *mean,
-                             const float *rstd, int N, int C, void *workspace,
-                             size_t workspace_bytes, cudaStream_t stream);
+                             const float *rstd, int N, int C, void *dinp_colsum,
+                             void *workspace, size_t workspace_bytes, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

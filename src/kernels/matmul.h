@@ -9,11 +9,15 @@ void matmul_forward_cpu(float *out, const float *inp, const float *weight, const
  * are accumulated (+=), dbias skipped when NULL. */
 void matmul_backward_cpu(float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, int N, int C, int OC);
+/* dbias (OC) += the column sums of dout (N,OC), each column's rows in row
+ * order: matmul_backward_cpu's dbias, also for callers that hold dout. */
+void bias_grad_cpu(float *dbias, const float *dout, int N, int OC);
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdio.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -57,6 +61,12 @@ enum {
     MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
 };
 void matmul_cuda_set_fusion(int flags);
+/* 1 (default): each new GEMM shape times the heuristic's candidate
+ * algorithms once and keeps the fastest; 0: the heuristic's first. */
+void matmul_cuda_set_autotune(int on);
+/* The measured choices so far: per GEMM plan, the heuristic's first
+ * algorithm's time, the chosen one's, and its rate. */
+void matmul_cuda_print_tuning(FILE *out);
 #ifdef __cplusplus
 }
 #endif

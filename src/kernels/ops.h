@@ -37,9 +37,15 @@ typedef struct kernel_ops {
     void (*residual_layernorm_forward)(void *residual, void *out, float *mean, float *rstd,
                                        const void *a, const void *b, const void *weight,
                                        const void *bias, int N, int C);
+    /* dinp += d(LN)/d(inp) dout; dweight, dbias +=. dinp_colsum (may be
+     * NULL) += the column sums of dinp after the update: where dinp is the
+     * residual stream's gradient, that is the bias gradient of the linear
+     * layer whose output was added to the stream (attn.c_proj, mlp.c_proj),
+     * summed here while the values are in registers instead of in another
+     * pass over them. */
     void (*layernorm_backward)(void *dinp, void *dweight, void *dbias, const void *dout,
                                const void *inp, const void *weight, const float *mean,
-                               const float *rstd, int N, int C);
+                               const float *rstd, int N, int C, void *dinp_colsum);
     void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, int N,
                            int C, int OC);
     /* out = gelu(pre), pre = inp @ weight^T + bias (pre kept for backward) */

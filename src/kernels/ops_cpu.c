@@ -48,8 +48,9 @@ static void cpu_residual_layernorm_forward(void *residual, void *out, float *mea
 }
 static void cpu_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                    const void *inp, const void *weight, const float *mean,
-                                   const float *rstd, int N, int C) {
+                                   const float *rstd, int N, int C, void *dinp_colsum) {
     layernorm_backward_cpu(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+    if (dinp_colsum) bias_grad_cpu(dinp_colsum, dinp, N, C);
 }
 static void cpu_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
                                int N, int C, int OC) {

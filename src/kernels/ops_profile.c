@@ -3,7 +3,12 @@
  * goes to an entry keyed by the op's name (matmuls also by shape, since the
  * classifier's and the MLP's GEMMs differ by 10x). Times collect in a pending
  * column and are committed per step, so that the warm-up step and whatever
- * runs after the last step can be left out. */
+ * runs after the last step can be left out.
+ * Each wrapper also counts what its op must do at the least: floating-point
+ * operations of its matrix products, and bytes (every input read once, every
+ * output written once, in the backend's storage type). Against the device's
+ * measured ceilings they give the op's floor, max(flops / GEMM rate,
+ * bytes / copy bandwidth): the table shows how far each op is from it. */
 #include "kernels/ops_profile.h"
 
 #include <stdlib.h>
@@ -18,6 +23,7 @@ typedef struct {
     char label[LABEL_LEN];
     long calls, pending_calls;
     double ms, pending_ms;
+    double flops, pending_flops, bytes, pending_bytes; /* the least work, summed */
 } op_entry;
 
 static struct {
@@ -51,19 +57,27 @@ static double op_begin(void) {
     return now_ms();
 }
 
-static void op_end(const char *label, double t0) {
+static void op_end(const char *label, double t0, double flops, double bytes) {
     prof.inner->synchronize();
     op_entry *e = entry(label);
     e->pending_ms += now_ms() - t0;
     e->pending_calls++;
+    e->pending_flops += flops;
+    e->pending_bytes += bytes;
 }
 
-#define TIMED(label, call)                                                                         \
+/* An op that moves `bytes` at the least and multiplies `flops` in matrix
+ * products (0: memory-bound or not a device op). */
+#define TIMED_COST(label, flops, bytes, call)                                                      \
     do {                                                                                           \
         const double t0_ = op_begin();                                                             \
         call;                                                                                      \
-        op_end(label, t0_);                                                                        \
+        op_end(label, t0_, (double)(flops), (double)(bytes));                                      \
     } while (0)
+#define TIMED(label, call) TIMED_COST(label, 0, 0, call)
+
+/* Bytes of n elements of the backend's storage type. */
+static double st(double n) { return n * (double)prof.inner->elem_bytes; }
 
 /* "matmul_forward 32768x768->2304": rows x input width -> output width. */
 static const char *shape_label(char *buf, size_t len, const char *op, int N, int C, int OC) {
@@ -71,9 +85,27 @@ static const char *shape_label(char *buf, size_t len, const char *op, int N, int
     return buf;
 }
 
+/* dinp = dout W (skipped without dinp) and dW += dout^T inp. */
+static double matmul_backward_flops(const void *dinp, int N, int C, int OC) {
+    return (dinp ? 4.0 : 2.0) * N * C * OC;
+}
+
+/* dout and inp read (W too for dinp, pre for GELU's backward), dinp
+ * written, dW (and dbias) read and written. */
+static double matmul_backward_bytes(const void *dinp, const void *dbias, const void *pre, int N,
+                                    int C, int OC) {
+    double n = (double)N * OC + (double)N * C + 2.0 * OC * C;
+    if (dinp) n += (double)OC * C + (double)N * C;
+    if (pre) n += (double)N * C;
+    if (dbias) n += 2.0 * OC;
+    return st(n);
+}
+
 /* ---- the wrappers, one per timed op, in ops.h's order ---- */
 
-static void p_zero(void *ptr, size_t bytes) { TIMED("zero", prof.inner->zero(ptr, bytes)); }
+static void p_zero(void *ptr, size_t bytes) {
+    TIMED_COST("zero", 0, bytes, prof.inner->zero(ptr, bytes));
+}
 
 static void p_upload(void *dst, const void *src_host, size_t bytes) {
     TIMED("upload", prof.inner->upload(dst, src_host, bytes));
@@ -93,96 +125,117 @@ static void p_download_f32(float *dst_host, const void *src, size_t n) {
 
 static void p_encoder_forward(void *out, const int32_t *inp, const void *wte, const void *wpe,
                               int B, int T, int C) {
-    TIMED("encoder_forward", prof.inner->encoder_forward(out, inp, wte, wpe, B, T, C));
+    const double n = (double)B * T;
+    TIMED_COST("encoder_forward", 0, 4 * n + st(2 * n * C + (double)T * C),
+               prof.inner->encoder_forward(out, inp, wte, wpe, B, T, C));
 }
 
 static void p_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
                                int B, int T, int C) {
-    TIMED("encoder_backward", prof.inner->encoder_backward(dwte, dwpe, dout, inp, B, T, C));
+    /* dout and tokens read, dwpe updated; the dwte rows it touches depend on
+     * the tokens, left out (a lower bound) */
+    const double n = (double)B * T;
+    TIMED_COST("encoder_backward", 0, 4 * n + st(n * C + 2.0 * T * C),
+               prof.inner->encoder_backward(dwte, dwpe, dout, inp, B, T, C));
 }
 
 static void p_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
                                 const void *weight, const void *bias, int N, int C) {
-    TIMED("layernorm_forward",
-          prof.inner->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C));
+    TIMED_COST("layernorm_forward", 0, 8.0 * N + st(2.0 * N * C + 2.0 * C),
+               prof.inner->layernorm_forward(out, mean, rstd, inp, weight, bias, N, C));
 }
 
 static void p_residual_layernorm_forward(void *residual, void *out, float *mean, float *rstd,
                                          const void *a, const void *b, const void *weight,
                                          const void *bias, int N, int C) {
-    TIMED("residual_layernorm_forward",
-          prof.inner->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N,
-                                                 C));
+    TIMED_COST("residual_layernorm_forward", 0, 8.0 * N + st(4.0 * N * C + 2.0 * C),
+               prof.inner->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight,
+                                                      bias, N, C));
 }
 
 static void p_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                  const void *inp, const void *weight, const float *mean,
-                                 const float *rstd, int N, int C) {
-    TIMED("layernorm_backward", prof.inner->layernorm_backward(dinp, dweight, dbias, dout, inp,
-                                                               weight, mean, rstd, N, C));
+                                 const float *rstd, int N, int C, void *dinp_colsum) {
+    /* dout, x and the old dinp read, dinp written (+=), dweight/dbias updated */
+    TIMED_COST("layernorm_backward", 0, 8.0 * N + st(4.0 * N * C + 7.0 * C),
+               prof.inner->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd,
+                                              N, C, dinp_colsum));
 }
 
 static void p_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
                              int N, int C, int OC) {
     char label[LABEL_LEN];
-    TIMED(shape_label(label, sizeof label, "matmul_forward", N, C, OC),
-          prof.inner->matmul_forward(out, inp, weight, bias, N, C, OC));
+    TIMED_COST(shape_label(label, sizeof label, "matmul_forward", N, C, OC),
+               2.0 * N * C * OC, st((double)N * C + (double)OC * C + (double)N * OC + OC),
+               prof.inner->matmul_forward(out, inp, weight, bias, N, C, OC));
 }
 
 static void p_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                   const void *bias, int N, int C, int OC) {
     char label[LABEL_LEN];
-    TIMED(shape_label(label, sizeof label, "matmul_gelu_forward", N, C, OC),
-          prof.inner->matmul_gelu_forward(out, pre, inp, weight, bias, N, C, OC));
+    TIMED_COST(shape_label(label, sizeof label, "matmul_gelu_forward", N, C, OC),
+               2.0 * N * C * OC, st((double)N * C + (double)OC * C + 2.0 * N * OC + OC),
+               prof.inner->matmul_gelu_forward(out, pre, inp, weight, bias, N, C, OC));
 }
 
 static void p_matmul_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                               const void *inp, const void *weight, int N, int C, int OC) {
     char label[LABEL_LEN];
-    TIMED(shape_label(label, sizeof label, "matmul_backward", N, C, OC),
-          prof.inner->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC));
+    TIMED_COST(shape_label(label, sizeof label, "matmul_backward", N, C, OC),
+               matmul_backward_flops(dinp, N, C, OC),
+               matmul_backward_bytes(dinp, dbias, NULL, N, C, OC),
+               prof.inner->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC));
 }
 
 static void p_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
                                    const void *inp, const void *weight, const void *pre, int N,
                                    int C, int OC) {
     char label[LABEL_LEN];
-    TIMED(shape_label(label, sizeof label, "matmul_backward_gelu", N, C, OC),
-          prof.inner->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N, C,
-                                           OC));
+    TIMED_COST(shape_label(label, sizeof label, "matmul_backward_gelu", N, C, OC),
+               matmul_backward_flops(dinp, N, C, OC),
+               matmul_backward_bytes(dinp, dbias, pre, N, C, OC),
+               prof.inner->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N,
+                                                C, OC));
 }
 
 static void p_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
                                 int NH) {
-    TIMED("attention_forward", prof.inner->attention_forward(out, lse, qkv, B, T, C, NH));
+    /* causal: QK^T and PV over half of the T x T scores */
+    TIMED_COST("attention_forward", 2.0 * B * (double)T * T * C,
+               st(4.0 * B * T * C) + 4.0 * B * NH * T,
+               prof.inner->attention_forward(out, lse, qkv, B, T, C, NH));
 }
 
 static void p_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
                                  const float *lse, int B, int T, int C, int NH) {
-    TIMED("attention_backward",
-          prof.inner->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH));
+    /* five products (scores again, dV, dP, dQ, dK) over half the scores */
+    TIMED_COST("attention_backward", 5.0 * B * (double)T * T * C,
+               st(8.0 * B * T * C) + 4.0 * B * NH * T,
+               prof.inner->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH));
 }
 
 static void p_classifier_forward_backward(void *logits, float *losses, const int32_t *targets,
                                           int N, int V, int Vp, float dloss) {
-    TIMED("classifier_forward_backward",
-          prof.inner->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss));
+    /* logits read, dlogits written over them */
+    TIMED_COST("classifier_forward_backward", 0, 8.0 * N + st(2.0 * N * Vp),
+               prof.inner->classifier_forward_backward(logits, losses, targets, N, V, Vp, dloss));
 }
 
 static void p_loss_accumulate(float *acc, const float *losses, int N) {
-    TIMED("loss_accumulate", prof.inner->loss_accumulate(acc, losses, N));
+    TIMED_COST("loss_accumulate", 0, 12.0 * N, prof.inner->loss_accumulate(acc, losses, N));
 }
 
 static void p_sum_f32(double *sum, const float *x, size_t n) {
-    TIMED("sum_f32", prof.inner->sum_f32(sum, x, n));
+    TIMED_COST("sum_f32", 0, 4.0 * n, prof.inner->sum_f32(sum, x, n));
 }
 
 static void p_gelu_forward(void *out, const void *inp, size_t n) {
-    TIMED("gelu_forward", prof.inner->gelu_forward(out, inp, n));
+    TIMED_COST("gelu_forward", 0, st(2.0 * n), prof.inner->gelu_forward(out, inp, n));
 }
 
 static void p_grad_sum_squares(double *sum, const void *grad, size_t n) {
-    TIMED("grad_sum_squares", prof.inner->grad_sum_squares(sum, grad, n));
+    TIMED_COST("grad_sum_squares", 0, st((double)n),
+               prof.inner->grad_sum_squares(sum, grad, n));
 }
 
 static void p_clip_scale(float *scale, const double *sum_squares, double max_norm) {
@@ -193,8 +246,10 @@ static void p_adamw_update(void *params, float *master, const void *grad, float 
                            size_t n, const uint8_t *decay_chunks, float lr, float beta1,
                            float beta2, float eps, float weight_decay, const float *grad_scale,
                            int t) {
-    TIMED("adamw_update", prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, lr,
-                                                   beta1, beta2, eps, weight_decay, grad_scale, t));
+    /* fp32 master, m, v read and written; gradient read, parameter written */
+    TIMED_COST("adamw_update", 0, 24.0 * n + st(2.0 * n),
+               prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, lr, beta1,
+                                        beta2, eps, weight_decay, grad_scale, t));
 }
 
 const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
@@ -255,28 +310,49 @@ static int by_ms_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-void ops_profile_print(FILE *out) {
+void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
     const int steps = prof.marks - 1;
     if (steps < 1 || prof.step_ms <= 0.0) return;
     op_entry sorted[MAX_ENTRIES];
     memcpy(sorted, prof.entries, (size_t)prof.n_entries * sizeof(op_entry));
     qsort(sorted, (size_t)prof.n_entries, sizeof(op_entry), by_ms_desc);
     const double step = prof.step_ms / steps;
+    const int floors = gemm_flops_per_s > 0.0 && bytes_per_s > 0.0;
     fprintf(out, "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; each op "
                  "timed between two synchronizes\n",
             prof.inner->name, steps);
-    fprintf(out, "%-44s %10s %10s %9s\n", "op", "calls/step", "ms/step", "% of step");
-    double ops_ms = 0.0, calls = 0.0;
+    if (floors)
+        fprintf(out, "floor = max(matrix FLOPs / %.0f TFLOP/s, least bytes / %.0f GB/s), this "
+                     "device's measured GEMM and copy ceilings; rate = TFLOP/s of a matmul, GB/s "
+                     "of the rest\n",
+                gemm_flops_per_s * 1e-12, bytes_per_s * 1e-9);
+    fprintf(out, "%-44s %10s %10s %9s", "op", "calls/step", "ms/step", "% of step");
+    if (floors) fprintf(out, " %9s %8s %12s", "floor ms", "x floor", "rate");
+    fprintf(out, "\n");
+    double ops_ms = 0.0, calls = 0.0, floor_ms = 0.0;
     for (int i = 0; i < prof.n_entries; i++) {
         const op_entry *e = &sorted[i];
         if (e->calls == 0) continue;
         const double ms = e->ms / steps;
-        fprintf(out, "%-44s %10.1f %10.3f %9.1f\n", e->label, (double)e->calls / steps, ms,
+        fprintf(out, "%-44s %10.1f %10.3f %9.1f", e->label, (double)e->calls / steps, ms,
                 100.0 * ms / step);
+        if (floors && (e->flops > 0.0 || e->bytes > 0.0)) {
+            const double f_ms = e->flops / steps / gemm_flops_per_s * 1e3;
+            const double b_ms = e->bytes / steps / bytes_per_s * 1e3;
+            const double fl = f_ms > b_ms ? f_ms : b_ms;
+            floor_ms += fl;
+            if (e->flops > 0.0)
+                fprintf(out, " %9.3f %8.2f %7.1f TF/s", fl, ms / fl, e->flops / steps / ms * 1e-9);
+            else
+                fprintf(out, " %9.3f %8.2f %7.0f GB/s", fl, ms / fl, e->bytes / steps / ms * 1e-6);
+        }
+        fprintf(out, "\n");
         ops_ms += ms;
         calls += (double)e->calls / steps;
     }
-    fprintf(out, "%-44s %10.1f %10.3f %9.1f\n", "all ops", calls, ops_ms, 100.0 * ops_ms / step);
+    fprintf(out, "%-44s %10.1f %10.3f %9.1f", "all ops", calls, ops_ms, 100.0 * ops_ms / step);
+    if (floors) fprintf(out, " %9.3f %8.2f", floor_ms, ops_ms / floor_ms);
+    fprintf(out, "\n");
     fprintf(out, "%-44s %10s %10.3f %9.1f\n", "untimed (host work between ops)", "",
             step - ops_ms, 100.0 * (step - ops_ms) / step);
     fprintf(out, "%-44s %10s %10.3f %9.1f\n", "step (profiled)", "", step, 100.0);

@@ -22,6 +22,9 @@ void ops_profile_step_done(void);
 
 /* The table, rank 0's business: op (matmuls by shape), calls per step, ms per
  * step, % of step, sorted by time; then the ops' total, the untimed rest
- * (host work between ops) and the step. Prints nothing before two steps. */
-void ops_profile_print(FILE *out);
+ * (host work between ops) and the step. Prints nothing before two steps.
+ * With the device's ceilings (both > 0: a GEMM rate in FLOP/s and a copy
+ * bandwidth in bytes/s, read + written) each op also gets its floor (the
+ * least work at those rates), its time over the floor, and its rate. */
+void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s);
 #endif

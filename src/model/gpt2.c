@@ -240,30 +240,37 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
     const gpt2_layout *lay = &m->lay;
     const int L = lay->n_layer, C = lay->n_embd, NH = lay->n_head;
     const int B = m->fwd_B, T = m->fwd_T, N = B * T;
-    /* dln holds d(ln_f output) from the classifier chunks. */
+    /* dln holds d(ln_f output) from the classifier chunks. Each LayerNorm
+     * backward leaves dres = d(residual stream) there, which is also the
+     * output gradient of the projection that wrote into the stream just
+     * before: its bias gradient is dres's column sums, taken by the
+     * LayerNorm backward (dinp_colsum), so those matmul backwards get no
+     * dbias. */
     ops->zero(m->dres, (size_t)N * C * ops->elem_bytes);
     ops->layernorm_backward(m->dres, G(lay->lnf_w), G(lay->lnf_b), m->dln, m->res_final,
-                            P(lay->lnf_w), m->lnf_mean, m->lnf_rstd, N, C);
+                            P(lay->lnf_w), m->lnf_mean, m->lnf_rstd, N, C,
+                            G(lay->blocks[L - 1].fcproj_b));
     if (on_ready) on_ready(ctx, lay->blocks[L - 1].begin);
     for (int l = L - 1; l >= 0; l--) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
         if (m->opt.recompute_gelu) ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
-        ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), G(o->fcproj_b), m->dres, a->fch_gelu,
+        ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,
                                   P(o->fcproj_w), a->fch, N, 4 * C, C);
         ops->matmul_backward(m->dln, G(o->fc_w), G(o->fc_b), m->dfch, a->ln2, P(o->fc_w), N, C,
                              4 * C);
         ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
-                                a->ln2_mean, a->ln2_rstd, N, C);
+                                a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
         /* Attention: dres is now d(res2). */
-        ops->matmul_backward(m->dln, G(o->attproj_w), G(o->attproj_b), m->dres, a->atty,
-                             P(o->attproj_w), N, C, C);
+        ops->matmul_backward(m->dln, G(o->attproj_w), NULL, m->dres, a->atty, P(o->attproj_w), N,
+                             C, C);
         ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH);
         ops->matmul_backward(m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1, P(o->qkv_w), N,
                              C, 3 * C);
         ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
-                                a->ln1_mean, a->ln1_rstd, N, C);
+                                a->ln1_mean, a->ln1_rstd, N, C,
+                                l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);
         if (on_ready) on_ready(ctx, l > 0 ? lay->blocks[l - 1].begin : lay->wpe);
     }
     ops->encoder_backward(G(lay->wte), G(lay->wpe), m->dres, m->inputs, B, T, C);

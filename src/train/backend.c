@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "dist/fail.h"
+#include "kernels/ops_profile.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
+#include "kernels/matmul.h"
 #endif
 
 const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
@@ -29,6 +31,7 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
         /* The GPU dist_check_environment picked: the node-local rank's, or
          * the only one when the launcher bound one GPU to each rank. */
         ops_cuda_init(dist->gpu >= 0 ? dist->gpu : dist->local_rank);
+        matmul_cuda_set_autotune(cfg->matmul_autotune);
         return &ops_cuda;
     }
 #endif
@@ -95,6 +98,19 @@ communicator *backend_communicator(const config *cfg, const dist_state *dist,
 #else
     (void)cfg;
     FAIL("device=cuda with %d ranks needs NCCL, which this build does not have", dist->world);
+#endif
+}
+
+void backend_print_profile(const kernel_ops *ops, FILE *out) {
+    double gemm_rate = 0.0, copy_rate = 0.0;
+#if GPT2_HAVE_CUDA
+    if (strcmp(ops->name, "cuda") == 0) cuda_measure_ceilings(&gemm_rate, &copy_rate);
+#else
+    (void)ops;
+#endif
+    ops_profile_print(out, gemm_rate, copy_rate);
+#if GPT2_HAVE_CUDA
+    if (strcmp(ops->name, "cuda") == 0) matmul_cuda_print_tuning(out);
 #endif
 }
 

@@ -5,6 +5,8 @@
 #ifndef GPT2_TRAIN_BACKEND_H
 #define GPT2_TRAIN_BACKEND_H
 
+#include <stdio.h>
+
 #include "dist/comm.h"
 #include "dist/dist.h"
 #include "kernels/ops.h"
@@ -25,6 +27,11 @@ double backend_peak_flops(const config *cfg, const dist_state *dist);
  * rank runs on. */
 communicator *backend_communicator(const config *cfg, const dist_state *dist,
                                    const kernel_ops *ops);
+
+/* The per-op table of a profile_ops run (rank 0), with each op's floor on
+ * this device (its measured GEMM and copy ceilings) and, on the GPU, the
+ * GEMM algorithms chosen by measurement. */
+void backend_print_profile(const kernel_ops *ops, FILE *out);
 
 /* GPU memory in use on this rank's device (cudaMemGetInfo: the CUDA context,
  * NCCL's buffers and every allocation), sampled after each step; the peak is

@@ -163,7 +163,11 @@ static const config_key keys[] = {
              "the run elsewhere, e.g. in PyTorch)"),
     BOOL_KEY("run", profile_ops, "false",
              "time every kernel op (synchronizing around each, so steps run slower) and print "
-             "a per-op table (calls, ms and % per step) at the end of the run"),
+             "a per-op table (calls, ms and % per step, floor on this device) at the end of "
+             "the run"),
+    BOOL_KEY("run", matmul_autotune, "true",
+             "device=cuda: time cuBLASLt's candidate algorithms once per GEMM shape at start-up "
+             "and keep the fastest (false: the heuristic's first choice)"),
 
     INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
             "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),

@@ -64,6 +64,7 @@ typedef struct {
     /* performance and diagnostics */
     bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
     bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    bool matmul_autotune; /* device=cuda: GEMM algorithms chosen by timing the candidates */
     bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
 } config;
 

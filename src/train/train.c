@@ -316,7 +316,7 @@ int train_run(const config *cfg, dist_state *dist) {
         weights_save(path, &lay, host_params, config_text);
         printf("saved weights to %s\n", path);
     }
-    if (cfg->profile_ops && dist->rank == 0) ops_profile_print(stdout);
+    if (cfg->profile_ops && dist->rank == 0) backend_print_profile(ops, stdout);
     ddp_report(&ddp, model.params, lay.n_elements);
     backend_report_memory(ops, &mem);
     metrics_close(&log);

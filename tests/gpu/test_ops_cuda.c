@@ -243,11 +243,19 @@ static void check_true(const char *op, const char *what, int pass, const char *d
 
 static void test_encoder(int B, int T, int C, int V, int skewed) {
     char op[64];
-    snprintf(op, sizeof op, "encoder B%d T%d C%d V%d%s", B, T, C, V, skewed ? " skew" : "");
+    snprintf(op, sizeof op, "encoder B%d T%d C%d V%d skew%d", B, T, C, V, skewed);
     const size_t N = (size_t)B * T;
     int32_t *tok = htokens(N, V);
-    if (skewed) /* half the rows one token: long runs in the sorted order */
+    /* Long runs in the sorted order, across the backward's tiles of 32
+     * sorted positions: 1, half the rows one token; 2, every row one token;
+     * 3, two tokens of 47% each, their runs meeting inside a tile. */
+    if (skewed == 1)
         for (size_t i = 0; i < N; i += 2) tok[i] = 7 % V;
+    if (skewed == 2)
+        for (size_t i = 0; i < N; i++) tok[i] = 3 % V;
+    if (skewed == 3)
+        for (size_t i = 0; i < N; i++)
+            if (i % 17 != 0) tok[i] = i < N / 2 ? 5 % V : 9 % V;
     float *wte = hrand((size_t)V * C, 0, 0.5), *wpe = hrand((size_t)T * C, 0, 0.5);
     float *out = hbuf(N * C);
     H->encoder_forward(out, tok, wte, wpe, B, T, C);
@@ -355,20 +363,33 @@ static void test_layernorm(int N, int C) {
          *d_db = dev_from(db, C);
     float *d_m = dev_f32_from(mean, N), *d_s = dev_f32_from(rstd, N);
     float *dinp0 = hcopy(dinp, n), *dw0 = hcopy(dw, C), *db0 = hcopy(db, C);
-    H->layernorm_backward(dinp, dw, db, dout, a, w, mean, rstd, N, C);
-    G->layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m, d_s, N, C);
+    /* with the fused column sums of the new dinp (dinp_colsum) */
+    float *cs = hrand(C, 0, 1.0);
+    void *d_cs = dev_from(cs, C);
+    H->layernorm_backward(dinp, dw, db, dout, a, w, mean, rstd, N, C, cs);
+    G->layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m, d_s, N, C, d_cs);
     float *g_dinp = dev_to_host(d_dinp, n), *g_dw = dev_to_host(d_dw, C),
-          *g_db = dev_to_host(d_db, C);
+          *g_db = dev_to_host(d_db, C), *g_cs = dev_to_host(d_cs, C);
     check(op, "dinp", g_dinp, dinp, n, 0x1p-7, 1e-3);
     check(op, "dweight", g_dw, dw, C, 0x1p-7, 1e-3);
     check(op, "dbias", g_db, db, C, 0x1p-7, 1e-3);
+    /* The GPU sums the bf16-rounded dinp it stores, each off by at most
+     * 2^-8 of itself (relative, dinp's own error included), and rounds the
+     * sum once: the bound is 2^-8 (sum of |dinp| + |colsum|) per column. */
+    double cs_bound = 0.0;
+    for (int c = 0; c < C; c++) {
+        double col = fabs(cs[c]);
+        for (int i = 0; i < N; i++) col += fabs(dinp[(size_t)i * C + c]);
+        if (col > cs_bound) cs_bound = col;
+    }
+    check(op, "dinp_colsum", g_cs, cs, C, 0x1p-8 * cs_bound, 0.0);
     /* determinism */
     float *r1[3], *r2[3];
     for (int rep = 0; rep < 2; rep++) {
         G->upload_f32(d_dinp, dinp0, n);
         G->upload_f32(d_dw, dw0, C);
         G->upload_f32(d_db, db0, C);
-        G->layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m, d_s, N, C);
+        G->layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m, d_s, N, C, NULL);
         float **r = rep ? r2 : r1;
         r[0] = dev_to_host(d_dinp, n);
         r[1] = dev_to_host(d_dw, C);
@@ -377,16 +398,19 @@ static void test_layernorm(int N, int C) {
     check_same(op, "determ", r1[1], r2[1], C * 4);
     check_same(op, "determ", r1[2], r2[2], C * 4);
     check_same(op, "determ", r1[0], r2[0], n * 4);
+    /* the column sums change nothing else */
+    check_same(op, "colsum_same_dinp", r1[0], g_dinp, n * 4);
+    check_same(op, "colsum_same_dweight", r1[1], g_dw, C * 4);
     for (int i = 0; i < 3; i++) {
         free(r1[i]);
         free(r2[i]);
     }
 
     void *dev[] = {d_a, d_b, d_w, d_bias, d_out, d_mean, d_rstd, d_dout, d_dinp, d_dw, d_db,
-                   d_m, d_s};
+                   d_m, d_s, d_cs};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) G->release(dev[i]);
     float *host[] = {a, b, w, bias, out, mean, rstd, dout, dinp, dw, db, dinp0, dw0, db0,
-                     g_dinp, g_dw, g_db};
+                     g_dinp, g_dw, g_db, cs, g_cs};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
@@ -854,6 +878,8 @@ int main(void) {
     test_encoder(4, 256, 768, 50304, 0);
     test_encoder(3, 7, 64, 100, 0);
     test_encoder(8, 64, 128, 1000, 1);
+    test_encoder(2, 100, 64, 50, 2); /* 200 rows: one run over 7 tiles, the last partial */
+    test_encoder(4, 250, 256, 1000, 3);
 
     test_layernorm(1024, 768);
     test_layernorm(7, 64);

@@ -251,18 +251,20 @@ void matmul_backward_cpu(float *dinp, float *dweight, float *dbias, const float 
     const operand a = {dout, 1, (size_t)OC};
     const operand bt = {inp, 1, (size_t)C};
     gemm(dweight, (size_t)C, a, bt, OC, C, N, 0, NULL);
-    if (dbias) {
-        /* Each thread owns a slice of outputs and adds the rows in order. */
-        const int chunks = (OC + BIAS_CHUNK - 1) / BIAS_CHUNK;
+    if (dbias) bias_grad_cpu(dbias, dout, N, OC);
+}
+
+void bias_grad_cpu(float *dbias, const float *dout, int N, int OC) {
+    /* Each thread owns a slice of outputs and adds the rows in order. */
+    const int chunks = (OC + BIAS_CHUNK - 1) / BIAS_CHUNK;
 #pragma omp parallel for schedule(static)
-        for (int ch = 0; ch < chunks; ch++) {
-            const int o0 = ch * BIAS_CHUNK;
-            const int o1 = o0 + BIAS_CHUNK < OC ? o0 + BIAS_CHUNK : OC;
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * OC;
-                for (int o = o0; o < o1; o++)
-                    dbias[o] += d[o];
-            }
+    for (int ch = 0; ch < chunks; ch++) {
+        const int o0 = ch * BIAS_CHUNK;
+        const int o1 = o0 + BIAS_CHUNK < OC ? o0 + BIAS_CHUNK : OC;
+        for (int n = 0; n < N; n++) {
+            const float *d = dout + (size_t)n * OC;
+            for (int o = o0; o < o1; o++)
+                dbias[o] += d[o];
         }
     }
 }

@@ -17,7 +17,12 @@
  * rows in warp order into one fp32 partial (blocks own fixed runs of
  * LN_BWD_ROWS rows). A second kernel adds the partials of every block in
  * block order and adds the result to the bf16 gradients once. No atomics:
- * the result depends only on N and C, bitwise. */
+ * the result depends only on N and C, bitwise. With dinp_colsum the same
+ * machinery sums the columns of the new (bf16-rounded) dinp as a third
+ * vector: the bias gradient of the projection whose output the residual
+ * stream received, which would otherwise cost the matmul backward another
+ * pass over it (12 KB of shared memory per warp at C = 768 instead of 8:
+ * still 3 blocks per SM). */
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/layernorm.h"
@@ -90,20 +95,22 @@ static __global__ void __launch_bounds__(LN_THREADS)
 }
 
 /* 3 blocks (24 warps) per SM up to C = 768: 85 registers and 48 KB of
- * shared memory each */
-template <int VPL>
+ * shared memory each (72 KB with COLSUM) */
+template <int VPL, bool COLSUM>
 static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2 : 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
                               int C) {
-    /* per warp: dbias sums [0, C) then dweight sums [C, 2C); each lane owns
-     * the same channels of every row, so no two lanes touch one address */
+    /* per warp: dbias sums [0, C), dweight sums [C, 2C) and (COLSUM) the
+     * new dinp's column sums [2C, 3C); each lane owns the same channels of
+     * every row, so no two lanes touch one address */
+    constexpr int NSUM = COLSUM ? 3 : 2;
     extern __shared__ float4 sh4[];
     float *sh = reinterpret_cast<float *>(sh4);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int C8 = C / 8;
-    float *acc = sh + (size_t)warp * 2 * C;
-    for (int i = lane; i < 2 * C; i += 32) acc[i] = 0.f;
+    float *acc = sh + (size_t)warp * NSUM * C;
+    for (int i = lane; i < NSUM * C; i += 32) acc[i] = 0.f;
     __syncwarp();
 
     const int row0 = blockIdx.x * LN_BWD_ROWS;
@@ -170,39 +177,51 @@ static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2
                     const float xhat = (x[i] - m) * s;
                     o[i] += (w[i] * d[i] - g_mean - xhat * gx_mean) * s;
                 }
-                store8(dinp + base + v * 8, o);
+                const uint4 packed = pack8(o);
+                *reinterpret_cast<uint4 *>(dinp + base + v * 8) = packed;
+                if (COLSUM) { /* the stored, rounded values */
+                    unpack8(o, packed);
+                    float4 *pc = reinterpret_cast<float4 *>(acc + 2 * C + v * 8);
+                    float4 c0 = pc[0], c1 = pc[1];
+                    c0.x += o[0], c0.y += o[1], c0.z += o[2], c0.w += o[3];
+                    c1.x += o[4], c1.y += o[5], c1.z += o[6], c1.w += o[7];
+                    pc[0] = c0;
+                    pc[1] = c1;
+                }
             }
         }
     }
     __syncthreads();
     /* the block's partial: the warps' sums added in warp order */
-    float *p = partials + (size_t)blockIdx.x * 2 * C;
-    for (int i = threadIdx.x; i < 2 * C; i += LN_THREADS) {
+    float *p = partials + (size_t)blockIdx.x * NSUM * C;
+    for (int i = threadIdx.x; i < NSUM * C; i += LN_THREADS) {
         float t = sh[i];
 #pragma unroll
-        for (int w = 1; w < LN_WARPS; w++) t += sh[(size_t)w * 2 * C + i];
+        for (int w = 1; w < LN_WARPS; w++) t += sh[(size_t)w * NSUM * C + i];
         p[i] = t;
     }
 }
 
-/* Column j of the (nblocks, 2C) partials summed over blocks in a fixed
+/* Column j of the (nblocks, nsum C) partials summed over blocks in a fixed
  * order: stripe y of RED_Y takes blocks y, y + RED_Y, ..., then stripe sums
- * are added in y order. Columns [0, C) go to dbias, [C, 2C) to dweight. */
-static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias,
+ * are added in y order. Columns [0, C) go to dbias, [C, 2C) to dweight,
+ * [2C, 3C) (nsum 3) to colsum. */
+static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias, bf16 *colsum,
                                                         const float *partials, int nblocks,
-                                                        int C) {
+                                                        int C, int nsum) {
     __shared__ float sh[RED_Y][RED_X + 1];
     const int j = blockIdx.x * RED_X + threadIdx.x;
+    const int width = nsum * C;
     float acc = 0.f;
-    if (j < 2 * C)
-        for (int b = threadIdx.y; b < nblocks; b += RED_Y) acc += partials[(size_t)b * 2 * C + j];
+    if (j < width)
+        for (int b = threadIdx.y; b < nblocks; b += RED_Y) acc += partials[(size_t)b * width + j];
     sh[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
-    if (threadIdx.y == 0 && j < 2 * C) {
+    if (threadIdx.y == 0 && j < width) {
         float total = 0.f;
 #pragma unroll
         for (int y = 0; y < RED_Y; y++) total += sh[y][threadIdx.x];
-        bf16 *dst = j < C ? dbias + j : dweight + (j - C);
+        bf16 *dst = j < C ? dbias + j : j < 2 * C ? dweight + (j - C) : colsum + (j - 2 * C);
         *dst = __float2bfloat16_rn(__bfloat162float(*dst) + total);
     }
 }
@@ -268,32 +287,23 @@ extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float
 static int backward_blocks(int N) { return (N + LN_BWD_ROWS - 1) / LN_BWD_ROWS; }
 
 extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
-    return (size_t)backward_blocks(N) * 2 * (size_t)C * sizeof(float);
+    return (size_t)backward_blocks(N) * 3 * (size_t)C * sizeof(float);
 }
 
-extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
-                                        const void *inp, const void *weight, const float *mean,
-                                        const float *rstd, int N, int C, void *workspace,
-                                        size_t workspace_bytes, cudaStream_t stream) {
-    const int vpl = vectors_per_lane("layernorm_backward_cuda", C);
-    const void *ptrs[] = {dinp, dout, inp, weight};
-    for (const void *p : ptrs) check_aligned("layernorm_backward_cuda", p);
-    if (N <= 0) return;
-    const size_t need = layernorm_backward_cuda_workspace_bytes(N, C);
-    if (workspace_bytes < need)
-        FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
-    float *partials = (float *)workspace;
+template <bool COLSUM>
+static void launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout,
+                            const bf16 *inp, const bf16 *weight, const float *mean,
+                            const float *rstd, int N, int C, cudaStream_t stream) {
     const int nblocks = backward_blocks(N);
-    const size_t smem = (size_t)LN_WARPS * 2 * C * sizeof(float);
+    const size_t smem = (size_t)LN_WARPS * (COLSUM ? 3 : 2) * C * sizeof(float);
 #define LN_BWD_CASE(V)                                                                        \
     case V:                                                                                   \
         if (smem > 48 * 1024)                                                                 \
-            CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V>,                     \
+            CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,             \
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,      \
                                             (int)smem));                                      \
-        layernorm_backward_kernel<V><<<nblocks, LN_THREADS, smem, stream>>>(                  \
-            (bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,                    \
-            (const bf16 *)weight, mean, rstd, N, C);                                          \
+        layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(          \
+            dinp, partials, dout, inp, weight, mean, rstd, N, C);                             \
         break;
     switch (vpl) {
         LN_BWD_CASE(1)
@@ -307,8 +317,32 @@ extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, 
     }
 #undef LN_BWD_CASE
     CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
+}
+
+extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                                        const void *inp, const void *weight, const float *mean,
+                                        const float *rstd, int N, int C, void *dinp_colsum,
+                                        void *workspace, size_t workspace_bytes,
+                                        cudaStream_t stream) {
+    const int vpl = vectors_per_lane("layernorm_backward_cuda", C);
+    const void *ptrs[] = {dinp, dout, inp, weight};
+    for (const void *p : ptrs) check_aligned("layernorm_backward_cuda", p);
+    if (N <= 0) return;
+    const size_t need = layernorm_backward_cuda_workspace_bytes(N, C);
+    if (workspace_bytes < need)
+        FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
+    if (dinp_colsum) check_aligned("layernorm_backward_cuda", dinp_colsum);
+    float *partials = (float *)workspace;
+    const int nblocks = backward_blocks(N);
+    if (dinp_colsum)
+        launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
+                              (const bf16 *)weight, mean, rstd, N, C, stream);
+    else
+        launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
+                               (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, stream);
     const dim3 block(RED_X, RED_Y);
-    layernorm_backward_reduce_kernel<<<(2 * C + RED_X - 1) / RED_X, block, 0, stream>>>(
-        (bf16 *)dweight, (bf16 *)dbias, partials, nblocks, C);
+    const int nsum = dinp_colsum ? 3 : 2;
+    layernorm_backward_reduce_kernel<<<(nsum * C + RED_X - 1) / RED_X, block, 0, stream>>>(
+        (bf16 *)dweight, (bf16 *)dbias, (bf16 *)dinp_colsum, partials, nblocks, C, nsum);
     CUDA_CHECK_LAUNCH("layernorm_backward_reduce_kernel");
 }

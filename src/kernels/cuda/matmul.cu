@@ -29,10 +29,19 @@
  * to fp32 partial sums (REDUCTION_SCHEME_COMPUTE_TYPE). Note that with
  * beta = 1 (dW +=) some small-shape kernels round the new product to bf16
  * before adding the old value (test_ops_cuda allows for it).
- * Plans (descriptors, layouts and the heuristic's algorithm) are cached by
- * shape, epilogue and pointer alignment, so steady-state calls only set the
+ * Plans (descriptors, layouts and the algorithm) are cached by shape,
+ * epilogue and pointer alignment, so steady-state calls only set the
  * epilogue pointers and launch. cuBLASLt with a fixed algorithm and
- * workspace is deterministic. */
+ * workspace is deterministic.
+ * Algorithms by measurement (matmul_cuda_set_autotune, on by default): the
+ * heuristic's first answer is often not the fastest at our shapes, so a new
+ * plan asks it for up to MAX_CANDIDATES and times each once, on the call's
+ * own operands (the first call of a shape: start-up), keeping the fastest
+ * unless it beats the heuristic's first by less than TUNE_MARGIN (so that
+ * timing noise rarely changes the choice between runs). A GEMM that adds
+ * into D (beta = 1: dweight) has D saved and restored around the trials;
+ * the others overwrite everything they write, so the call itself, run last
+ * with the chosen algorithm, leaves what it would have without them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,10 +54,14 @@
 enum { BIAS_ROWS = 64 };                  /* rows per chunk of the fallback column sum */
 enum { RED_X = 32, RED_Y = 16 };          /* column-sum reduce: columns x chunk stripes */
 enum { MAX_PLANS = 96 };
+enum { MAX_CANDIDATES = 8, TUNE_REPS = 5 }; /* algorithms tried per plan; timed runs of each */
+static const float TUNE_MARGIN = 0.02f;     /* a challenger must be 2% faster */
 
 static int g_fusion = MATMUL_FUSE_DEFAULT;
+static int g_autotune = 1;
 
 extern "C" void matmul_cuda_set_fusion(int flags) { g_fusion = flags; }
+extern "C" void matmul_cuda_set_autotune(int on) { g_autotune = on; }
 
 /* ------------------------------------------------------------------ kernels */
 
@@ -147,6 +160,11 @@ typedef struct {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t candidates[MAX_CANDIDATES]; /* the heuristic's order */
+    int n_candidates;
+    int tuned;                  /* candidates timed (or nothing to choose from) */
+    int chosen;                 /* index of algo among the candidates */
+    float heuristic_us, tuned_us; /* median of TUNE_REPS, first candidate and chosen */
 } plan;
 
 static plan g_plans[MAX_PLANS];
@@ -230,14 +248,92 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
     const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof reduction));
-    cublasLtMatmulHeuristicResult_t result;
+    cublasLtMatmulHeuristicResult_t results[MAX_CANDIDATES];
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt->handle, p->desc, p->a, p->b, p->d,
-                                                             p->d, pref, 1, &result, &found);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        lt->handle, p->desc, p->a, p->b, p->d, p->d, pref, MAX_CANDIDATES, results, &found);
     CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     p->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (p->ok) p->algo = result.algo;
+    for (int i = 0; p->ok && i < found; i++)
+        if (results[i].state == CUBLAS_STATUS_SUCCESS)
+            p->candidates[p->n_candidates++] = results[i].algo;
+    p->ok = p->ok && p->n_candidates > 0;
+    if (p->ok) p->algo = p->candidates[0];
+    p->tuned = !g_autotune || p->n_candidates < 2;
     return p;
+}
+
+/* Median time of TUNE_REPS runs of the plan with one algorithm (after one
+ * untimed run); a negative value when cuBLASLt refuses to run it. */
+static float time_algo(const cublaslt_ctx *lt, cudaStream_t stream, const plan *p,
+                       const cublasLtMatmulAlgo_t *algo, const void *A, const void *B, void *D,
+                       float beta, cudaEvent_t start, cudaEvent_t stop) {
+    const float alpha = 1.0f;
+    float t[TUNE_REPS];
+    for (int r = -1; r < TUNE_REPS; r++) {
+        if (r >= 0) CUDA_CHECK(cudaEventRecord(start, stream));
+        if (cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D, p->d,
+                           algo, lt->workspace, lt->workspace_bytes, stream) !=
+            CUBLAS_STATUS_SUCCESS) {
+            cudaGetLastError();
+            return -1.0f;
+        }
+        if (r < 0) continue;
+        CUDA_CHECK(cudaEventRecord(stop, stream));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&t[r], start, stop));
+    }
+    for (int i = 1; i < TUNE_REPS; i++) /* insertion sort: five values */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            const float x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return t[TUNE_REPS / 2] * 1e3f;
+}
+
+/* Times the plan's candidates on this call's operands and keeps the
+ * fastest (see the top of the file). The epilogue pointers are set. */
+static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, const void *A,
+                      const void *B, void *D, float beta) {
+    p->tuned = 1;
+    void *saved = nullptr;
+    const size_t d_bytes = (size_t)p->key.ldd * (size_t)p->key.n * 2;
+    CUDA_CHECK(cudaStreamSynchronize(stream)); /* D is final; nothing else runs in the timings */
+    if (beta != 0.0f) {
+        if (cudaMalloc(&saved, d_bytes) != cudaSuccess) { /* no room: keep the heuristic's */
+            cudaGetLastError();
+            return;
+        }
+        CUDA_CHECK(cudaMemcpyAsync(saved, D, d_bytes, cudaMemcpyDeviceToDevice, stream));
+    }
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    int best = 0;
+    float best_us = -1.0f;
+    for (int i = 0; i < p->n_candidates; i++) {
+        const float us = time_algo(lt, stream, p, &p->candidates[i], A, B, D, beta, start, stop);
+        if (i == 0) p->heuristic_us = us;
+        if (us > 0.0f && (best_us < 0.0f || us < best_us)) {
+            best = i;
+            best_us = us;
+        }
+    }
+    if (p->heuristic_us > 0.0f && best_us > p->heuristic_us * (1.0f - TUNE_MARGIN)) {
+        best = 0;
+        best_us = p->heuristic_us;
+    }
+    p->chosen = best;
+    p->tuned_us = best_us;
+    p->algo = p->candidates[best];
+    if (saved) {
+        CUDA_CHECK(cudaMemcpyAsync(D, saved, d_bytes, cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaFree(saved));
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
 }
 
 /* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
@@ -268,6 +364,7 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     if (!p->ok) return 0;
     if (bias) set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     if (aux) set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    if (!p->tuned) tune_plan(lt, stream, p, A, B, D, beta);
     const float alpha = 1.0f;
     CUBLAS_CHECK(cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D,
                                 p->d, &p->algo, lt->workspace, lt->workspace_bytes, stream));
@@ -284,6 +381,28 @@ static const char *epilogue_name(cublasLtEpilogue_t e) {
     case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
     default: return "?";
     }
+}
+
+extern "C" void matmul_cuda_print_tuning(FILE *out) {
+    int any = 0;
+    for (int i = 0; i < MAX_PLANS; i++) {
+        const plan *p = &g_plans[i];
+        if (!p->used || !p->ok || p->n_candidates < 2 || p->tuned_us <= 0.0f) continue;
+        if (!any)
+            fprintf(out, "GEMM algorithms by measurement (cuBLASLt; m n k as cuBLAS sees them, "
+                         "column-major; us = median of %d runs):\n%-14s %6s %6s %6s %12s "
+                         "%12s %6s %10s\n",
+                    TUNE_REPS, "epilogue", "m", "n", "k", "heuristic us", "chosen us",
+                    "pick", "TFLOP/s");
+        any = 1;
+        const plan_key *k = &p->key;
+        const double flops = 2.0 * k->m * (double)k->n * k->k;
+        fprintf(out, "%-14s %6d %6d %6d %12.1f %12.1f %3d/%-2d %10.1f\n",
+                epilogue_name((cublasLtEpilogue_t)k->epilogue), k->m, k->n, k->k,
+                p->heuristic_us, p->tuned_us, p->chosen + 1, p->n_candidates,
+                flops / (p->tuned_us * 1e-6) * 1e-12);
+    }
+    if (any) fprintf(out, "\n");
 }
 
 /* A GEMM that must run: no algorithm is a fatal error naming the shape. */

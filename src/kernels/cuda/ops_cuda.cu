@@ -240,10 +240,10 @@ static void cuda_residual_layernorm_forward(void *residual, void *out, float *me
 
 static void cuda_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                     const void *inp, const void *weight, const float *mean,
-                                    const float *rstd, int N, int C) {
+                                    const float *rstd, int N, int C, void *dinp_colsum) {
     const size_t bytes = layernorm_backward_cuda_workspace_bytes(N, C);
     layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
-                            scratch(bytes), bytes, g.stream);
+                            dinp_colsum, scratch(bytes), bytes, g.stream);
 }
 
 static void cuda_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,

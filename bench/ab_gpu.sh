@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A/B on one GPU: this tree's trainer (A) against another source tree's (B:
+# an earlier commit, `git archive <commit> | tar -x -C DIR`), built the same
+# way and run alternately (A B A B ...) at each shape, so that drift of the
+# GPU's clocks falls on both. GPT-2 124M, no accumulation, medians of steps
+# 6-30 as the trainer logs them. Then the per-op table (profile_ops=1, with
+# floors where the build prints them) of each at the first shape.
+# Prints one comparable line per shape:
+#   AB gpt2_124M T=<T> B=<B> a=<tok/s> b=<tok/s> a/b=<ratio> [A_ARGS / B_ARGS]
+# usage: [ROUNDS=2] [A_ARGS="k=v ..."] [B_ARGS="k=v ..."] bench/ab_gpu.sh BUILD_DIR OTHER_SRC [T:B ...]
+set -uo pipefail
+build=$1 other=$2; shift 2
+shapes=${*:-1024:32}
+rounds=${ROUNDS:-2}
+a_args=${A_ARGS:-} b_args=${B_ARGS:-}
+cd "$(dirname "$0")/.."
+here=$PWD
+if [ ! -x "$other/build/gpt2_ddp" ]; then
+  cmake -S "$other" -B "$other/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$other.configure.log" 2>&1 \
+    || { tail -20 "$other.configure.log"; exit 1; }
+  ninja -C "$other/build" gpt2_ddp >/dev/null || exit 1
+fi
+out=$(mktemp -d)
+run() { # run NAME BINARY T B ARGS...
+  local name=$1 bin=$2 t=$3 b=$4; shift 4
+  "$bin" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
+    total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
+    checkpoint_every=0 out_dir="$out" run_name="$name" "$@" >"$out/$name.log" 2>&1 \
+    || { echo "$name failed:"; tail -5 "$out/$name.log"; return 1; }
+  python3 -c "
+import json, statistics, sys
+rows = [json.loads(l) for l in open('$out/$name/metrics.jsonl') if '\"step\"' in l][5:]
+print(round(statistics.median(r['tokens_per_s'] for r in rows)))"
+}
+for shape in $shapes; do
+  t=${shape%%:*} b=${shape##*:}
+  as=() bs=()
+  for ((r = 0; r < rounds; r++)); do
+    # shellcheck disable=SC2086
+    as+=("$(run "a_${t}_${b}_$r" "$here/$build/gpt2_ddp" "$t" "$b" $a_args)")
+    # shellcheck disable=SC2086
+    bs+=("$(run "b_${t}_${b}_$r" "$here/$other/build/gpt2_ddp" "$t" "$b" $b_args)")
+  done
+  read -r a bm ratio < <(python3 -c "
+import statistics
+a = statistics.median([${as[*]// /,}]); b = statistics.median([${bs[*]// /,}])
+print(round(a), round(b), f'{a / b:.3f}')")
+  echo "AB gpt2_124M T=$t B=$b a=$a b=$bm a/b=$ratio (rounds: a ${as[*]} | b ${bs[*]}) [${a_args:-} / ${b_args:-}]"
+done
+first=${shapes%% *}
+t=${first%%:*} b=${first##*:}
+for side in a b; do
+  bin=$here/$build/gpt2_ddp args=$a_args
+  [ $side = b ] && bin=$here/$other/build/gpt2_ddp args=$b_args
+  # shellcheck disable=SC2086
+  "$bin" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
+    total_batch=$((b * t)) max_steps=6 warmup_steps=2 eval_every=0 log_every=0 checkpoint_every=0 \
+    profile_ops=1 out_dir="$out" run_name="profile_$side" $args >"$out/profile_$side.log" 2>&1
+  echo "== $side: per-op table, T=$t B=$b"
+  sed -n '/^per-op profile/,/^step (profiled)/p' "$out/profile_$side.log"
+  sed -n '/^GEMM algorithms by measurement/,/^$/p' "$out/profile_$side.log"
+done
+[ -n "${KEEP:-}" ] && cp -r "$out" "$KEEP"
+rm -rf "$out"
