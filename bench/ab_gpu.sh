@@ -41,9 +41,10 @@ for shape in $shapes; do
     # shellcheck disable=SC2086
     bs+=("$(run "b_${t}_${b}_$r" "$here/$other/build/gpt2_ddp" "$t" "$b" $b_args)")
   done
+  a_list=$(IFS=,; echo "${as[*]}") b_list=$(IFS=,; echo "${bs[*]}")
   read -r a bm ratio < <(python3 -c "
 import statistics
-a = statistics.median([${as[*]// /,}]); b = statistics.median([${bs[*]// /,}])
+a = statistics.median([$a_list]); b = statistics.median([$b_list])
 print(round(a), round(b), f'{a / b:.3f}')")
   echo "AB gpt2_124M T=$t B=$b a=$a b=$bm a/b=$ratio (rounds: a ${as[*]} | b ${bs[*]}) [${a_args:-} / ${b_args:-}]"
 done

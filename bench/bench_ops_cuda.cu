@@ -148,7 +148,8 @@ int main(int argc, char **argv) {
         const bool bg = g.c == 4 * C;
         line_gemm(op, shape, time_us([&] {
                       if (bg)
-                          G->matmul_backward_gelu(big, dw, dbias, y, big2, w, big, N, g.c, g.oc);
+                          G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, g.c, g.oc,
+                                                  bias);
                       else
                           G->matmul_backward(g.c == C ? out : big2, dw, dbias, big, x, w, N, g.c,
                                              g.oc);
@@ -164,6 +165,7 @@ int main(int argc, char **argv) {
         int flags;
     } fus[] = {{"default", MATMUL_FUSE_DEFAULT},
                {"unfused", 0},
+               {"-dgelu_bgrad", MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_DGELU_BGRAD},
                {"+bgradb", MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB}};
     for (auto &f : fus) {
         matmul_cuda_set_fusion(f.flags);
@@ -177,7 +179,7 @@ int main(int argc, char **argv) {
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
         snprintf(op, sizeof op, "fc_proj bwd %s", f.name);
         line_gemm(op, shape, time_us([&] {
-                      G->matmul_backward_gelu(big, dw, dbias, y, big2, w, big, N, 4 * C, C);
+                      G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, 4 * C, C, bias);
                   }),
                   4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);

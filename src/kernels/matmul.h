@@ -40,15 +40,18 @@ void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void 
 /* out = gelu(pre) (tanh form), n elements, n a multiple of 8: what
  * matmul_gelu_forward's out would be from its stored pre (recompute_gelu). */
 void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream);
-/* Scratch matmul_backward_cuda needs (dbias staging). */
-size_t matmul_backward_cuda_workspace_bytes(int N, int OC);
+/* Scratch matmul_backward_cuda needs (column-sum staging for dbias and
+ * dpre_colsum; 0 when both are NULL). */
+size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, const void *dbias,
+                                            const void *dpre_colsum);
 /* dinp (N,C) = dout @ weight, then times gelu'(pre) when pre is not NULL
  * (pre (N,C): the input of the gelu that fed this layer); dinp skipped when
  * NULL. dweight += dout^T @ inp; dbias += column sums of dout (skipped when
- * NULL). */
+ * NULL); dpre_colsum (with pre; may be NULL) += column sums of dinp, the
+ * bias gradient of the layer that produced pre. */
 void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                           const void *inp, const void *weight, const void *pre, int N, int C,
-                          int OC, void *workspace, size_t workspace_bytes,
+                          int OC, void *dpre_colsum, void *workspace, size_t workspace_bytes,
                           const cublaslt_ctx *lt, cudaStream_t stream);
 /* Which cuBLASLt epilogues to use (where cuBLASLt has an algorithm for
  * them; otherwise, and for a cleared bit, plain GEMMs plus separate kernels
@@ -58,7 +61,8 @@ enum {
     MATMUL_FUSE_GELU = 1,   /* GELU_AUX(_BIAS) in matmul_gelu_forward */
     MATMUL_FUSE_DGELU = 2,  /* DGELU in the backward through a gelu */
     MATMUL_FUSE_BGRADB = 4, /* BGRADB for dbias (measured slower on H100: off) */
-    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
+    MATMUL_FUSE_DGELU_BGRAD = 8, /* DGELU_BGRAD: dpre_colsum in the DGELU GEMM's epilogue */
+    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU | MATMUL_FUSE_DGELU_BGRAD,
 };
 void matmul_cuda_set_fusion(int flags);
 /* 1 (default): each new GEMM shape times the heuristic's candidate

@@ -54,10 +54,12 @@ typedef struct kernel_ops {
     void (*matmul_backward)(void *dinp, void *dweight, void *dbias, const void *dout,
                             const void *inp, const void *weight, int N, int C, int OC);
     /* as matmul_backward, then dinp *= gelu'(pre): the backward of a linear
-     * layer whose input was gelu(pre) */
+     * layer whose input was gelu(pre). dpre_colsum (may be NULL) += the
+     * column sums of that dinp, i.e. the bias gradient of the layer that
+     * produced pre (mlp.c_fc), while the GEMM's epilogue has the values. */
     void (*matmul_backward_gelu)(void *dinp, void *dweight, void *dbias, const void *dout,
                                  const void *inp, const void *weight, const void *pre, int N,
-                                 int C, int OC);
+                                 int C, int OC, void *dpre_colsum);
     void (*attention_forward)(void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
     void (*attention_backward)(void *dqkv, const void *dout, const void *qkv, const void *out,
                                const float *lse, int B, int T, int C, int NH);

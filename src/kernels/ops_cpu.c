@@ -67,9 +67,10 @@ static void cpu_matmul_backward(void *dinp, void *dweight, void *dbias, const vo
 }
 static void cpu_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
                                      const void *inp, const void *weight, const void *pre, int N,
-                                     int C, int OC) {
+                                     int C, int OC, void *dpre_colsum) {
     matmul_backward_cpu(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
     gelu_backward_cpu(dinp, pre, dinp, (size_t)N * C);
+    if (dpre_colsum) bias_grad_cpu(dpre_colsum, dinp, N, C);
 }
 static void cpu_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
                                   int NH) {

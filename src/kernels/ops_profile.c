@@ -189,13 +189,13 @@ static void p_matmul_backward(void *dinp, void *dweight, void *dbias, const void
 
 static void p_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
                                    const void *inp, const void *weight, const void *pre, int N,
-                                   int C, int OC) {
+                                   int C, int OC, void *dpre_colsum) {
     char label[LABEL_LEN];
     TIMED_COST(shape_label(label, sizeof label, "matmul_backward_gelu", N, C, OC),
                matmul_backward_flops(dinp, N, C, OC),
                matmul_backward_bytes(dinp, dbias, pre, N, C, OC),
                prof.inner->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N,
-                                                C, OC));
+                                                C, OC, dpre_colsum));
 }
 
 static void p_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
@@ -296,9 +296,13 @@ void ops_profile_step_done(void) {
         if (counted) {
             e->ms += e->pending_ms;
             e->calls += e->pending_calls;
+            e->flops += e->pending_flops;
+            e->bytes += e->pending_bytes;
         }
         e->pending_ms = 0.0;
         e->pending_calls = 0;
+        e->pending_flops = 0.0;
+        e->pending_bytes = 0.0;
     }
     if (counted) prof.step_ms += now - prof.last_mark_ms;
     prof.last_mark_ms = now;

@@ -256,10 +256,10 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         block_acts *a = &m->acts[l];
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
         if (m->opt.recompute_gelu) ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+        /* c_fc's bias gradient (the column sums of d(fch)) comes with it */
         ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,
-                                  P(o->fcproj_w), a->fch, N, 4 * C, C);
-        ops->matmul_backward(m->dln, G(o->fc_w), G(o->fc_b), m->dfch, a->ln2, P(o->fc_w), N, C,
-                             4 * C);
+                                  P(o->fcproj_w), a->fch, N, 4 * C, C, G(o->fc_b));
+        ops->matmul_backward(m->dln, G(o->fc_w), NULL, m->dfch, a->ln2, P(o->fc_w), N, C, 4 * C);
         ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
                                 a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
         /* Attention: dres is now d(res2). */

@@ -420,9 +420,10 @@ static void test_layernorm(int N, int C) {
  * shape. offset_rows > 0 places every activation tensor that many rows into
  * a larger buffer, so the pointers are only 16-byte (or 128-byte) aligned. */
 static const char *fusion_name(int fused) {
-    return fused == MATMUL_FUSE_DEFAULT ? ""
-           : fused == 0                 ? " unfused"
-                                        : " +bgradb";
+    return fused == MATMUL_FUSE_DEFAULT                                 ? ""
+           : fused == 0                                                 ? " unfused"
+           : fused == (MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_DGELU_BGRAD) ? " no-dgelu-bgrad"
+                                                                        : " +bgradb";
 }
 
 static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offset_rows,
@@ -525,15 +526,31 @@ static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offse
         G->upload_f32(d_dout2, dout2, nin);
         void *d_dpre = ops_at(G, d_dout_buf, oout);
         dev_poison(d_dpre, nout);
-        H->matmul_backward_gelu(dpre, dw2, db2, dout2, act, w2, pre, N, OC, C);
-        G->matmul_backward_gelu(d_dpre, d_dw2, d_db2, d_dout2, d_act, d_w2, d_pre, N, OC, C);
+        /* dpre_colsum: the column sums of dpre (the bias gradient of the
+         * layer that produced pre), added into a filled vector */
+        float *cs = hrand(OC, 0, 1.0);
+        void *d_cs = dev_from(cs, OC);
+        H->matmul_backward_gelu(dpre, dw2, db2, dout2, act, w2, pre, N, OC, C, cs);
+        G->matmul_backward_gelu(d_dpre, d_dw2, d_db2, d_dout2, d_act, d_w2, d_pre, N, OC, C,
+                                d_cs);
         float *g_dpre = dev_to_host(d_dpre, nout), *g_dw2 = dev_to_host(d_dw2, nw2),
-              *g_db2 = dev_to_host(d_db2, C);
+              *g_db2 = dev_to_host(d_db2, C), *g_cs = dev_to_host(d_cs, OC);
         /* dgelu: gelu' evaluated in fp32 from the same bf16 pre; cuBLASLt's
          * own tanh approximation: a = 1e-2 as for the forward epilogue */
         check(op2, "dinp", g_dpre, dpre, nout, 0x1p-7, 1e-2);
         check_acc(op2, "dweight", g_dw2, dw2, dw2_0, nw2, 0x1p-7, 1e-3);
         check_acc(op2, "dbias", g_db2, db2, db2_0, C, 0x1p-7, 1e-3);
+        /* each summed element within dinp's tolerance, the sum rounded once */
+        double cs_bound = 0.0;
+        for (int c = 0; c < OC; c++) {
+            double col = 0x1p-8 * fabs(cs[c]);
+            for (int i = 0; i < N; i++) col += 0x1p-7 + 1e-2 * fabs(dpre[(size_t)i * OC + c]);
+            if (col > cs_bound) cs_bound = col;
+        }
+        check(op2, "dpre_colsum", g_cs, cs, OC, cs_bound, 0.0);
+        G->release(d_cs);
+        free(cs);
+        free(g_cs);
         G->release(d_w2);
         G->release(d_dw2);
         G->release(d_db2);
@@ -886,9 +903,10 @@ int main(void) {
     test_layernorm(33, 1600);
 
     test_gelu_form();
-    const int fusions[3] = {MATMUL_FUSE_DEFAULT, 0,
+    const int fusions[4] = {MATMUL_FUSE_DEFAULT, 0,
+                            MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_DGELU_BGRAD,
                             MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB};
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         test_matmul(1024, 768, 3072, 1, 1, 0, fusions[f]); /* fc (+ fc_proj's backward_gelu) */
         test_matmul(7, 64, 256, 1, 1, 1, fusions[f]);      /* odd rows, 128-byte aligned */
     }

@@ -14,6 +14,11 @@
  *                  GELU is the tanh approximation, GPT-2's "gelu_new";
  *                  test_ops_cuda checks it against the tanh and erf forms.
  *   DGELU          matmul_backward_gelu: dinp = (dout W) * gelu'(aux = pre).
+ *   DGELU_BGRAD    the same, and the column sums of that dinp (dpre_colsum:
+ *                  the gradient of the bias that produced pre) into a vector
+ *                  that a small kernel adds into dpre_colsum (BGRAD
+ *                  overwrites); where cuBLASLt offers none, or the flag is
+ *                  cleared, the column-sum kernel reads dinp once more.
  *   BGRADB         (off by default) dbias: cuBLASLt sums op(B) = dout over
  *                  k = N into a vector that a small kernel adds into dbias
  *                  (BGRADB overwrites; the contract is +=). On H100 with
@@ -378,6 +383,7 @@ static const char *epilogue_name(cublasLtEpilogue_t e) {
     case CUBLASLT_EPILOGUE_GELU_AUX: return "GELU_AUX";
     case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "GELU_AUX_BIAS";
     case CUBLASLT_EPILOGUE_DGELU: return "DGELU";
+    case CUBLASLT_EPILOGUE_DGELU_BGRAD: return "DGELU_BGRAD";
     case CUBLASLT_EPILOGUE_BGRADB: return "BGRADB";
     default: return "?";
     }
@@ -418,11 +424,12 @@ static void lt_gemm_required(const cublaslt_ctx *lt, cudaStream_t stream, int ta
 
 /* Says once per epilogue that the unfused path runs instead. */
 static void note_fallback(cublasLtEpilogue_t e, int m, int n, int k) {
-    static int noted[4];
+    static int noted[5];
     const int i = e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? 0
                   : e == CUBLASLT_EPILOGUE_GELU_AUX    ? 1
                   : e == CUBLASLT_EPILOGUE_DGELU       ? 2
-                                                       : 3;
+                  : e == CUBLASLT_EPILOGUE_DGELU_BGRAD ? 3
+                                                       : 4;
     if (noted[i]) return;
     noted[i] = 1;
     fprintf(stderr,
@@ -483,26 +490,68 @@ extern "C" void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStre
 
 static int bias_chunks(int N) { return (N + BIAS_ROWS - 1) / BIAS_ROWS; }
 
-extern "C" size_t matmul_backward_cuda_workspace_bytes(int N, int OC) {
-    /* the fallback's per-chunk partials; the fused path needs OC floats */
+extern "C" size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, const void *dbias,
+                                                       const void *dpre_colsum) {
+    /* the column-sum kernel's per-chunk partials (the fused paths need one
+     * row of them); dbias and dpre_colsum use it one after the other */
     const int chunks = bias_chunks(N) > 1 ? bias_chunks(N) : 1;
-    return (size_t)chunks * (size_t)OC * sizeof(float);
+    const int width = dpre_colsum && C > OC ? C : dbias || dpre_colsum ? OC : 0;
+    return (size_t)chunks * (size_t)width * sizeof(float);
+}
+
+/* dst (ncols, bf16) += the column sums of src (nrows x ncols, bf16), by the
+ * deterministic two-kernel sum (chunk partials, then the chunks in order). */
+static void column_sums_add(bf16 *dst, const bf16 *src, int nrows, int ncols, float *partials,
+                            cudaStream_t stream) {
+    const dim3 grid(blocks_for(ncols / 8, 128), (unsigned)bias_chunks(nrows));
+    bias_partial_kernel<<<grid, 128, 0, stream>>>(partials, src, nrows, ncols);
+    CUDA_CHECK_LAUNCH("bias_partial_kernel");
+    column_sum_add(dst, partials, bias_chunks(nrows), ncols, stream);
+}
+
+/* The DGELU GEMM with dpre_colsum from its epilogue (DGELU_BGRAD), its
+ * vector fp32 where offered, else bf16; 0 when cuBLASLt has neither. */
+static int dgelu_bgrad_gemm(const cublaslt_ctx *lt, cudaStream_t stream, bf16 *dinp,
+                            bf16 *dpre_colsum, const void *dout, const void *weight,
+                            const void *pre, int N, int C, int OC, void *workspace) {
+    if (lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
+                CUBLASLT_EPILOGUE_DGELU_BGRAD, workspace, CUDA_R_32F, pre, C)) {
+        column_sum_add(dpre_colsum, (const float *)workspace, 1, C, stream);
+        return 1;
+    }
+    if (lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
+                CUBLASLT_EPILOGUE_DGELU_BGRAD, workspace, CUDA_R_16BF, pre, C)) {
+        add_bf16_kernel<<<blocks_for(C, 256), 256, 0, stream>>>(dpre_colsum,
+                                                               (const bf16 *)workspace, C);
+        CUDA_CHECK_LAUNCH("add_bf16_kernel");
+        return 1;
+    }
+    return 0;
 }
 
 extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                                      const void *inp, const void *weight, const void *pre, int N,
-                                     int C, int OC, void *workspace, size_t workspace_bytes,
-                                     const cublaslt_ctx *lt, cudaStream_t stream) {
-    const void *ptrs[] = {dinp, dweight, dbias, dout, inp, weight, pre};
-    check_args("matmul_backward_cuda", N, C, OC, ptrs, 7);
+                                     int C, int OC, void *dpre_colsum, void *workspace,
+                                     size_t workspace_bytes, const cublaslt_ctx *lt,
+                                     cudaStream_t stream) {
+    const void *ptrs[] = {dinp, dweight, dbias, dout, inp, weight, pre, dpre_colsum};
+    check_args("matmul_backward_cuda", N, C, OC, ptrs, 8);
     if (N == 0) return;
-    if (dbias && workspace_bytes < matmul_backward_cuda_workspace_bytes(N, OC))
-        FAIL("matmul_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes,
-             matmul_backward_cuda_workspace_bytes(N, OC));
+    const size_t need = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, dpre_colsum);
+    if (workspace_bytes < need)
+        FAIL("matmul_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
+    if (dpre_colsum && (!pre || !dinp))
+        FAIL("matmul_backward_cuda: dpre_colsum needs pre and dinp");
 
     if (dinp) {
-        int done = 0;
-        if (pre && (g_fusion & MATMUL_FUSE_DGELU)) {
+        int done = 0, colsum_done = 0;
+        if (pre && dpre_colsum && (g_fusion & MATMUL_FUSE_DGELU) &&
+            (g_fusion & MATMUL_FUSE_DGELU_BGRAD)) {
+            done = colsum_done = dgelu_bgrad_gemm(lt, stream, (bf16 *)dinp, (bf16 *)dpre_colsum,
+                                                  dout, weight, pre, N, C, OC, workspace);
+            if (!done) note_fallback(CUBLASLT_EPILOGUE_DGELU_BGRAD, C, N, OC);
+        }
+        if (!done && pre && (g_fusion & MATMUL_FUSE_DGELU)) {
             done = lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
                            CUBLASLT_EPILOGUE_DGELU, nullptr, -1, pre, C);
             if (!done) note_fallback(CUBLASLT_EPILOGUE_DGELU, C, N, OC);
@@ -517,6 +566,9 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
                 CUDA_CHECK_LAUNCH("gelu_backward_kernel");
             }
         }
+        if (dpre_colsum && !colsum_done)
+            column_sums_add((bf16 *)dpre_colsum, (const bf16 *)dinp, N, C, (float *)workspace,
+                            stream);
     }
 
     float *bias_f32 = (float *)workspace;
@@ -545,12 +597,6 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
     if (!bias_done) {
         lt_gemm_required(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
                          CUBLASLT_EPILOGUE_DEFAULT, nullptr);
-        if (dbias) {
-            const int OC8 = OC / 8;
-            const dim3 grid(blocks_for(OC8, 128), (unsigned)bias_chunks(N));
-            bias_partial_kernel<<<grid, 128, 0, stream>>>(bias_f32, (const bf16 *)dout, N, OC);
-            CUDA_CHECK_LAUNCH("bias_partial_kernel");
-            column_sum_add((bf16 *)dbias, bias_f32, bias_chunks(N), OC, stream);
-        }
+        if (dbias) column_sums_add((bf16 *)dbias, (const bf16 *)dout, N, OC, bias_f32, stream);
     }
 }

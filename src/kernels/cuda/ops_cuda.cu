@@ -258,16 +258,16 @@ static void cuda_matmul_gelu_forward(void *out, void *pre, const void *inp, cons
 
 static void cuda_matmul_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                  const void *inp, const void *weight, int N, int C, int OC) {
-    const size_t bytes = dbias ? matmul_backward_cuda_workspace_bytes(N, OC) : 0;
-    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC,
+    const size_t bytes = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, NULL);
+    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC, NULL,
                          bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
 }
 
 static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
                                       const void *inp, const void *weight, const void *pre, int N,
-                                      int C, int OC) {
-    const size_t bytes = dbias ? matmul_backward_cuda_workspace_bytes(N, OC) : 0;
-    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, pre, N, C, OC,
+                                      int C, int OC, void *dpre_colsum) {
+    const size_t bytes = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, dpre_colsum);
+    matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, pre, N, C, OC, dpre_colsum,
                          bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
 }
 
