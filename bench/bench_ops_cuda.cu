@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
         int flags;
     } fus[] = {{"default", MATMUL_FUSE_DEFAULT},
                {"unfused", 0},
-               {"-dgelu_bgrad", MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_DGELU_BGRAD},
+               {"+dgelu_bgrad", MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD},
                {"+bgradb", MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB}};
     for (auto &f : fus) {
         matmul_cuda_set_fusion(f.flags);
