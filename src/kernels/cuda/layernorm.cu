@@ -14,10 +14,13 @@
  * latency. dweight/dbias sums go to per-warp fp32 rows in shared memory
  * (8 KB per warp at C = 768: registers would halve the occupancy), each lane
  * always updating its own channels; at the end the block adds its warps'
- * rows in warp order into one fp32 partial (blocks own fixed runs of
- * LN_BWD_ROWS rows). A second kernel adds the partials of every block in
+ * rows in warp order into one fp32 partial. Blocks own fixed runs of rows:
+ * as many blocks as the GPU holds at once (one wave: no tail of a last,
+ * part-filled wave, and fewer partials to write and add), at least
+ * LN_BWD_ROWS rows each. A second kernel adds the partials of every block in
  * block order and adds the result to the bf16 gradients once. No atomics:
- * the result depends only on N and C, bitwise. With dinp_colsum the same
+ * the result depends only on N, C and the GPU's multiprocessor count,
+ * bitwise. With dinp_colsum the same
  * machinery sums the columns of the new (bf16-rounded) dinp as a third
  * vector: the bias gradient of the projection whose output the residual
  * stream received, which would otherwise cost the matmul backward another
@@ -100,7 +103,7 @@ template <int VPL, bool COLSUM>
 static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2 : 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
-                              int C) {
+                              int C, int rows_per_block) {
     /* per warp: dbias sums [0, C), dweight sums [C, 2C) and (COLSUM) the
      * new dinp's column sums [2C, 3C); each lane owns the same channels of
      * every row, so no two lanes touch one address */
@@ -113,8 +116,8 @@ static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2
     for (int i = lane; i < NSUM * C; i += 32) acc[i] = 0.f;
     __syncwarp();
 
-    const int row0 = blockIdx.x * LN_BWD_ROWS;
-    const int row1 = min(N, row0 + LN_BWD_ROWS);
+    const int row0 = blockIdx.x * rows_per_block;
+    const int row1 = min(N, row0 + rows_per_block);
     for (int row = row0 + warp; row < row1; row += LN_WARPS) {
         const size_t base = (size_t)row * C;
         /* all three rows' loads issued together: one memory latency per row */
@@ -290,21 +293,53 @@ extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
     return (size_t)backward_blocks(N) * 3 * (size_t)C * sizeof(float);
 }
 
+/* Blocks of the backward: one wave of `resident` (blocks per SM x SMs),
+ * fewer when N gives each less than LN_BWD_ROWS rows; returns how many and
+ * their rows each. */
+static int backward_grid(int N, int resident, int *rows_per_block) {
+    int grid = backward_blocks(N) < resident ? backward_blocks(N) : resident;
+    if (grid < 1) grid = 1;
+    *rows_per_block = (N + grid - 1) / grid;
+    return (N + *rows_per_block - 1) / *rows_per_block;
+}
+
+/* The current device's multiprocessors (one device per process here). */
+static int multiprocessors(void) {
+    static int sms = 0;
+    if (sms == 0) {
+        int device = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    }
+    return sms;
+}
+
+/* Launches the backward kernel; returns its number of blocks (partials). */
 template <bool COLSUM>
-static void launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout,
-                            const bf16 *inp, const bf16 *weight, const float *mean,
-                            const float *rstd, int N, int C, cudaStream_t stream) {
-    const int nblocks = backward_blocks(N);
+static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout,
+                           const bf16 *inp, const bf16 *weight, const float *mean,
+                           const float *rstd, int N, int C, cudaStream_t stream) {
     const size_t smem = (size_t)LN_WARPS * (COLSUM ? 3 : 2) * C * sizeof(float);
+    int nblocks = 0, rows = 0, per_sm = 0;
+    /* set up once per variant and C (the occupancy depends on both) */
 #define LN_BWD_CASE(V)                                                                        \
-    case V:                                                                                   \
-        if (smem > 48 * 1024)                                                                 \
-            CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,             \
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,      \
-                                            (int)smem));                                      \
+    case V: {                                                                                 \
+        static int known_c = 0, known_per_sm = 0;                                             \
+        if (known_c != C) {                                                                   \
+            if (smem > 48 * 1024)                                                             \
+                CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,         \
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,  \
+                                                (int)smem));                                  \
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(                         \
+                &known_per_sm, layernorm_backward_kernel<V, COLSUM>, LN_THREADS, smem));      \
+            known_c = C;                                                                      \
+        }                                                                                     \
+        per_sm = known_per_sm > 0 ? known_per_sm : 1;                                         \
+        nblocks = backward_grid(N, per_sm * multiprocessors(), &rows);                        \
         layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(          \
-            dinp, partials, dout, inp, weight, mean, rstd, N, C);                             \
-        break;
+            dinp, partials, dout, inp, weight, mean, rstd, N, C, rows);                       \
+        break;                                                                                \
+    }
     switch (vpl) {
         LN_BWD_CASE(1)
         LN_BWD_CASE(2)
@@ -317,6 +352,7 @@ static void launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *do
     }
 #undef LN_BWD_CASE
     CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
+    return nblocks;
 }
 
 extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
@@ -333,13 +369,14 @@ extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, 
         FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
     if (dinp_colsum) check_aligned("layernorm_backward_cuda", dinp_colsum);
     float *partials = (float *)workspace;
-    const int nblocks = backward_blocks(N);
-    if (dinp_colsum)
-        launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
-                              (const bf16 *)weight, mean, rstd, N, C, stream);
-    else
-        launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
-                               (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C, stream);
+    const int nblocks =
+        dinp_colsum
+            ? launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
+                                    (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C,
+                                    stream)
+            : launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
+                                     (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C,
+                                     stream);
     const dim3 block(RED_X, RED_Y);
     const int nsum = dinp_colsum ? 3 : 2;
     layernorm_backward_reduce_kernel<<<(nsum * C + RED_X - 1) / RED_X, block, 0, stream>>>(
