@@ -182,6 +182,12 @@ int main(int argc, char **argv) {
                       G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, 4 * C, C, bias);
                   }),
                   4.0 * N * C * 4 * C);
+        snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
+        snprintf(op, sizeof op, "fc bwd %s", f.name);
+        line_gemm(op, shape, time_us([&] {
+                      G->matmul_backward(out, dw, dbias, big, x, w, N, C, 4 * C);
+                  }),
+                  4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
         snprintf(op, sizeof op, "qkv bwd %s", f.name);
         line_gemm(op, shape, time_us([&] {

@@ -259,7 +259,7 @@ static void test_encoder(int B, int T, int C, int V, int skewed) {
     snprintf(op, sizeof op, "encoder B%d T%d C%d V%d skew%d", B, T, C, V, skewed);
     const size_t N = (size_t)B * T;
     int32_t *tok = htokens(N, V);
-    /* Long runs in the sorted order, across the backward's tiles of 16
+    /* Long runs in the sorted order, across the backward's tiles of 32
      * sorted positions: 1, half the rows one token; 2, every row one token;
      * 3, two tokens of 47% each, their runs meeting inside a tile. */
     if (skewed == 1)
@@ -908,7 +908,7 @@ int main(void) {
     test_encoder(4, 256, 768, 50304, 0);
     test_encoder(3, 7, 64, 100, 0);
     test_encoder(8, 64, 128, 1000, 1);
-    test_encoder(2, 100, 64, 50, 2); /* 200 rows: one run over 13 tiles, the last partial */
+    test_encoder(2, 100, 64, 50, 2); /* 200 rows: one run over 7 tiles, the last partial */
     test_encoder(4, 250, 256, 1000, 3);
 
     test_layernorm(1024, 768);

@@ -9,7 +9,7 @@
  *   b = 0..B-1 in order.
  * - dwte: the (token, row) pairs are sorted by token with CUB's radix sort,
  *   which is stable, so the rows of one token stay in row order. The sorted
- *   positions are cut into tiles of WTE_TILE (16); one block per tile walks its
+ *   positions are cut into tiles of WTE_TILE (32); one block per tile walks its
  *   positions in order, summing in fp32, and each run of equal tokens that
  *   lies inside the tile is added to dwte[token] at once. A run that crosses
  *   tile edges (a frequent token: in text ",", " the" and "." fill thousands
@@ -67,7 +67,7 @@ static __global__ void encoder_backward_wpe_kernel(bf16 *dwpe, const bf16 *dout,
     store8(w, old);
 }
 
-enum { WTE_TILE = 16 }; /* sorted positions per block */
+enum { WTE_TILE = 32 }; /* sorted positions per block (16: slower on text, 0.186 vs 0.175 ms) */
 
 /* Partials of runs that cross tile edges: slot (tile, 0) holds the piece
  * that opens the tile and belongs to a run begun in an earlier tile; slot
