@@ -203,6 +203,8 @@ int train_run(const config *cfg, dist_state *dist) {
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
     if (dist->rank == 0) ckpt_make_dirs(run_dir);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    /* Before any data or state is touched: a bad HellaSwag file ends the run here. */
+    run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
     char resume_dir[CKPT_PATH_MAX];
     const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
     const int B = cfg->micro_batch, T = cfg->seq_len;
@@ -248,7 +250,6 @@ int train_run(const config *cfg, dist_state *dist) {
 
     metrics_log log;
     metrics_open(&log, run_dir, dist->rank, cfg->max_steps);
-    run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
     int32_t *inputs = xmalloc((size_t)B * T * sizeof(int32_t));
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
     const int64_t samples_per_step = cfg->total_batch / T;
