@@ -76,10 +76,12 @@ static eval_args parse_args(int argc, char **argv) {
         default: usage(stderr); exit(EXIT_USAGE);
         }
     }
-    if (optind < argc) fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
     if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights PATH is required");
     if (!a.val && !a.hellaswag)
-        fail_at(__FILE__, __LINE__, EXIT_USAGE, "nothing to evaluate: give --val and/or --hellaswag");
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "nothing to evaluate: give --val and/or --hellaswag");
     if (a.scores && !a.hellaswag)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--scores needs --hellaswag");
     if (strcmp(a.device, "cpu") != 0 && strcmp(a.device, "cuda") != 0)
@@ -130,13 +132,14 @@ static void write_scores(const char *path, const hellaswag_set *set, const hella
     if (!f) FAIL("cannot write %s", path);
     for (int i = 0; i < set->n; i++) {
         const hellaswag_example *e = &set->examples[i];
-        fprintf(f, "{\"index\":%d,\"label\":%d,\"pred\":%d,\"pred_norm\":%d,\"cut\":%s,", s[i].index,
-                s[i].label, s[i].pred, s[i].pred_norm, s[i].cut ? "true" : "false");
+        fprintf(f, "{\"index\":%d,\"label\":%d,\"pred\":%d,\"pred_norm\":%d,\"cut\":%s,",
+                s[i].index, s[i].label, s[i].pred, s[i].pred_norm, s[i].cut ? "true" : "false");
         fprintf(f, "\"loss_sum\":[");
         for (int j = 0; j < HELLASWAG_ENDINGS; j++)
             fprintf(f, "%s%.17g", j ? "," : "", s[i].loss_sum[j]);
         fprintf(f, "],\"n_tokens\":[");
-        for (int j = 0; j < HELLASWAG_ENDINGS; j++) fprintf(f, "%s%d", j ? "," : "", s[i].n_tokens[j]);
+        for (int j = 0; j < HELLASWAG_ENDINGS; j++)
+            fprintf(f, "%s%d", j ? "," : "", s[i].n_tokens[j]);
         fprintf(f, "],\"ctx_tokens\":");
         write_int_array(f, e->tokens, e->ctx_len);
         fprintf(f, ",\"ending_tokens\":[");

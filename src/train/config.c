@@ -771,7 +771,9 @@ static void validate_watch(const config *cfg) {
         fail_collective(EXIT_USAGE,
                         "hellaswag_data is set but eval_every = 0 (HellaSwag is scored at every "
                         "evaluation: set eval_every, or leave hellaswag_data empty)");
-    const char *needs = cfg->hellaswag_data[0] ? "hellaswag_data" : cfg->sample_every > 0 ? "sample_every" : NULL;
+    const char *needs = cfg->hellaswag_data[0] ? "hellaswag_data"
+                        : cfg->sample_every > 0  ? "sample_every"
+                                                 : NULL;
     if (needs && !GPT2_HAVE_TOKENIZER)
         fail_collective(EXIT_USAGE,
                         "%s needs the GPT-2 tokenizer, which this binary was built without "

@@ -12,7 +12,8 @@ void samples_open(train_samples *s, bpe_tokenizer *tok, const config *cfg, const
     memset(s, 0, sizeof *s);
     s->tok = tok;
     size_t prompt_len = 0;
-    s->prompt = tokenizer_sanitize_utf8(cfg->sample_prompt, strlen(cfg->sample_prompt), &prompt_len);
+    const char *prompt = cfg->sample_prompt;
+    s->prompt = tokenizer_sanitize_utf8(prompt, strlen(prompt), &prompt_len);
     CHECK(s->prompt, "out of memory for sample_prompt");
     s->n_new = cfg->sample_tokens;
     s->seed = cfg->seed;
@@ -63,8 +64,8 @@ void samples_write(train_samples *s, gpt2_model *m, int step) {
     json_object_object_add(o, "temperature", json_object_new_double(s->opt.temperature));
     json_object_object_add(o, "prompt", json_object_new_string(s->prompt));
     json_object_object_add(o, "text", json_object_new_string(text));
-    fprintf(s->jsonl, "%s\n",
-            json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+    fprintf(s->jsonl, "%s\n", json_object_to_json_string_ext(o, flags));
     fflush(s->jsonl);
     json_object_put(o);
     free(text);
