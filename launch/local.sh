@@ -10,7 +10,12 @@ BIN="$BUILD_DIR/gpt2_ddp"
 [ -x "$BIN" ] || { echo "launch: $BIN not found; run tools/setup.sh first" >&2; exit 2; }
 
 config=configs/tiny.ini
-if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then config=$1; shift; fi
+if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
+  config=$1; shift
+else
+  # The demo (no config given) shows text from the model as it learns and ends with a sample.
+  set -- sample_every=100 "$@"
+fi
 
 gpus=0
 if command -v nvidia-smi >/dev/null && [[ "$("$BIN" --version)" == *"cuda ("* ]]; then

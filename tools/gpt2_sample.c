@@ -3,7 +3,6 @@
  * usage: gpt2_sample --weights FILE [--prompt TEXT] [--tokens N] [--temperature X]
  *                    [--top-k K] [--greedy] [--seed S] [--encoder F --vocab F] */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +10,7 @@
 #include "data/tokenizer.h"
 #include "dist/fail.h"
 #include "dist/weights_h5.h"
-#include "model/gpt2.h"
-#include "model/rng.h"
+#include "model/generate.h"
 
 typedef struct {
     const char *weights, *prompt, *encoder, *vocab;
@@ -75,40 +73,12 @@ static sample_args parse_args(int argc, char **argv) {
     return a;
 }
 
-/* Picks the next token from logits (the first V entries are real). */
-static int32_t pick_token(float *logits, int V, const sample_args *a, rng_state *rng) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best]) best = i;
-    if (a->greedy) return best;
-    /* With top-k, everything below the k-th largest logit is excluded. */
-    float cutoff = -INFINITY;
-    if (a->top_k > 0 && a->top_k < V) {
-        float *sorted = xmalloc((size_t)V * sizeof(float));
-        memcpy(sorted, logits, (size_t)V * sizeof(float));
-        for (int k = 0; k < a->top_k; k++) { /* partial selection: k is small */
-            int m = k;
-            for (int i = k + 1; i < V; i++)
-                if (sorted[i] > sorted[m]) m = i;
-            float tmp = sorted[k];
-            sorted[k] = sorted[m];
-            sorted[m] = tmp;
-        }
-        cutoff = sorted[a->top_k - 1];
-        free(sorted);
-    }
-    double sum = 0.0;
-    for (int i = 0; i < V; i++) {
-        double p = logits[i] >= cutoff ? exp((logits[i] - logits[best]) / a->temperature) : 0.0;
-        logits[i] = (float)p;
-        sum += p;
-    }
-    double u = rng_uniform(rng) * sum, acc = 0.0;
-    for (int i = 0; i < V; i++) {
-        acc += logits[i];
-        if (u < acc) return i;
-    }
-    return best;
+/* Prints each token's bytes as it comes: text appears while the model runs. */
+static void print_token(void *tok, int32_t id) {
+    size_t len = 0;
+    const char *bytes = tokenizer_token_bytes(tok, id, &len);
+    if (bytes) fwrite(bytes, 1, len, stdout);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv) {
@@ -129,34 +99,17 @@ int main(int argc, char **argv) {
     ids[0] = GPT2_EOT_TOKEN;
     CHECK(tokenizer_encode(tok, a.prompt, strlen(a.prompt), &ids, &n, &cap) == 0,
           "cannot encode the prompt");
+    ids = realloc(ids, (n + (size_t)a.tokens) * sizeof(int32_t));
+    CHECK(ids, "out of memory");
 
     gpt2_model model;
     gpt2_create(&model, &lay, &ops_cpu, 1, maxT);
     ops_cpu.upload_f32(model.params, host, lay.n_elements);
-    float *logits = xmalloc((size_t)Vp * sizeof(float));
-    rng_state rng;
-    rng_seed(&rng, a.seed);
+    const sample_options opt = {.temperature = a.temperature, .top_k = a.top_k,
+                                .greedy = a.greedy};
     fputs(a.prompt, stdout);
-    for (int k = 0; k < a.tokens; k++) {
-        /* Only the last maxT tokens fit the context. */
-        size_t start = n > (size_t)maxT ? n - (size_t)maxT : 0;
-        int T = (int)(n - start);
-        gpt2_forward(&model, ids + start, NULL, 1, T, 0.0f);
-        gpt2_last_logits(&model, 1, T, logits);
-        int32_t next = pick_token(logits, V, &a, &rng);
-        if (n == cap) {
-            cap *= 2;
-            ids = realloc(ids, cap * sizeof(int32_t));
-            CHECK(ids, "out of memory");
-        }
-        ids[n++] = next;
-        size_t len = 0;
-        const char *bytes = tokenizer_token_bytes(tok, next, &len);
-        if (bytes) fwrite(bytes, 1, len, stdout);
-        fflush(stdout);
-    }
+    sample_generate(&model, ids, n, a.tokens, &opt, a.seed, print_token, tok);
     fputc('\n', stdout);
-    free(logits);
     free(ids);
     free(host);
     gpt2_free(&model);

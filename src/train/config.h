@@ -42,9 +42,17 @@ typedef struct {
     int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
     int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
 
+    /* what users watch besides the loss (both need the tokenizer) */
+    int hellaswag_examples; /* per evaluation: the first N of hellaswag_data (0: all) */
+    int sample_every;       /* steps between text samples, plus one at the end (0: none) */
+    int sample_tokens;      /* tokens per sample */
+    char sample_prompt[CONFIG_STR_MAX];
+
     /* data, device, output */
     char train_data[CONFIG_STR_MAX]; /* glob pattern of .bin shards */
     char val_data[CONFIG_STR_MAX];
+    char hellaswag_data[CONFIG_STR_MAX]; /* hellaswag_val.jsonl, scored at every evaluation */
+    char tokenizer_dir[CONFIG_STR_MAX];  /* encoder.json + vocab.bpe (HellaSwag, samples) */
     char device[16]; /* auto | cpu | cuda */
     uint64_t seed;
     char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */

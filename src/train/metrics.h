@@ -14,6 +14,7 @@ typedef struct {
     int step; /* 1-based: optimizer steps completed */
     double loss, lr, grad_norm, ms, tokens_per_s;
     double mfu; /* fraction of peak, < 0 when unknown (CPU) */
+    double elapsed_s, eta_s; /* since training started; time left (< 0: unknown) */
 } step_record;
 
 /* Opens run_dir/metrics.jsonl for appending (rank 0 only). */
@@ -21,4 +22,8 @@ void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps
 void metrics_close(metrics_log *log);
 void metrics_step(metrics_log *log, const step_record *r);
 void metrics_eval(metrics_log *log, int step, double val_loss, double ms);
+/* HellaSwag counts over all ranks: n examples, correct by total and by mean
+ * loss per token, cut (examples shortened to fit seq_len). */
+void metrics_hellaswag(metrics_log *log, int step, double n, double correct, double correct_norm,
+                       double cut, double ms);
 #endif

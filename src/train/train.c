@@ -19,16 +19,19 @@
 #include "dist/ddp.h"
 #include "dist/fail.h"
 #include "dist/weights_h5.h"
+#include "eval/val_loss.h"
 #include "kernels/ops.h"
 #include "kernels/ops_profile.h"
 #include "model/gpt2.h"
 #include "train/backend.h"
+#include "train/eta.h"
 #include "train/init_from.h"
 #include "train/memory.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
 #include "train/signals.h"
+#include "train/watch.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -70,18 +73,12 @@ static void open_dataset(token_dataset *ds, const char *key, const char *pattern
         FAIL("%s: %s", key, err);
 }
 
-/* Mean validation loss over eval_batches batches; rank r takes the r-th
- * micro-batch of every group of `world`, so ranks read disjoint sequences. */
+/* Mean validation loss over eval_batches batches of every rank (val_loss.h). */
 static double evaluate(gpt2_model *model, data_loader *val, const config *cfg, communicator *comm,
                        int32_t *inputs, int32_t *targets) {
-    const int B = cfg->micro_batch, T = cfg->seq_len;
-    gpt2_loss_reset(model);
-    for (int k = 0; k < cfg->eval_batches; k++) {
-        int64_t pos = loader_batch_position(0, k, comm->rank, comm->world, B);
-        loader_read(val, pos, B, inputs, targets);
-        gpt2_forward_async(model, inputs, targets, B, T, 0.0f);
-    }
-    return comm->ops->sum_scalar(comm, gpt2_loss_take(model)) / comm->world;
+    const double mine = val_loss_mean(model, val, cfg->eval_batches, cfg->micro_batch,
+                                      cfg->seq_len, comm->rank, comm->world, inputs, targets);
+    return comm->ops->sum_scalar(comm, mine) / comm->world;
 }
 
 static void print_run_header(const config *cfg, int world, const gpt2_layout *lay,
@@ -206,6 +203,8 @@ int train_run(const config *cfg, dist_state *dist) {
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
     if (dist->rank == 0) ckpt_make_dirs(run_dir);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    /* Before any data or state is touched: a bad HellaSwag file ends the run here. */
+    run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
     char resume_dir[CKPT_PATH_MAX];
     const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
     const int B = cfg->micro_batch, T = cfg->seq_len;
@@ -259,11 +258,19 @@ int train_run(const config *cfg, dist_state *dist) {
      * evaluation or checkpoint between them), so that it includes the loop's
      * own host work: logging, the stop agreement, reading the batch. */
     double step_start = now_ms();
+    eta_clock eta;
+    eta_start(&eta, step_start);
     for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
             double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
+            watch_hellaswag(watch, &model, comm, &log, step);
+            step_start = now_ms();
+            eta_periodic(&eta, ETA_EVAL, step_start - t0, cfg->eval_every);
+        }
+        if (watch_sample_due(watch, step)) {
+            eta_periodic(&eta, ETA_SAMPLE, watch_sample(watch, &model, step), cfg->sample_every);
             step_start = now_ms();
         }
         hp.lr = (float)schedule_lr(cfg, step);
@@ -279,6 +286,7 @@ int train_run(const config *cfg, dist_state *dist) {
         backend_sample_memory(ops);
         const double ms = now_ms() - step_start;
         step_start = now_ms();
+        eta_step(&eta, ms);
         if (cfg->profile_ops) ops_profile_step_done();
         progress = (ckpt_progress){.step = step + 1, .lr = hp.lr,
                                    .samples_consumed = progress.samples_consumed + samples_per_step};
@@ -289,15 +297,19 @@ int train_run(const config *cfg, dist_state *dist) {
                 gpt2_loss_sum_read(&model) / ((double)model.loss_tokens * comm->world);
             const double grad_norm = optimizer_grad_norm(&opt, ops);
             step_record r = {.step = step + 1, .loss = loss, .lr = hp.lr, .grad_norm = grad_norm,
-                             .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1};
+                             .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1,
+                             .elapsed_s = eta_elapsed_s(&eta, step_start),
+                             .eta_s = eta_left_s(&eta, cfg->max_steps - (step + 1))};
             /* MFU per GPU: this rank's share of the tokens at the device's peak. */
             if (peak_flops > 0)
                 r.mfu = r.tokens_per_s / comm->world * flops_per_token / peak_flops;
             metrics_step(&log, &r);
         }
         if (preempted || checkpoint_due(cfg, step + 1)) {
+            const double t0 = now_ms();
             ckpt_save(&ckpt, &progress);
             step_start = now_ms();
+            eta_periodic(&eta, ETA_CHECKPOINT, step_start - t0, cfg->checkpoint_every);
         }
     }
     ddp_params_ready(&ddp); /* what follows reads the parameters outside a forward */
@@ -308,7 +320,9 @@ int train_run(const config *cfg, dist_state *dist) {
         double t0 = now_ms();
         double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
         metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
+        watch_hellaswag(watch, &model, comm, &log, cfg->max_steps);
     }
+    if (!preempted) watch_sample(watch, &model, cfg->max_steps); /* the run ends with a sample */
     if (dist->rank == 0 && !preempted) {
         ops->download_f32(host_params, model.params, lay.n_elements);
         char path[1200];
@@ -319,6 +333,7 @@ int train_run(const config *cfg, dist_state *dist) {
     if (cfg->profile_ops && dist->rank == 0) backend_print_profile(ops, stdout);
     ddp_report(&ddp, model.params, lay.n_elements);
     backend_report_memory(ops, &mem);
+    watch_close(watch);
     metrics_close(&log);
     free(inputs);
     free(targets);

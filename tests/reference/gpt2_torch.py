@@ -20,6 +20,12 @@ def load_h5(path, dtype=torch.float64):
 
 def forward(P, idx, tgt, n_layer, n_head, vocab=VOCAB):
     """Mean cross-entropy of GPT-2 on idx (B, T) against tgt (B, T)."""
+    out = logits(P, idx, n_layer, n_head, vocab)
+    return F.cross_entropy(out.reshape(-1, vocab), tgt.reshape(-1))
+
+
+def logits(P, idx, n_layer, n_head, vocab=VOCAB):
+    """GPT-2's logits (B, T, vocab) for idx (B, T)."""
     b, t = idx.shape
     C = P["wte.weight"].shape[1]
     hs = C // n_head
@@ -38,5 +44,4 @@ def forward(P, idx, tgt, n_layer, n_head, vocab=VOCAB):
         h = F.gelu(h @ p("mlp.c_fc.weight").T + p("mlp.c_fc.bias"), approximate="tanh")
         x = x + h @ p("mlp.c_proj.weight").T + p("mlp.c_proj.bias")
     x = F.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], 1e-5)
-    logits = (x @ P["wte.weight"].T)[..., :vocab]  # padded vocabulary rows never count
-    return F.cross_entropy(logits.reshape(-1, vocab), tgt.reshape(-1))
+    return (x @ P["wte.weight"].T)[..., :vocab]  # padded vocabulary rows never count

