@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "dist/fail.h"
-#include "dist/llmc_io.h"
-#include "dist/model_io.h"
-#include "dist/weights_h5.h"
+#include "io/llmc_io.h"
+#include "io/model_io.h"
+#include "io/weights_h5.h"
 
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);

@@ -10,7 +10,7 @@
 
 #include "data/tokenizer.h"
 #include "dist/fail.h"
-#include "dist/weights_h5.h"
+#include "io/weights_h5.h"
 #include "model/gpt2.h"
 #include "model/rng.h"
 

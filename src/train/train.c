@@ -18,7 +18,7 @@
 #include "dist/comm.h"
 #include "dist/ddp.h"
 #include "dist/fail.h"
-#include "dist/weights_h5.h"
+#include "io/weights_h5.h"
 #include "kernels/ops.h"
 #include "kernels/ops_profile.h"
 #include "model/gpt2.h"

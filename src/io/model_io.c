@@ -1,5 +1,5 @@
 /* Weights from a checkpoint, a weights file or an llm.c file (see model_io.h). */
-#include "dist/model_io.h"
+#include "io/model_io.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 
 #include "dist/fail.h"
-#include "dist/llmc_io.h"
-#include "dist/weights_h5.h"
+#include "io/llmc_io.h"
+#include "io/weights_h5.h"
 
 /* A step directory, or a run directory holding step directories. */
 static int resolve_checkpoint(model_source *s, const char *path, char *err, size_t err_len) {
