@@ -164,31 +164,52 @@ static int weights_find(const weight_files *w, const char *name, const st_file *
     return 0;
 }
 
-/* Each of our tensors present, float, of the right shape; nothing else but
- * mask buffers and a tied lm_head.weight. */
-static int weights_check(const weight_files *w, const gpt2_layout *lay, const char *config_path,
-                         char *err, size_t err_len) {
-    for (int i = 0; i < lay->n_tensors; i++) {
-        const param_tensor *p = &lay->tensors[i];
-        const st_file *f;
-        const st_tensor *t;
-        if (weights_find(w, p->name, &f, &t, err, err_len) != 0) return -1;
-        int64_t want[2];
-        int ndim = hf_shape(lay, p, want);
-        char got_s[128], want_s[64];
-        st_format_shape(t->ndim, t->shape, got_s, sizeof got_s);
-        st_format_shape(ndim, want, want_s, sizeof want_s);
-        if (t->ndim != ndim || t->shape[0] != want[0] || (ndim == 2 && t->shape[1] != want[1]))
-            return fail(err, err_len,
-                        "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_embd %d, vocab_size "
-                        "%d, n_positions %d) needs %s%s",
-                        f->path, t->name, got_s, config_path, lay->n_layer, lay->n_embd,
-                        lay->vocab_size, lay->block_size, want_s,
-                        is_conv1d(p->name) ? " (Conv1D: in, out)" : "");
-        if (t->dtype == ST_OTHER)
-            return fail(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type",
-                        f->path, t->name, t->dtype_name);
-    }
+/* GPT2LMHeadModel's state_dict order: wte, wpe, each block, ln_f. */
+static int hf_order(const gpt2_layout *lay, const param_tensor **order) {
+    static const char *const block[] = {
+        "ln_1.weight",       "ln_1.bias",       "attn.c_attn.weight", "attn.c_attn.bias",
+        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
+        "mlp.c_fc.weight",   "mlp.c_fc.bias",   "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+    int n = 0;
+    order[n++] = layout_find(lay, "wte.weight");
+    order[n++] = layout_find(lay, "wpe.weight");
+    for (int l = 0; l < lay->n_layer; l++)
+        for (int k = 0; k < 12; k++) {
+            char name[LAYOUT_NAME_MAX];
+            snprintf(name, sizeof name, "h.%d.%s", l, block[k]);
+            order[n++] = layout_find(lay, name);
+        }
+    order[n++] = layout_find(lay, "ln_f.weight");
+    order[n++] = layout_find(lay, "ln_f.bias");
+    return n;
+}
+
+/* Our tensor p present once, of a floating-point dtype and the right shape. */
+static int check_tensor(const weight_files *w, const gpt2_layout *lay, const param_tensor *p,
+                        const char *config_path, char *err, size_t err_len) {
+    const st_file *f;
+    const st_tensor *t;
+    if (weights_find(w, p->name, &f, &t, err, err_len) != 0) return -1;
+    int64_t want[2];
+    int ndim = hf_shape(lay, p, want);
+    char got_s[128], want_s[64];
+    st_format_shape(t->ndim, t->shape, got_s, sizeof got_s);
+    st_format_shape(ndim, want, want_s, sizeof want_s);
+    if (t->ndim != ndim || t->shape[0] != want[0] || (ndim == 2 && t->shape[1] != want[1]))
+        return fail(err, err_len,
+                    "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_embd %d, vocab_size "
+                    "%d, n_positions %d) needs %s%s",
+                    f->path, t->name, got_s, config_path, lay->n_layer, lay->n_embd,
+                    lay->vocab_size, lay->block_size, want_s,
+                    is_conv1d(p->name) ? " (Conv1D: in, out)" : "");
+    if (t->dtype == ST_OTHER)
+        return fail(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type",
+                    f->path, t->name, t->dtype_name);
+    return 0;
+}
+
+/* Nothing but GPT-2's tensors, mask buffers and a tied lm_head.weight. */
+static int check_unknown(const weight_files *w, const gpt2_layout *lay, char *err, size_t err_len) {
     for (int i = 0; i < w->n_files; i++) {
         for (int k = 0; k < w->files[i].n_tensors; k++) {
             const st_tensor *t = &w->files[i].tensors[k];
@@ -204,6 +225,20 @@ static int weights_check(const weight_files *w, const gpt2_layout *lay, const ch
         }
     }
     return 0;
+}
+
+/* Each of our tensors present, float, of the right shape (in the file's
+ * order, so that the first problem is the one reported); nothing unknown. */
+static int weights_check(const weight_files *w, const gpt2_layout *lay, const char *config_path,
+                         char *err, size_t err_len) {
+    const param_tensor **order = calloc((size_t)lay->n_tensors, sizeof *order);
+    if (!order) return fail(err, err_len, "out of memory");
+    const int n = hf_order(lay, order);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) rc = check_tensor(w, lay, order[i], config_path, err, err_len);
+    free(order);
+    if (rc != 0) return rc;
+    return check_unknown(w, lay, err, err_len);
 }
 
 /* ------------------------------------------------------------------ import */
@@ -307,26 +342,6 @@ static void export_fill(void *ctx_, int index, float *out) {
         for (int64_t k = 0; k < cols; k++) out[k * rows + r] = src[r * cols + k];
 }
 
-/* GPT2LMHeadModel's state_dict order: wte, wpe, each block, ln_f. */
-static int export_order(const gpt2_layout *lay, const param_tensor **order) {
-    static const char *const block[] = {
-        "ln_1.weight",       "ln_1.bias",       "attn.c_attn.weight", "attn.c_attn.bias",
-        "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
-        "mlp.c_fc.weight",   "mlp.c_fc.bias",   "mlp.c_proj.weight",  "mlp.c_proj.bias"};
-    int n = 0;
-    order[n++] = layout_find(lay, "wte.weight");
-    order[n++] = layout_find(lay, "wpe.weight");
-    for (int l = 0; l < lay->n_layer; l++)
-        for (int k = 0; k < 12; k++) {
-            char name[LAYOUT_NAME_MAX];
-            snprintf(name, sizeof name, "h.%d.%s", l, block[k]);
-            order[n++] = layout_find(lay, name);
-        }
-    order[n++] = layout_find(lay, "ln_f.weight");
-    order[n++] = layout_find(lay, "ln_f.bias");
-    return n;
-}
-
 static int copy_file(const char *from, const char *to, char *err, size_t err_len) {
     char tmp[HF_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", to);
@@ -376,7 +391,7 @@ int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, b
         free(order), free(specs), free(names);
         return fail(err, err_len, "out of memory");
     }
-    const int n = export_order(lay, order);
+    const int n = hf_order(lay, order);
     for (int i = 0; i < n; i++) {
         snprintf(names[i], sizeof names[i], HF_PREFIX "%s", order[i]->name);
         specs[i].name = names[i];
