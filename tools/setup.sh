@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin
-          libhdf5-dev hdf5-tools libpcre2-dev libjson-c-dev nodejs npm
+          libhdf5-dev hdf5-tools libpcre2-dev libjson-c-dev zlib1g-dev nodejs npm
           python3 python3-torch python3-h5py python3-numpy
           slurm-wlm munge) # slurm-wlm, munge: the Slurm tests start their own one-node cluster
 

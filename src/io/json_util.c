@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_object *json_parse_text(const char *text, size_t len, char *err, size_t err_len) {
+json_object *json_parse_text(const char *text, size_t len, bool check_utf8, char *err,
+                             size_t err_len) {
     if (len > INT_MAX) {
         snprintf(err, err_len, "JSON text of %zu bytes is too long to parse", len);
         return NULL;
@@ -19,7 +20,7 @@ json_object *json_parse_text(const char *text, size_t len, char *err, size_t err
     }
     /* Trailing characters are ours to check: whitespace only. */
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-                                    JSON_TOKENER_VALIDATE_UTF8);
+                                    (check_utf8 ? JSON_TOKENER_VALIDATE_UTF8 : 0));
     json_object *obj = json_tokener_parse_ex(tok, text, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
@@ -68,7 +69,7 @@ json_object *json_read_file(const char *path, char *err, size_t err_len) {
         return NULL;
     }
     char why[256];
-    json_object *obj = json_parse_text(buf, len, why, sizeof why);
+    json_object *obj = json_parse_text(buf, len, true, why, sizeof why);
     free(buf);
     if (!obj) snprintf(err, err_len, "%s: %s", path, why);
     return obj;

@@ -1,7 +1,8 @@
 /* JSON text to json-c objects, with errors that say where and what: the
  * strict RFC 8259 grammar (no comments, trailing commas or leading zeros),
- * UTF-8 checked, and nothing but whitespace after the value. Shared by the
- * safetensors header, Hugging Face's config.json and JSONL corpora. */
+ * UTF-8 checked (on request), and nothing but whitespace after the value.
+ * Shared by the safetensors header, Hugging Face's config.json and JSONL
+ * corpora. */
 #ifndef GPT2_IO_JSON_UTIL_H
 #define GPT2_IO_JSON_UTIL_H
 
@@ -11,8 +12,10 @@
 #include <stdint.h>
 
 /* Parses text[0, len) (no NUL needed); NULL with "not valid JSON at byte K:
- * reason" in err. The caller json_object_put()s the result. */
-json_object *json_parse_text(const char *text, size_t len, char *err, size_t err_len);
+ * reason" in err. check_utf8 refuses invalid UTF-8; without it such bytes
+ * pass into strings as they are. The caller json_object_put()s the result. */
+json_object *json_parse_text(const char *text, size_t len, bool check_utf8, char *err,
+                             size_t err_len);
 
 /* Reads and parses the file at path; NULL with "path: problem" in err. */
 json_object *json_read_file(const char *path, char *err, size_t err_len);

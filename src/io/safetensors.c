@@ -181,7 +181,7 @@ static int parse_header(st_file *f, const char *text, char *err, size_t err_len)
         return fail(err, err_len, "%s: the header does not begin with '{' (not a safetensors file)",
                     f->path);
     char why[512];
-    json_object *root = json_parse_text(text, f->header_len, why, sizeof why);
+    json_object *root = json_parse_text(text, f->header_len, true, why, sizeof why);
     if (!root) return fail(err, err_len, "%s: header: %s", f->path, why);
     int rc = 0;
     if (!json_object_is_type(root, json_type_object)) {
