@@ -23,6 +23,7 @@
 #include "kernels/ops_profile.h"
 #include "model/gpt2.h"
 #include "train/backend.h"
+#include "train/epochs.h"
 #include "train/init_from.h"
 #include "train/memory.h"
 #include "train/metrics.h"
@@ -211,6 +212,7 @@ int train_run(const config *cfg, dist_state *dist) {
     const int B = cfg->micro_batch, T = cfg->seq_len;
     token_dataset train_ds, val_ds;
     open_dataset(&train_ds, "train_data", cfg->train_data, cfg);
+    epochs_warn(cfg, &train_ds, dist->rank);
     const int do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
     if (do_eval) open_dataset(&val_ds, "val_data", cfg->val_data, cfg);
     data_loader train_ld, val_ld;
