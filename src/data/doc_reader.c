@@ -19,7 +19,8 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 bool doc_is_jsonl(const char *path) {
-    return ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz");
+    /* .json.gz: JSON lines as C4 and Dolma ship them */
+    return ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz") || ends_with(path, ".json.gz");
 }
 
 /* ------------------------------------------------------------------ batches */

@@ -1,6 +1,6 @@
 /* The documents of a list of input files, in order, for gpt2_tokenize: a
- * text file is one document; a JSONL file (name ending in .jsonl, or
- * .jsonl.gz) holds one per line (a JSON object, parsed later by the
+ * text file is one document; a JSONL file (name ending in .jsonl,
+ * .jsonl.gz or .json.gz) holds one per line (a JSON object, parsed later by the
  * tokenizing threads; blank lines are skipped). Files ending in .gz are
  * read through zlib. Documents are appended to a doc_batch, whose raw bytes
  * the encode pool (encode_pool.h) then tokenizes. */

@@ -126,7 +126,7 @@ def mode_export(a, device):
             "log_every=10", f"device={a.device}", f"out_dir={a.work}", "run_name=src"]
     run([a.gpt2_ddp] + tiny, os.path.join(a.work, "train.log"))
     hf_dir = os.path.join(a.work, "hf")
-    run([a.gpt2_convert, os.path.join(a.work, "src"), hf_dir], os.path.join(a.work, "convert.log"))
+    run([a.gpt2_convert, os.path.join(a.work, "src", "model.h5"), hf_dir], os.path.join(a.work, "convert.log"))
     model = GPT2LMHeadModel.from_pretrained(hf_dir).to(device).eval()
     print(f"transformers {transformers.__version__}: GPT2LMHeadModel.from_pretrained({hf_dir}): "
           f"{sum(p.numel() for p in model.parameters())} parameters, {next(model.parameters()).dtype}")

@@ -3,10 +3,11 @@
 # path at one thread (itself held to the npm gpt-3-encoder by
 # tokenizer_parity): the nlp-corpus documents as JSONL (ASCII-escaped, with
 # blank lines and other fields), as .jsonl.gz (raw UTF-8, another field name,
-# --jsonl-field), and split over a .jsonl and a .jsonl.gz in one folder give
+# --jsonl-field), and split over two files of one folder give
 # the same shards, byte for byte, at 1, 2 and 3 threads; so does the text path
-# at 3 threads. Bad JSONL lines and gzip files exit 1 naming the file (and
-# line); bad arguments exit 2.
+# at 3 threads (the folder holds a.jsonl and b.json.gz, C4's naming). Bad
+# JSONL lines and gzip files exit 1 naming the file (and line); bad arguments
+# exit 2.
 # usage: tokenize_jsonl.sh GPT2_TOKENIZE DATA_DIR WORK_DIR
 set -euo pipefail
 tokenize=$1 data=$2 work=$3
@@ -30,7 +31,7 @@ with gzip.open(os.path.join(out, "corpus.jsonl.gz"), "wt", encoding="utf-8") as 
 half = len(docs) // 2
 with open(os.path.join(out, "mixed", "a.jsonl"), "w") as f:
     f.writelines(json.dumps({"text": d}) + "\n" for d in docs[:half])
-with gzip.open(os.path.join(out, "mixed", "b.jsonl.gz"), "wt", encoding="utf-8") as f:
+with gzip.open(os.path.join(out, "mixed", "b.json.gz"), "wt", encoding="utf-8") as f:  # C4's naming
     f.writelines(json.dumps({"text": d}) + "\n" for d in docs[half:])
 print(f"tokenize_jsonl: {len(docs)} documents as JSONL, .jsonl.gz and a folder of both")
 PY
