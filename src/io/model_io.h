@@ -3,8 +3,8 @@
  * file (a run's model.h5), an llm.c model file (fp32 or bf16) or a Hugging
  * Face GPT-2 directory (config.json + model.safetensors, io/hf_gpt2.h).
  * Used by init_from (a new run from existing weights) and by gpt2_convert. */
-#ifndef GPT2_DIST_MODEL_IO_H
-#define GPT2_DIST_MODEL_IO_H
+#ifndef GPT2_IO_MODEL_IO_H
+#define GPT2_IO_MODEL_IO_H
 
 #include <stddef.h>
 
