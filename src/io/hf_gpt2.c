@@ -115,6 +115,7 @@ static int weights_open_index(weight_files *w, const char *dir, const char *inde
         }
     }
     json_object_put(root);
+    if (rc == 0 && w->n_files == 0) rc = fail(err, err_len, "%s: \"weight_map\" names no file", index);
     return rc;
 }
 

@@ -3,7 +3,7 @@
 # missing, not JSON, another model_type, settings we cannot reproduce, sizes
 # that do not match the tensors, a tensor missing, misshapen, of an integer
 # dtype, unknown or stored twice, an untied lm_head, a truncated file or
-# header, a corrupt header, a missing shard) exits 2 with a message naming
+# header, a corrupt header, a missing shard, an index naming none) exits 2 with a message naming
 # the file and the problem: gpt2_convert DIR out.h5 for each, init_from=DIR
 # for some, under mpirun -np 2 for one (every rank exits 2, one message).
 # Nothing is written when the input is bad.
@@ -50,6 +50,7 @@ cases=(
   "corrupt_header|model.safetensors: header: not valid JSON at byte [0-9]+"
   "header_length|model.safetensors: header length [0-9]+ is not in \[2, 100000000\]"
   "shard_missing|model-00001-of-00002.safetensors: No such file or directory"
+  "shard_none|model.safetensors.index.json: \"weight_map\" names no file"
 )
 echo "gpt2_convert DIR out.h5:"
 for c in "${cases[@]}"; do

@@ -270,6 +270,11 @@ def sharded_missing(out):
               open(os.path.join(out, "model.safetensors.index.json"), "w"))
 
 
+def sharded_empty(out):
+    os.remove(os.path.join(out, "model.safetensors"))
+    json.dump({"metadata": {}, "weight_map": {}}, open(os.path.join(out, "model.safetensors.index.json"), "w"))
+
+
 BREAKS = {
     "no_config": lambda o: os.remove(os.path.join(o, "config.json")),
     "config_not_json": lambda o: open(os.path.join(o, "config.json"), "w").write('{"model_type": "gpt2",'),
@@ -294,6 +299,7 @@ BREAKS = {
     "corrupt_header": lambda o: edit_bytes(o, flip_header),
     "header_length": lambda o: edit_bytes(o, lambda d: struct.pack("<Q", 1 << 62) + d[8:]),
     "shard_missing": sharded_missing,
+    "shard_none": sharded_empty,
 }
 
 
