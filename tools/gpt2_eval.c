@@ -11,7 +11,7 @@
 #include "data/loader.h"
 #include "data/tokenizer.h"
 #include "dist/fail.h"
-#include "dist/model_io.h"
+#include "io/model_io.h"
 #include "eval/hellaswag.h"
 #include "eval/val_loss.h"
 #include "model/gpt2.h"

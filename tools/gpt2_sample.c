@@ -9,7 +9,7 @@
 
 #include "data/tokenizer.h"
 #include "dist/fail.h"
-#include "dist/weights_h5.h"
+#include "io/weights_h5.h"
 #include "model/generate.h"
 
 typedef struct {

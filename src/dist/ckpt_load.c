@@ -11,8 +11,8 @@
 #include "dist/ckpt_dir.h"
 #include "dist/ckpt_h5.h"
 #include "dist/fail.h"
-#include "dist/h5_io.h"
-#include "dist/weights_h5.h"
+#include "io/h5_io.h"
+#include "io/weights_h5.h"
 
 #define ERR_MAX (3 * CKPT_PATH_MAX)
 

@@ -11,7 +11,7 @@
 #include "dist/ckpt_dir.h"
 #include "dist/ckpt_h5.h"
 #include "dist/fail.h"
-#include "dist/h5_io.h"
+#include "io/h5_io.h"
 
 static double seconds_now(void) {
     struct timespec ts;

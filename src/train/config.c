@@ -169,8 +169,8 @@ static const config_key keys[] = {
                "step directory, or a run directory: its newest)"),
     STRING_KEY("run", init_from, "",
                "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
-               "directory, a weights .h5 or an llm.c model .bin (fp32/bf16); ignored when "
-               "resuming"),
+               "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
+               "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
     BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
     INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
             "with dry_run: report for this many ranks instead of the launched ones (0)"),

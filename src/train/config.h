@@ -58,7 +58,7 @@ typedef struct {
     char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */
     char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
     char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
-    char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5 or llm.c .bin */
+    char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5, llm.c .bin, HF dir */
 
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */

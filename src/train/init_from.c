@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "dist/fail.h"
-#include "dist/model_io.h"
+#include "io/model_io.h"
 
 void init_from_load(const config *cfg, const gpt2_layout *lay, float *host_params) {
     model_source src;

@@ -1,5 +1,6 @@
 /* init_from: the starting weights of a new run (step 0, fresh optimizer) from
- * a checkpoint, a weights file or an llm.c model file (dist/model_io.h). */
+ * a checkpoint, a weights file, an llm.c model file or a Hugging Face GPT-2
+ * directory (io/model_io.h). */
 #ifndef GPT2_TRAIN_INIT_FROM_H
 #define GPT2_TRAIN_INIT_FROM_H
 

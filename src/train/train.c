@@ -18,12 +18,13 @@
 #include "dist/comm.h"
 #include "dist/ddp.h"
 #include "dist/fail.h"
-#include "dist/weights_h5.h"
 #include "eval/val_loss.h"
+#include "io/weights_h5.h"
 #include "kernels/ops.h"
 #include "kernels/ops_profile.h"
 #include "model/gpt2.h"
 #include "train/backend.h"
+#include "train/epochs.h"
 #include "train/eta.h"
 #include "train/init_from.h"
 #include "train/memory.h"
@@ -210,6 +211,7 @@ int train_run(const config *cfg, dist_state *dist) {
     const int B = cfg->micro_batch, T = cfg->seq_len;
     token_dataset train_ds, val_ds;
     open_dataset(&train_ds, "train_data", cfg->train_data, cfg);
+    epochs_warn(cfg, &train_ds, dist->rank);
     const int do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
     if (do_eval) open_dataset(&val_ds, "val_data", cfg->val_data, cfg);
     data_loader train_ld, val_ld;

@@ -25,3 +25,10 @@ add_test(NAME tokenizer_parity
   COMMAND ${PROJECT_SOURCE_DIR}/tests/reference/tokenizer_parity.sh ${NODE} ${GPT2_TEST_DATA}
           ${PROJECT_SOURCE_DIR} $<TARGET_FILE:test_tokenizer_parity> $<TARGET_FILE:gpt2_tokenize>)
 set_tests_properties(tokenizer_parity PROPERTIES LABELS reference TIMEOUT 600)
+
+# JSONL (.jsonl, .jsonl.gz) and multi-threaded tokenizing against the text
+# path at one thread, shard for shard; bad JSONL and gzip input.
+add_test(NAME tokenize_jsonl
+  COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/tokenize_jsonl.sh $<TARGET_FILE:gpt2_tokenize>
+          ${GPT2_TEST_DATA} ${CMAKE_CURRENT_BINARY_DIR}/tokenize_jsonl)
+set_tests_properties(tokenize_jsonl PROPERTIES LABELS integration TIMEOUT 300)

@@ -1,3 +1,8 @@
+# The start-up warning for a run of many epochs over its training data.
+add_test(NAME train_epochs COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/train_epochs.sh
+                                   $<TARGET_FILE:gpt2_ddp> ${CMAKE_CURRENT_BINARY_DIR}/train_epochs)
+set_tests_properties(train_epochs PROPERTIES LABELS integration TIMEOUT 120)
+
 # End-to-end training of the tiny config on the bundled corpus, then sampling.
 if(NOT TARGET gpt2_sample)
   return()

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dist/fail.h"
-#include "dist/weights_h5.h"
+#include "io/weights_h5.h"
 #include "kernels/ops.h"
 #include "model/gpt2.h"
 #include "train/optimizer.h"

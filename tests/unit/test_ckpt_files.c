@@ -10,7 +10,7 @@
 
 #include "dist/ckpt_dir.h"
 #include "dist/fail.h"
-#include "dist/llmc_io.h"
+#include "io/llmc_io.h"
 
 static int failures;
 

@@ -7,8 +7,8 @@
  * linear weights as (out, in), as we do, so tensors copy as they are.
  * Import lets users start from the GPT-2 weights they converted for llm.c;
  * export feeds llm.c's own tools. */
-#ifndef GPT2_DIST_LLMC_IO_H
-#define GPT2_DIST_LLMC_IO_H
+#ifndef GPT2_IO_LLMC_IO_H
+#define GPT2_IO_LLMC_IO_H
 
 #include <stdbool.h>
 

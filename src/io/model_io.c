@@ -1,14 +1,58 @@
-/* Weights from a checkpoint, a weights file or an llm.c file (see model_io.h). */
-#include "dist/model_io.h"
+/* Weights from a checkpoint, a weights file, an llm.c file or a Hugging Face
+ * directory (see model_io.h). */
+#include "io/model_io.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "dist/fail.h"
-#include "dist/llmc_io.h"
-#include "dist/weights_h5.h"
+#include "io/llmc_io.h"
+#include "io/weights_h5.h"
+
+#ifndef GPT2_HAVE_HF
+#define GPT2_HAVE_HF 0 /* built without json-c: no Hugging Face directories */
+#endif
+#if GPT2_HAVE_HF
+#include "io/hf_gpt2.h"
+#endif
+
+static bool has_file(const char *dir, const char *name) {
+    char path[CKPT_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A directory as transformers' save_pretrained or the Hub leaves it. */
+static bool is_hf_dir(const char *dir) {
+    return has_file(dir, "config.json") || has_file(dir, "model.safetensors") ||
+           has_file(dir, "model.safetensors.index.json");
+}
+
+static int open_hf(model_source *s, const char *path, char *err, size_t err_len) {
+#if GPT2_HAVE_HF
+    hf_config c;
+    gpt2_layout lay;
+    if (hf_open(path, &c, &lay, err, err_len) != 0) return -1;
+    layout_free(&lay);
+    s->kind = MODEL_FROM_HF;
+    snprintf(s->file, sizeof s->file, "%s", path);
+    s->n_layer = c.n_layer, s->n_embd = c.n_embd, s->n_head = c.n_head;
+    s->vocab_size = c.vocab_size, s->padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
+    s->block_size = c.n_positions;
+    return 0;
+#else
+    (void)s;
+    snprintf(err, err_len,
+             "%s: a Hugging Face model directory, but this binary was built without json-c, "
+             "which reads it (apt-get install libjson-c-dev, then configure again)",
+             path);
+    return -1;
+#endif
+}
 
 /* A step directory, or a run directory holding step directories. */
 static int resolve_checkpoint(model_source *s, const char *path, char *err, size_t err_len) {
@@ -34,6 +78,7 @@ int model_source_open(model_source *s, const char *path, char *err, size_t err_l
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return -1;
     }
+    if (S_ISDIR(st.st_mode) && is_hf_dir(path)) return open_hf(s, path, err, err_len);
     if (S_ISDIR(st.st_mode)) {
         if (resolve_checkpoint(s, path, err, err_len) != 0) return -1;
     } else {
@@ -59,6 +104,14 @@ void model_source_layout(const model_source *s, gpt2_layout *lay) {
 }
 
 void model_source_load(const model_source *s, const gpt2_layout *lay, float *host_params) {
+#if GPT2_HAVE_HF
+    if (s->kind == MODEL_FROM_HF) {
+        char err[CKPT_PATH_MAX + 512];
+        if (hf_load(s->file, lay, host_params, err, sizeof err) != 0)
+            fail_collective(EXIT_USAGE, "%s", err);
+        return;
+    }
+#endif
     if (s->kind == MODEL_FROM_LLMC)
         llmc_load(s->file, lay, host_params);
     else
@@ -73,6 +126,8 @@ const char *model_source_kind_name(model_source_kind kind) {
         return "weights file";
     case MODEL_FROM_LLMC:
         return "llm.c model file";
+    case MODEL_FROM_HF:
+        return "Hugging Face model";
     }
     return "?";
 }

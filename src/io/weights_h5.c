@@ -1,11 +1,11 @@
 /* HDF5 weights file: named fp32 datasets and size attributes (see weights_h5.h). */
-#include "dist/weights_h5.h"
+#include "io/weights_h5.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "dist/fail.h"
-#include "dist/h5_io.h"
+#include "io/h5_io.h"
 
 static const char *const SIZE_ATTRS[] = {"n_layer",    "n_embd",
                                          "n_head",     "vocab_size",

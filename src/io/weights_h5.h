@@ -3,8 +3,8 @@
  * readable by h5dump and h5py alone. Written by training runs and read by
  * gpt2_sample; the checkpoint's rank-0 file is the same content plus the run
  * state (ckpt_h5.h), so it is a weights file too. */
-#ifndef GPT2_DIST_WEIGHTS_H5_H
-#define GPT2_DIST_WEIGHTS_H5_H
+#ifndef GPT2_IO_WEIGHTS_H5_H
+#define GPT2_IO_WEIGHTS_H5_H
 
 #include <hdf5.h>
 #include <stddef.h>

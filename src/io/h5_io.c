@@ -1,5 +1,5 @@
 /* HDF5 files, attributes and checksummed fp32 datasets (see h5_io.h). */
-#include "dist/h5_io.h"
+#include "io/h5_io.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,31 +1,41 @@
 /* Model weights from any of the places a user has them: a checkpoint (a step
  * directory, or a run directory: its newest complete checkpoint), a weights
- * file (a run's model.h5) or an llm.c model file (fp32 or bf16). Used by
- * init_from (a new run from existing weights) and by gpt2_convert. */
-#ifndef GPT2_DIST_MODEL_IO_H
-#define GPT2_DIST_MODEL_IO_H
+ * file (a run's model.h5), an llm.c model file (fp32 or bf16) or a Hugging
+ * Face GPT-2 directory (config.json + model.safetensors, io/hf_gpt2.h).
+ * Used by init_from (a new run from existing weights) and by gpt2_convert. */
+#ifndef GPT2_IO_MODEL_IO_H
+#define GPT2_IO_MODEL_IO_H
 
 #include <stddef.h>
 
 #include "dist/ckpt_dir.h"
 #include "model/layout.h"
 
-typedef enum { MODEL_FROM_CHECKPOINT, MODEL_FROM_WEIGHTS, MODEL_FROM_LLMC } model_source_kind;
+typedef enum {
+    MODEL_FROM_CHECKPOINT,
+    MODEL_FROM_WEIGHTS,
+    MODEL_FROM_LLMC,
+    MODEL_FROM_HF
+} model_source_kind;
 
 typedef struct {
     model_source_kind kind;
-    char file[CKPT_PATH_MAX + 16]; /* what is read: model.h5 of a checkpoint, the .h5 or the .bin */
+    char file[CKPT_PATH_MAX + 16]; /* what is read: model.h5 of a checkpoint, the .h5, the .bin
+                                      or the Hugging Face directory */
     int n_layer, n_embd, n_head, vocab_size, padded_vocab_size, block_size;
 } model_source;
 
 /* Resolves path and reads the model sizes; returns -1 with the reason in
  * err when path is none of the sources above (a missing path, a directory
- * without a complete checkpoint). A damaged file fails the process. */
+ * without a complete checkpoint) or a Hugging Face directory that is not a
+ * GPT-2 we can read (every tensor is checked here). A damaged .h5 or .bin
+ * fails the process. */
 int model_source_open(model_source *s, const char *path, char *err, size_t err_len);
 /* Builds the layout of the source's sizes (layout_free it). */
 void model_source_layout(const model_source *s, gpt2_layout *lay);
 /* Reads the weights into host_params (flat fp32 in lay, whose sizes must be
- * the source's). */
+ * the source's). A Hugging Face file that fails here (an lm_head.weight
+ * that is not wte) ends every rank with exit code 2. */
 void model_source_load(const model_source *s, const gpt2_layout *lay, float *host_params);
 const char *model_source_kind_name(model_source_kind kind);
 #endif

@@ -1,5 +1,5 @@
 /* llm.c model files: import and export (see llmc_io.h). */
-#include "dist/llmc_io.h"
+#include "io/llmc_io.h"
 
 #include <errno.h>
 #include <stddef.h>

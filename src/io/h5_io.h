@@ -4,8 +4,8 @@
  * that a damaged byte anywhere is found when it is read. Every failure ends
  * the process with a message naming the file, the object and HDF5's own
  * reason ("data error detected by Fletcher32 checksum", "truncated file"). */
-#ifndef GPT2_DIST_H5_IO_H
-#define GPT2_DIST_H5_IO_H
+#ifndef GPT2_IO_H5_IO_H
+#define GPT2_IO_H5_IO_H
 
 #include <hdf5.h>
 #include <stddef.h>
