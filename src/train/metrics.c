@@ -10,14 +10,21 @@ void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps
     log->jsonl = NULL;
     log->max_steps = max_steps;
     if (rank != 0) return;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
-    log->jsonl = fopen(path, "a");
-    if (!log->jsonl) FAIL("cannot open %s: %s", path, strerror(errno));
+    snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", run_dir);
+    log->jsonl = fopen(log->path, "a");
+    if (!log->jsonl) FAIL("cannot open %s: %s", log->path, strerror(errno));
+}
+
+/* Each record reaches the file when it is logged, or the run stops: a log
+ * that silently lost its lines (disk full) would be worse than none. */
+static void flush_record(metrics_log *log) {
+    if (fflush(log->jsonl) != 0 || ferror(log->jsonl))
+        FAIL("cannot write %s: %s", log->path, strerror(errno));
 }
 
 void metrics_close(metrics_log *log) {
-    if (log->jsonl) fclose(log->jsonl);
+    if (log->jsonl && fclose(log->jsonl) != 0)
+        FAIL("cannot write %s: %s", log->path, strerror(errno));
     log->jsonl = NULL;
 }
 
@@ -36,7 +43,7 @@ void metrics_step(metrics_log *log, const step_record *r) {
             r->step, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s);
     if (r->mfu >= 0) fprintf(log->jsonl, ",\"mfu\":%.5f", r->mfu);
     fprintf(log->jsonl, "}\n");
-    fflush(log->jsonl);
+    flush_record(log);
 }
 
 void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
@@ -45,5 +52,5 @@ void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
     fflush(stdout);
     fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.17g,\"ms\":%.3f}\n", step,
             val_loss, ms);
-    fflush(log->jsonl);
+    flush_record(log);
 }

@@ -8,6 +8,7 @@
 typedef struct {
     FILE *jsonl; /* NULL on ranks other than 0 */
     int max_steps;
+    char path[1024];
 } metrics_log;
 
 typedef struct {
@@ -16,7 +17,8 @@ typedef struct {
     double mfu; /* fraction of peak, < 0 when unknown (CPU) */
 } step_record;
 
-/* Opens run_dir/metrics.jsonl for appending (rank 0 only). */
+/* Opens run_dir/metrics.jsonl for appending (rank 0 only). A record that
+ * cannot be written (a full disk) ends the job with exit 1 naming the file. */
 void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps);
 void metrics_close(metrics_log *log);
 void metrics_step(metrics_log *log, const step_record *r);
