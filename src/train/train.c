@@ -27,6 +27,7 @@
 #include "train/memory.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
+#include "train/run_lock.h"
 #include "train/schedule.h"
 #include "train/signals.h"
 
@@ -205,6 +206,9 @@ int train_run(const config *cfg, dist_state *dist) {
     const double peak_flops = backend_peak_flops(cfg, dist);
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
     if (dist->rank == 0) ckpt_make_dirs(run_dir);
+    /* Before anything is read or written there: a second run ends here. */
+    run_lock lock;
+    run_lock_acquire(&lock, run_dir, dist->rank);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     char resume_dir[CKPT_PATH_MAX];
     const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
@@ -334,5 +338,6 @@ int train_run(const config *cfg, dist_state *dist) {
         dataset_close(&val_ds);
     }
     layout_free(&lay);
+    run_lock_release(&lock);
     return preempted ? EXIT_PREEMPTED : 0;
 }
