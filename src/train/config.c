@@ -124,7 +124,8 @@ static const config_key keys[] = {
     INT_KEY("train", max_steps, "19073", AT_LEAST(1), "optimizer steps of the whole run"),
     INT_KEY("train", eval_every, "250", AT_LEAST(0), "steps between validation losses; 0 disables"),
     INT_KEY("train", eval_batches, "20", AT_LEAST(1),
-            "validation micro-batches per rank per evaluation"),
+            "validation micro-batches (of micro_batch sequences) per evaluation, over all ranks: "
+            "the same windows for any rank count"),
     INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
     INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
             "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "

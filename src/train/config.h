@@ -37,7 +37,7 @@ typedef struct {
 
     /* intervals (0 disables) */
     int eval_every;
-    int eval_batches; /* val batches (of micro_batch sequences per rank) per evaluation */
+    int eval_batches; /* val micro-batches per evaluation, over all ranks together */
     int log_every;
     int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
     int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */

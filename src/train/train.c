@@ -23,6 +23,7 @@
 #include "kernels/ops_profile.h"
 #include "model/gpt2.h"
 #include "train/backend.h"
+#include "train/evaluate.h"
 #include "train/init_from.h"
 #include "train/memory.h"
 #include "train/metrics.h"
@@ -69,20 +70,6 @@ static void open_dataset(token_dataset *ds, const char *key, const char *pattern
     expand_env(key, pattern, expanded, sizeof expanded);
     if (dataset_open(ds, expanded, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
         FAIL("%s: %s", key, err);
-}
-
-/* Mean validation loss over eval_batches batches; rank r takes the r-th
- * micro-batch of every group of `world`, so ranks read disjoint sequences. */
-static double evaluate(gpt2_model *model, data_loader *val, const config *cfg, communicator *comm,
-                       int32_t *inputs, int32_t *targets) {
-    const int B = cfg->micro_batch, T = cfg->seq_len;
-    gpt2_loss_reset(model);
-    for (int k = 0; k < cfg->eval_batches; k++) {
-        int64_t pos = loader_batch_position(0, k, comm->rank, comm->world, B);
-        loader_read(val, pos, B, inputs, targets);
-        gpt2_forward_async(model, inputs, targets, B, T, 0.0f);
-    }
-    return comm->ops->sum_scalar(comm, gpt2_loss_take(model)) / comm->world;
 }
 
 static void print_run_header(const config *cfg, int world, const gpt2_layout *lay,
@@ -266,7 +253,8 @@ int train_run(const config *cfg, dist_state *dist) {
     for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
-            double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
+            double val = evaluate_loss(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
+                                       comm->world, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
             step_start = now_ms();
         }
@@ -310,7 +298,8 @@ int train_run(const config *cfg, dist_state *dist) {
                "saved, exit code %d\n", progress.step, EXIT_PREEMPTED);
     if (do_eval && !preempted) {
         double t0 = now_ms();
-        double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
+        double val = evaluate_loss(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
+                                   comm->world, inputs, targets);
         metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
     }
     if (dist->rank == 0 && !preempted) {
