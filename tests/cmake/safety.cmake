@@ -8,4 +8,9 @@ foreach(t ${SAFETY_TESTS})
   add_test(NAME ${t} COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/${t}.sh
                              $<TARGET_FILE:gpt2_ddp> ${CMAKE_CURRENT_BINARY_DIR}/${t})
 endforeach()
-set_tests_properties(${SAFETY_TESTS} PROPERTIES LABELS integration TIMEOUT 600 RUN_SERIAL TRUE)
+add_test(NAME safety_init_from
+         COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/safety_init_from.sh $<TARGET_FILE:gpt2_ddp>
+                 ${CMAKE_CURRENT_BINARY_DIR}/safety_init_from ${GPT2_HAVE_NCCL} "${NCCL_VERSION_TEXT}"
+                 ${GPT2_HAVE_TOKENIZER})
+set_tests_properties(${SAFETY_TESTS} safety_init_from
+                     PROPERTIES LABELS integration TIMEOUT 600 RUN_SERIAL TRUE)
