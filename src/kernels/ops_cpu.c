@@ -97,9 +97,13 @@ static void cpu_grad_sum_squares(double *sum, const void *grad, size_t n) {
 static void cpu_clip_scale(float *scale, const double *sum_squares, double max_norm) {
     *scale = clip_factor(*sum_squares, max_norm);
 }
+static void cpu_nonfinite_fold(double *sum_squares, const double *value) {
+    *sum_squares = nonfinite_fold_value(*sum_squares, *value);
+}
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                              size_t n, float lr, float beta1, float beta2, float eps,
                              float weight_decay, const float *grad_scale, int t) {
+    if (*grad_scale < 0.0f) return; /* CLIP_SKIP_STEP: this step updates nothing */
     adamw_update_cpu(master, grad, m, v, n, lr, beta1, beta2, eps, weight_decay, *grad_scale, t);
     if (params != master) memcpy(params, master, n * sizeof(float));
 }
@@ -130,6 +134,7 @@ const kernel_ops ops_cpu = {
     .classifier_forward_backward = cpu_classifier,
     .loss_accumulate = cpu_loss_accumulate,
     .sum_f32 = cpu_sum_f32,
+    .nonfinite_fold = cpu_nonfinite_fold,
     .gelu_forward = cpu_gelu_forward,
     .grad_sum_squares = cpu_grad_sum_squares,
     .clip_scale = cpu_clip_scale,

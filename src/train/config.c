@@ -133,6 +133,9 @@ static const config_key keys[] = {
     INT_KEY("train", keep_last, "3", AT_LEAST(0),
             "complete checkpoints to keep; older ones are removed after a new one is complete "
             "(0 keeps all)"),
+    INT_KEY("train", max_bad_steps, "5", CLOSED(1, 1000000),
+            "a step whose loss or gradient norm is NaN/Inf updates nothing and is logged as "
+            "skipped; this many in a row end the run with exit code 4, saving nothing"),
     BOOL_KEY("train", recompute_gelu, "false",
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
              "per layer in bf16, costs one elementwise pass per layer)"),

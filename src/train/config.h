@@ -41,6 +41,7 @@ typedef struct {
     int log_every;
     int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
     int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
+    int max_bad_steps;    /* consecutive non-finite (skipped) steps that end the run */
 
     /* data, device, output */
     char train_data[CONFIG_STR_MAX]; /* glob pattern of .bin shards */

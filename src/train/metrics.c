@@ -2,6 +2,7 @@
 #include "train/metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "dist/fail.h"
@@ -52,5 +53,30 @@ void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
     fflush(stdout);
     fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.17g,\"ms\":%.3f}\n", step,
             val_loss, ms);
+    flush_record(log);
+}
+
+/* JSON has no NaN or Inf: those values are written as null. */
+static void json_number(char *buf, size_t len, double v) {
+    if (isfinite(v))
+        snprintf(buf, len, "%.17g", v);
+    else
+        snprintf(buf, len, "null");
+}
+
+void metrics_skip(metrics_log *log, int step, double loss, double grad_norm, int in_a_row,
+                  int max_in_a_row, int total) {
+    if (!log->jsonl) return;
+    printf("step %5d/%d | skipped: non-finite loss or gradient norm (loss %g, norm %g), nothing "
+           "updated | %d in a row (max_bad_steps %d), %d skipped in this run\n",
+           step, log->max_steps, loss, grad_norm, in_a_row, max_in_a_row, total);
+    fflush(stdout);
+    char loss_text[32], norm_text[32];
+    json_number(loss_text, sizeof loss_text, loss);
+    json_number(norm_text, sizeof norm_text, grad_norm);
+    fprintf(log->jsonl,
+            "{\"type\":\"skip\",\"step\":%d,\"loss\":%s,\"grad_norm\":%s,\"in_a_row\":%d,"
+            "\"skipped\":%d}\n",
+            step, loss_text, norm_text, in_a_row, total);
     flush_record(log);
 }

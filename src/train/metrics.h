@@ -23,4 +23,9 @@ void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps
 void metrics_close(metrics_log *log);
 void metrics_step(metrics_log *log, const step_record *r);
 void metrics_eval(metrics_log *log, int step, double val_loss, double ms);
+/* A step that updated nothing (non-finite loss or gradient norm): logged
+ * whatever log_every says, as {"type":"skip", ...}; a NaN/Inf is null in
+ * the JSON. in_a_row and total count the skipped steps. */
+void metrics_skip(metrics_log *log, int step, double loss, double grad_norm, int in_a_row,
+                  int max_in_a_row, int total);
 #endif

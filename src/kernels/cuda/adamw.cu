@@ -37,6 +37,7 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
                                          float *m, float *v, size_t n4,
                                          const float *grad_scale, adamw_consts k) {
     const float s = *grad_scale;
+    if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += (size_t)gridDim.x * blockDim.x) {
         float4 p = reinterpret_cast<float4 *>(master)[i];
@@ -66,6 +67,7 @@ static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf
                                            float *m, float *v, size_t begin, size_t n,
                                            const float *grad_scale, adamw_consts k) {
     const float s = *grad_scale;
+    if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = begin + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = master[i], mi = m[i], vi = v[i];
