@@ -159,6 +159,10 @@ static const config_key keys[] = {
                "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
                "directory, a weights .h5 or an llm.c model .bin (fp32/bf16); ignored when "
                "resuming"),
+    DOUBLE_KEY("run", time_limit_min, "0", NO_RANGE,
+               "wall-clock budget in minutes: the run saves a checkpoint and exits 3 while the "
+               "next step and a save still fit (measured step and save times); 0: the Slurm "
+               "job's end time when running in a job that has one, else none; < 0: none"),
     BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
     INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
             "with dry_run: report for this many ranks instead of the launched ones (0)"),

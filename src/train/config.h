@@ -52,6 +52,7 @@ typedef struct {
     char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
     char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
     char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5 or llm.c .bin */
+    double time_limit_min; /* wall-clock budget; 0: the Slurm job's end, if any; < 0: none */
 
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */

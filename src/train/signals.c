@@ -1,7 +1,6 @@
-/* Stop signals and the agreement on when to stop (see signals.h). */
+/* Stop signals (see signals.h). */
 #include "train/signals.h"
 
-#include <mpi.h>
 #include <signal.h>
 #include <string.h>
 
@@ -27,9 +26,3 @@ void signals_install(void) {
 }
 
 int signals_received(void) { return received; }
-
-bool signals_stop_agreed(void) {
-    int local = received, any = 0;
-    MPI_CHECK(MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    return any != 0;
-}

@@ -30,6 +30,7 @@
 #include "train/nonfinite.h"
 #include "train/optimizer.h"
 #include "train/run_lock.h"
+#include "train/run_stop.h"
 #include "train/schedule.h"
 #include "train/signals.h"
 
@@ -231,6 +232,10 @@ int train_run(const config *cfg, dist_state *dist) {
     /* Before anything is read or written there: a second run ends here. */
     run_lock lock;
     run_lock_acquire(&lock, run_dir, dist->rank);
+    /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
+     * limit's save estimate until a save is measured. */
+    run_stop stopper;
+    run_stop_init(&stopper, cfg, run_dir, dist->rank, 4.0 * lay.n_elements + mem.optimizer);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     char resume_dir[CKPT_PATH_MAX];
     const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
@@ -281,6 +286,7 @@ int train_run(const config *cfg, dist_state *dist) {
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
     const int64_t samples_per_step = cfg->total_batch / T;
     bool preempted = false, gave_up = false;
+    int stop_reasons = 0;
     nonfinite_guard guard;
     nonfinite_init(&guard, cfg->max_bad_steps);
     /* A step's time runs from the end of the previous step (or of the
@@ -293,6 +299,7 @@ int train_run(const config *cfg, dist_state *dist) {
             double val = evaluate_loss(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
                                        comm->world, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
+            run_stop_note_eval(&stopper, now_ms() - t0);
             step_start = now_ms();
         }
         hp.lr = (float)schedule_lr(cfg, step);
@@ -301,14 +308,18 @@ int train_run(const config *cfg, dist_state *dist) {
         train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed, &hp, inputs,
                    targets, logged, nonfinite_test_poison(&guard, step + 1, dist->rank));
         /* While the device works through the step, the ranks agree whether a
-         * stop signal ends the run after it (a host collective). */
-        preempted = signals_stop_agreed();
+         * stop signal, the STOP file or the time limit ends the run after it
+         * (a host collective). */
+        const bool eval_next = do_eval && (step + 1) % cfg->eval_every == 0;
+        stop_reasons = run_stop_agree(&stopper, eval_next);
+        preempted = stop_reasons != 0;
         ops->synchronize();
         ddp_step_done(&ddp);
         const bool skipped = nonfinite_step_skipped(&guard, &opt, ops);
         backend_sample_memory(ops);
         const double ms = now_ms() - step_start;
         step_start = now_ms();
+        run_stop_note_step(&stopper, ms);
         if (cfg->profile_ops) ops_profile_step_done();
         progress = (ckpt_progress){.step = step + 1, .lr = hp.lr,
                                    .samples_consumed = progress.samples_consumed + samples_per_step};
@@ -336,13 +347,12 @@ int train_run(const config *cfg, dist_state *dist) {
         /* A skipped step's state is the last good one: saving it is safe. */
         if (preempted || checkpoint_due(cfg, step + 1)) {
             ckpt_save(&ckpt, &progress);
+            run_stop_note_save(&stopper, (now_ms() - step_start) / 1e3);
             step_start = now_ms();
         }
     }
     ddp_params_ready(&ddp); /* what follows reads the parameters outside a forward */
-    if (preempted && dist->rank == 0)
-        printf("stopped by a pre-emption signal (SIGTERM/SIGUSR1) after step %d: checkpoint "
-               "saved, exit code %d\n", progress.step, EXIT_PREEMPTED);
+    if (preempted && !gave_up) run_stop_report(&stopper, stop_reasons, progress.step);
     if (do_eval && !preempted && !gave_up) {
         double t0 = now_ms();
         double val = evaluate_loss(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
