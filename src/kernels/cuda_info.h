@@ -19,6 +19,9 @@ void cuda_device_pci_bus_id(int device, char *buf, size_t len);
 /* Bytes in use on the current device, by every process and the driver
  * (cudaMemGetInfo: total - free); 0 when unknown. */
 size_t cuda_memory_in_use(void);
+/* Free and total bytes on the current device (cudaMemGetInfo); 0, or -1
+ * when unknown. */
+int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
 #ifdef __cplusplus
 }
 #endif

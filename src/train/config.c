@@ -169,6 +169,9 @@ static const config_key keys[] = {
     BOOL_KEY("run", save_init, "false",
              "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
              "the run elsewhere, e.g. in PyTorch)"),
+    BOOL_KEY("run", memory_preflight, "true",
+             "device=cuda: before allocating, check that the memory estimate plus a reserve fits "
+             "the GPU's free memory; when not, exit 2 with the largest micro_batch that fits"),
     BOOL_KEY("run", profile_ops, "false",
              "time every kernel op (synchronizing around each, so steps run slower) and print "
              "a per-op table (calls, ms and % per step) at the end of the run"),

@@ -65,6 +65,7 @@ typedef struct {
 
     /* performance and diagnostics */
     bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
     bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
     bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
 } config;

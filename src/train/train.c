@@ -29,6 +29,7 @@
 #include "train/metrics.h"
 #include "train/nonfinite.h"
 #include "train/optimizer.h"
+#include "train/preflight.h"
 #include "train/run_lock.h"
 #include "train/run_stop.h"
 #include "train/schedule.h"
@@ -225,6 +226,7 @@ int train_run(const config *cfg, dist_state *dist) {
 
     signals_install();
     const kernel_ops *ops = backend_select(cfg, dist);
+    preflight_check(cfg, &lay, dist, ops); /* before anything of the model is allocated */
     if (cfg->profile_ops) ops = ops_profile_wrap(ops);
     const double peak_flops = backend_peak_flops(cfg, dist);
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
