@@ -3,7 +3,7 @@
 # time_limit_min), a full disk, rank-count-independent validation, init_from
 # read once. GPU parts (label gpu): the memory pre-flight, the guard on the
 # GPU backend, pre-emption through launch/local.sh with the local mpirun.
-set(SAFETY_TESTS safety_lock safety_val_ranks safety_nonfinite safety_stop)
+set(SAFETY_TESTS safety_lock safety_val_ranks safety_nonfinite safety_stop safety_disk_full)
 foreach(t ${SAFETY_TESTS})
   add_test(NAME ${t} COMMAND ${PROJECT_SOURCE_DIR}/tests/integration/${t}.sh
                              $<TARGET_FILE:gpt2_ddp> ${CMAKE_CURRENT_BINARY_DIR}/${t})
