@@ -32,7 +32,7 @@ preflight() {
   set -e
   grep "memory pre-flight" "$work/big.log" || true
   [ $rc -eq 2 ] || fail "micro_batch=512: exit $rc, expected 2" "$work/big.log"
-  grep -q "error: memory pre-flight: micro_batch = 512 needs about [0-9.]* GiB per GPU (estimate .*) but the GPU of rank 0 has [0-9.]* GiB free" "$work/big.log" \
+  grep -q "error: memory pre-flight: micro_batch = 512 needs about [0-9.]* GiB per GPU (estimate .*), but the GPU of rank 0 has [0-9.]* GiB free" "$work/big.log" \
     || fail "the refusal does not name both numbers" "$work/big.log"
   ! grep -q "cudaMalloc" "$work/big.log" || fail "a cudaMalloc failed: the pre-flight came too late" "$work/big.log"
   local mb
