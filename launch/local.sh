@@ -8,7 +8,15 @@
 # divides; the launcher says which.
 # usage: launch/local.sh [CONFIG.ini] [key=value ...]
 #   env: RANKS (CPU ranks), DEVICE=cpu (CPU ranks even where GPUs are),
-#        BUILD_DIR (default build), MPIRUN_ARGS (extra mpirun flags)
+#        BUILD_DIR (default build), MPIRUN_ARGS (extra mpirun flags),
+#        STOP_BY_FILE=1 (pre-emption through the STOP file only, see below)
+# Pre-emption: SIGUSR1 or SIGTERM to this script is passed on to every rank
+# (which save a checkpoint and exit 3); mpirun's own forwarding of SIGUSR1
+# cannot be relied on (Ubuntu 24.04's Open MPI 4.1.6 did not forward it).
+# Where no rank is a child of mpirun (Open MPI 5's launch daemons), or with
+# STOP_BY_FILE=1, the script creates the run directory's STOP file instead,
+# which the trainer checks every step and removes when it stops (the script
+# removes one the run did not get to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -61,4 +69,51 @@ mpi_flags=(--bind-to none -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-$threads}")
 [ "$(id -u)" -ne 0 ] || mpi_flags+=(--allow-run-as-root)
 [ "$ranks" -le "$cores" ] || mpi_flags+=(--oversubscribe)
 echo "launch: $ranks rank(s), device=$device, config $config"
-exec mpirun -np "$ranks" "${mpi_flags[@]}" ${MPIRUN_ARGS:-} "$BIN" "$config" device="$device" "${fit[@]}" "$@"
+args=("$config" device="$device" "${fit[@]}" "$@")
+
+# The run directory, as the trainer resolves it (for the STOP file).
+run_dir() {
+  local resolved out run
+  resolved=$("$BIN" --print-config "${args[@]}" 2>/dev/null) || return 1
+  out=$(sed -n 's/^out_dir = //p' <<<"$resolved"); run=$(sed -n 's/^run_name = //p' <<<"$resolved")
+  out=${out#\"}; out=${out%\"}; run=${run#\"}; run=${run%\"}
+  echo "$out/$run"
+}
+made_stop=
+forward() { # signal
+  interrupted=1
+  local ranks_pids=
+  [ "${STOP_BY_FILE:-0}" = 1 ] || ranks_pids=$(pgrep -P "$mpirun_pid" -x gpt2_ddp || true)
+  if [ -n "$ranks_pids" ]; then
+    echo "launch: got SIG$1: passing it on to the ranks ($(echo $ranks_pids))" >&2
+    kill -s "$1" $ranks_pids 2>/dev/null || true
+  elif dir=$(run_dir) && [ -d "$dir" ]; then
+    [ -e "$dir/STOP" ] || made_stop="$dir/STOP"
+    echo "launch: got SIG$1: asking the run to stop with $dir/STOP" >&2
+    touch "$dir/STOP"
+  else
+    echo "launch: got SIG$1: passing it on to mpirun (pid $mpirun_pid)" >&2
+    kill -s "$1" "$mpirun_pid" 2>/dev/null || true
+  fi
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
+
+mpirun -np "$ranks" "${mpi_flags[@]}" ${MPIRUN_ARGS:-} "$BIN" "${args[@]}" &
+mpirun_pid=$!
+# wait returns early when a trapped signal arrives: wait again until mpirun
+# itself has ended (127: its status was already collected).
+rc=0 prev=
+while :; do
+  interrupted=0
+  set +e
+  wait "$mpirun_pid"
+  rc=$?
+  set -e
+  if [ "$rc" -eq 127 ] && [ -n "$prev" ]; then rc=$prev; break; fi
+  [ "$interrupted" -eq 1 ] || break
+  prev=$rc
+done
+# A STOP file this script made and the run did not consume (it ended first).
+[ -z "$made_stop" ] || rm -f "$made_stop"
+exit "$rc"

@@ -1,7 +1,11 @@
 /* gpt2_ddp: config -> dist -> model -> data -> train loop.
  * Usage: gpt2_ddp CONFIG.ini [key=value ...] | --help | --version */
+#include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 #include "dist/dist.h"
 #include "dist/fail.h"
@@ -36,7 +40,23 @@ static void print_version(void) {
     MPI_Get_library_version(lib, &len);
     char *newline = strchr(lib, '\n');
     if (newline) *newline = '\0';
-    printf("features: MPI %d.%d (%s), HDF5 checkpoints\n", mpi_major, mpi_minor, lib);
+    unsigned h5_major = 0, h5_minor = 0, h5_release = 0;
+    H5get_libversion(&h5_major, &h5_minor, &h5_release);
+    printf("features: MPI %d.%d (%s), HDF5 %u.%u.%u checkpoints\n", mpi_major, mpi_minor, lib,
+           h5_major, h5_minor, h5_release);
+#if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
+    int nccl = 0; /* the library loaded now; the build's header may be older */
+    ncclGetVersion(&nccl);
+    printf("NCCL: %d.%d.%d (GPU communicator; built against %d.%d.%d)\n", nccl / 10000,
+           nccl % 10000 / 100, nccl % 100, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+#else
+    printf("NCCL: not in this build (device=cuda runs one rank)\n");
+#endif
+#ifdef GPT2_TOKENIZER
+    printf("tokenizer: GPT-2 BPE, %s (gpt2_tokenize, gpt2_sample)\n", GPT2_TOKENIZER);
+#else
+    printf("tokenizer: not built (needs PCRE2 and json-c)\n");
+#endif
 }
 
 int main(int argc, char **argv) {

@@ -17,7 +17,8 @@ extern "C" {
 enum {
     EXIT_FATAL = 1,     /* runtime error: I/O, data, a failed library call */
     EXIT_USAGE = 2,     /* bad config, bad command line */
-    EXIT_PREEMPTED = 3, /* stopped by SIGTERM/SIGUSR1 after saving a checkpoint */
+    EXIT_PREEMPTED = 3, /* stopped (signal, STOP file, time limit) after saving a checkpoint */
+    EXIT_NONFINITE = 4, /* max_bad_steps steps in a row had a NaN/Inf loss or gradient norm */
 };
 
 /* Prints "gpt2_ddp [rank R/N host]: file:line: message" to stderr and ends

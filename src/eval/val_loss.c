@@ -1,13 +1,37 @@
-/* Validation loss of one rank's share (see val_loss.h). */
+/* Validation loss independent of the rank count (see val_loss.h). */
 #include "eval/val_loss.h"
 
-double val_loss_mean(gpt2_model *model, data_loader *val, int n_batches, int B, int T, int rank,
-                     int world, int32_t *inputs, int32_t *targets) {
-    gpt2_loss_reset(model);
-    for (int k = 0; k < n_batches; k++) {
-        int64_t pos = loader_batch_position(0, k, rank, world, B);
-        loader_read(val, pos, B, inputs, targets);
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "dist/fail.h"
+
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
+                     int rank, int world, int32_t *inputs, int32_t *targets) {
+    const kernel_ops *ops = model->ops;
+    const size_t tokens = (size_t)B * T;
+    /* One double per batch: this rank's on the backend, then every rank's
+     * on the host (zero where another rank computed the batch: x + 0 = x). */
+    double *on_device = ops->alloc((size_t)eval_batches * sizeof(double));
+    double *sums = xcalloc((size_t)eval_batches, sizeof(double));
+    int mine = 0;
+    for (int k = rank; k < eval_batches; k += world, mine++) {
+        loader_read(val, (int64_t)k * B, B, inputs, targets);
+        gpt2_loss_reset(model);
         gpt2_forward_async(model, inputs, targets, B, T, 0.0f);
+        ops->sum_f32(on_device + mine, model->loss_acc, tokens);
     }
-    return gpt2_loss_take(model);
+    double *local = xcalloc((size_t)(mine > 0 ? mine : 1), sizeof(double));
+    if (mine > 0) ops->download(local, on_device, (size_t)mine * sizeof(double));
+    for (int i = 0; i < mine; i++) sums[rank + i * world] = local[i];
+    if (world > 1)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, eval_batches, MPI_DOUBLE, MPI_SUM,
+                                MPI_COMM_WORLD));
+    double total = 0.0;
+    for (int k = 0; k < eval_batches; k++) total += sums[k];
+    gpt2_loss_reset(model);
+    free(local);
+    free(sums);
+    ops->release(on_device);
+    return total / ((double)eval_batches * (double)tokens);
 }

@@ -1,6 +1,11 @@
-/* Validation loss: the mean per-token loss of a model over the first batches
- * of a validation set (file order), one rank's share of them. The trainer
- * sums the shares over ranks; gpt2_eval runs it as a single rank. */
+/* Validation loss: the mean per-token loss of a model over the first
+ * eval_batches micro-batches of a validation set, the same windows and the
+ * same number for any rank count. Batch k holds validation samples
+ * [k * B, (k + 1) * B) in file order, and rank k % world computes it. Each
+ * batch's loss sum stays apart until every rank has every sum; then all add
+ * them in batch order, so 1, 2 or 3 ranks (or a run resumed on another
+ * count, or gpt2_eval on one process) report the same bits for the same
+ * weights. */
 #ifndef GPT2_EVAL_VAL_LOSS_H
 #define GPT2_EVAL_VAL_LOSS_H
 
@@ -9,10 +14,10 @@
 #include "data/loader.h"
 #include "model/gpt2.h"
 
-/* Mean loss over n_batches micro-batches of B sequences of the model's T
- * tokens; rank r of world takes the r-th micro-batch of every group of
- * world, so ranks read disjoint sequences (n_batches * world batches in
- * all). inputs and targets are host buffers of B * T each. */
-double val_loss_mean(gpt2_model *model, data_loader *val, int n_batches, int B, int T, int rank,
-                     int world, int32_t *inputs, int32_t *targets);
+/* Collective over MPI_COMM_WORLD when world > 1 (a single process needs no
+ * MPI). Mean loss per token over eval_batches batches of B sequences of T
+ * tokens; inputs and targets are host buffers of B * T each. Nothing waits
+ * for the device between batches. */
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
+                     int rank, int world, int32_t *inputs, int32_t *targets);
 #endif

@@ -16,6 +16,14 @@
  * 4 MiB chunks, about 600 MB/s here). */
 #define H5_CHUNK_ELEMS ((int64_t)1 << 14)
 
+/* HDF5 closes the files still open from an atexit handler. After a failed
+ * write (a full disk) that handler flushes a file whose metadata never made
+ * it to disk and crashes (H5F__close_cb: exit 139 instead of our exit 1).
+ * Every file we write is closed (and fsync'd) explicitly before it counts,
+ * so nothing is lost by leaving the rest to the kernel. This must run before
+ * any other HDF5 call: a constructor runs before main(). */
+__attribute__((constructor)) static void h5_no_close_at_exit(void) { H5dont_atexit(); }
+
 /* Our messages replace HDF5's automatic error stack dump on stderr. */
 static void h5_quiet(void) {
     static int done;
@@ -35,10 +43,22 @@ void h5_last_error(char *buf, size_t len) {
     snprintf(buf, len, "%s", desc[0] ? desc : "unknown HDF5 error");
 }
 
-/* HDF5's reason, with what it means for a checkpoint when it is a checksum. */
+/* HDF5's reason, with what it means for a checkpoint when it is a checksum.
+ * A failed system call shows as "file write failed: time = ..., filename =
+ * ..., errno = 28, error message = 'No space left on device', ...": the
+ * system's message comes first then, HDF5's summary after it. */
 static void h5_reason(char *buf, size_t len) {
     char desc[512];
     h5_last_error(desc, sizeof desc);
+    const char *sys = strstr(desc, "error message = '");
+    if (sys) {
+        sys += strlen("error message = '");
+        const char *end = strchr(sys, '\'');
+        const char *colon = strchr(desc, ':');
+        snprintf(buf, len, "%.*s (HDF5: %.*s)", end ? (int)(end - sys) : 200, sys,
+                 colon ? (int)(colon - desc) : 100, desc);
+        return;
+    }
     const char *hint = strstr(desc, "checksum") || strstr(desc, "Fletcher32")
                            ? " (checksum mismatch: the file is damaged)"
                            : "";
@@ -57,13 +77,18 @@ static hid_t file_access_list(void) {
 hid_t h5_create(const char *path) {
     h5_quiet();
     hid_t fapl = file_access_list();
+    errno = 0;
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    H5Pclose(fapl);
     if (file < 0) {
+        const int err = errno;
         char why[600];
-        h5_reason(why, sizeof why);
+        h5_reason(why, sizeof why); /* before H5Pclose, which empties the error stack */
+        H5Pclose(fapl);
+        if (err && !strstr(why, strerror(err)))
+            FAIL("cannot create %s: %s (HDF5: %s)", path, strerror(err), why);
         FAIL("cannot create %s: %s", path, why);
     }
+    H5Pclose(fapl);
     return file;
 }
 

@@ -13,7 +13,8 @@
 /* For n elements: g = grad * grad_scale (the clip factor);
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
  * param -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * param).
- * t is the 1-based step. */
+ * t is the 1-based step. A negative grad_scale (CLIP_SKIP_STEP, a step
+ * whose gradient norm or loss is not finite) returns at once: nothing changes. */
 void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                       float beta1, float beta2, float eps, float weight_decay, float grad_scale,
                       int t);

@@ -24,6 +24,9 @@ size_t cuda_memory_in_use(void);
  * bytes/s (read + written); 0 where memory for the trial was lacking.
  * ops_cuda_init must have run. */
 void cuda_measure_ceilings(double *gemm_flops_per_s, double *copy_bytes_per_s);
+/* Free and total bytes on the current device (cudaMemGetInfo); 0, or -1
+ * when unknown. */
+int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);
 #ifdef __cplusplus
 }
 #endif

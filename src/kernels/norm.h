@@ -13,14 +13,28 @@ double sum_squares_cpu(const float *x, size_t n);
 #else
 #define NORM_HOST_DEVICE
 #endif
+/* The clip factor of a step that must update nothing: its global gradient
+ * norm (or its loss, folded in by nonfinite_fold) is NaN or Inf. Every
+ * AdamW kernel returns at once, touching nothing, when the factor it reads
+ * is negative; the host learns of the skip once the step is done. */
+#define CLIP_SKIP_STEP (-1.0f)
+
 /* The factor torch.nn.utils.clip_grad_norm_ multiplies gradients by:
  * min(1, max_norm / (norm + 1e-6)), norm = sqrt(sum_squares), in double;
- * 1 when max_norm <= 0 (no clipping). One definition for both backends, so
- * their factors are the same bits. */
+ * 1 when max_norm <= 0 (no clipping); CLIP_SKIP_STEP when sum_squares is
+ * not finite. One definition for both backends, so their factors are the
+ * same bits. */
 static inline NORM_HOST_DEVICE float clip_factor(double sum_squares, double max_norm) {
+    if (!isfinite(sum_squares)) return CLIP_SKIP_STEP;
     if (max_norm <= 0.0) return 1.0f;
     const double coef = max_norm / (sqrt(sum_squares) + 1e-6);
     return coef < 1.0 ? (float)coef : 1.0f;
+}
+
+/* A non-finite value (a step's loss) makes the sum of squares NaN, so that
+ * the step's clip factor says skip. */
+static inline NORM_HOST_DEVICE double nonfinite_fold_value(double sum_squares, double value) {
+    return isfinite(value) ? sum_squares : (double)NAN;
 }
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
@@ -43,6 +57,8 @@ void sum_f32_cuda(double *sum, const float *x, size_t n, cudaStream_t stream);
 /* *scale = clip_factor(*sum_squares, max_norm) on the device. */
 void clip_scale_cuda(float *scale, const double *sum_squares, double max_norm,
                      cudaStream_t stream);
+/* *sum_squares = NaN when *value is not finite (see nonfinite_fold_cpu). */
+void nonfinite_fold_cuda(double *sum_squares, const double *value, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -73,6 +73,10 @@ typedef struct kernel_ops {
      * memory: a step's loss summed where it lies, so that only one double
      * crosses to the host, and only once the step is done. */
     void (*sum_f32)(double *sum, const float *x, size_t n);
+    /* *sum_squares = NaN when *value (a step's loss sum, backend memory)
+     * is NaN or Inf: a non-finite loss then skips the step like a
+     * non-finite gradient norm does (clip_scale), with no round trip. */
+    void (*nonfinite_fold)(double *sum_squares, const double *value);
     /* out = gelu(inp), tanh form, over n elements (a multiple of 8): the
      * backward's recomputation of an MLP activation that was not kept
      * (recompute_gelu). */
@@ -84,7 +88,9 @@ typedef struct kernel_ops {
      * *sum = the sum of squares of n gradient elements (double). */
     void (*grad_sum_squares)(double *sum, const void *grad, size_t n);
     /* *scale = min(1, max_norm / (sqrt(*sum_squares) + 1e-6)), the factor of
-     * torch.nn.utils.clip_grad_norm_, computed in double; 1 when max_norm <= 0. */
+     * torch.nn.utils.clip_grad_norm_, computed in double; 1 when max_norm <= 0;
+     * CLIP_SKIP_STEP (negative, kernels/norm.h) when *sum_squares is not
+     * finite: then adamw_update changes nothing. */
     void (*clip_scale)(float *scale, const double *sum_squares, double max_norm);
     /* AdamW over n elements of an fp32 master shard, the gradient multiplied
      * by *grad_scale (backend memory: clip_scale's output); writes the

@@ -99,11 +99,15 @@ static void cpu_grad_sum_squares(double *sum, const void *grad, size_t n) {
 static void cpu_clip_scale(float *scale, const double *sum_squares, double max_norm) {
     *scale = clip_factor(*sum_squares, max_norm);
 }
+static void cpu_nonfinite_fold(double *sum_squares, const double *value) {
+    *sum_squares = nonfinite_fold_value(*sum_squares, *value);
+}
 /* The reference update once per run of chunks with the same decay flag. */
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                              size_t n, const uint8_t *decay_chunks, float lr, float beta1,
                              float beta2, float eps, float weight_decay, const float *grad_scale,
                              int t) {
+    if (*grad_scale < 0.0f) return; /* CLIP_SKIP_STEP: this step updates nothing */
     const float *g = grad;
     for (size_t begin = 0, end; begin < n; begin = end) {
         const int decay = decay_chunks == NULL || decay_chunks[begin / ADAMW_DECAY_CHUNK];
@@ -146,6 +150,7 @@ const kernel_ops ops_cpu = {
     .classifier_forward_backward = cpu_classifier,
     .loss_accumulate = cpu_loss_accumulate,
     .sum_f32 = cpu_sum_f32,
+    .nonfinite_fold = cpu_nonfinite_fold,
     .gelu_forward = cpu_gelu_forward,
     .grad_sum_squares = cpu_grad_sum_squares,
     .clip_scale = cpu_clip_scale,

@@ -242,6 +242,10 @@ static void p_clip_scale(float *scale, const double *sum_squares, double max_nor
     TIMED("clip_scale", prof.inner->clip_scale(scale, sum_squares, max_norm));
 }
 
+static void p_nonfinite_fold(double *sum_squares, const double *value) {
+    TIMED("nonfinite_fold", prof.inner->nonfinite_fold(sum_squares, value));
+}
+
 static void p_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                            size_t n, const uint8_t *decay_chunks, float lr, float beta1,
                            float beta2, float eps, float weight_decay, const float *grad_scale,
@@ -284,6 +288,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     t->gelu_forward = p_gelu_forward;
     t->grad_sum_squares = p_grad_sum_squares;
     t->clip_scale = p_clip_scale;
+    t->nonfinite_fold = p_nonfinite_fold;
     t->adamw_update = p_adamw_update;
     return t;
 }

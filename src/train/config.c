@@ -127,7 +127,8 @@ static const config_key keys[] = {
     INT_KEY("train", max_steps, "19073", AT_LEAST(1), "optimizer steps of the whole run"),
     INT_KEY("train", eval_every, "250", AT_LEAST(0), "steps between validation losses; 0 disables"),
     INT_KEY("train", eval_batches, "20", AT_LEAST(1),
-            "validation micro-batches per rank per evaluation"),
+            "validation micro-batches (of micro_batch sequences) per evaluation, over all ranks: "
+            "the same windows for any rank count"),
     INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
     INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
             "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "
@@ -143,6 +144,9 @@ static const config_key keys[] = {
     INT_KEY("train", sample_tokens, "64", CLOSED(1, 1 << 20), "tokens generated per sample"),
     STRING_KEY("train", sample_prompt, "Hello, I'm a language model,",
                "text each sample continues (after <|endoftext|>; empty: from <|endoftext|> alone)"),
+    INT_KEY("train", max_bad_steps, "5", CLOSED(1, 1000000),
+            "a step whose loss or gradient norm is NaN/Inf updates nothing and is logged as "
+            "skipped; this many in a row end the run with exit code 4, saving nothing"),
     BOOL_KEY("train", recompute_gelu, "false",
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
              "per layer in bf16, costs one elementwise pass per layer)"),
@@ -171,12 +175,19 @@ static const config_key keys[] = {
                "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
                "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
                "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
+    DOUBLE_KEY("run", time_limit_min, "0", NO_RANGE,
+               "wall-clock budget in minutes: the run saves a checkpoint and exits 3 while the "
+               "next step and a save still fit (measured step and save times); 0: the Slurm "
+               "job's end time when running in a job that has one, else none; < 0: none"),
     BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
     INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
             "with dry_run: report for this many ranks instead of the launched ones (0)"),
     BOOL_KEY("run", save_init, "false",
              "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
              "the run elsewhere, e.g. in PyTorch)"),
+    BOOL_KEY("run", memory_preflight, "true",
+             "device=cuda: before allocating, check that the memory estimate plus a reserve fits "
+             "the GPU's free memory; when not, exit 2 with the largest micro_batch that fits"),
     BOOL_KEY("run", profile_ops, "false",
              "time every kernel op (synchronizing around each, so steps run slower) and print "
              "a per-op table (calls, ms and % per step, floor on this device) at the end of "

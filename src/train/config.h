@@ -37,10 +37,11 @@ typedef struct {
 
     /* intervals (0 disables) */
     int eval_every;
-    int eval_batches; /* val batches (of micro_batch sequences per rank) per evaluation */
+    int eval_batches; /* val micro-batches per evaluation, over all ranks together */
     int log_every;
     int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
     int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
+    int max_bad_steps;    /* consecutive non-finite (skipped) steps that end the run */
 
     /* what users watch besides the loss (both need the tokenizer) */
     int hellaswag_examples; /* per evaluation: the first N of hellaswag_data (0: all) */
@@ -59,6 +60,7 @@ typedef struct {
     char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
     char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
     char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5, llm.c .bin, HF dir */
+    double time_limit_min; /* wall-clock budget; 0: the Slurm job's end, if any; < 0: none */
 
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
@@ -71,6 +73,7 @@ typedef struct {
 
     /* performance and diagnostics */
     bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
     bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
     bool matmul_autotune; /* device=cuda: GEMM algorithms chosen by timing the candidates */
     bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */

@@ -7,8 +7,9 @@
 #include "model/layout.h"
 #include "train/config.h"
 
-/* Reads cfg->init_from into host_params (flat fp32 in lay). A path that is
- * no model, or a model whose sizes differ from the config's, ends every rank
- * with exit code 2 naming the key. */
+/* Collective. Rank 0 reads cfg->init_from into host_params (flat fp32 in
+ * lay) and broadcasts it to every rank. A path that is no model, or a model
+ * whose sizes differ from the config's, ends every rank with exit code 2
+ * naming the key. */
 void init_from_load(const config *cfg, const gpt2_layout *lay, float *host_params);
 #endif

@@ -2,6 +2,7 @@
 #include "train/metrics.h"
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "dist/fail.h"
@@ -11,14 +12,21 @@ void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps
     log->jsonl = NULL;
     log->max_steps = max_steps;
     if (rank != 0) return;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", run_dir);
-    log->jsonl = fopen(path, "a");
-    if (!log->jsonl) FAIL("cannot open %s: %s", path, strerror(errno));
+    snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", run_dir);
+    log->jsonl = fopen(log->path, "a");
+    if (!log->jsonl) FAIL("cannot open %s: %s", log->path, strerror(errno));
+}
+
+/* Each record reaches the file when it is logged, or the run stops: a log
+ * that silently lost its lines (disk full) would be worse than none. */
+static void flush_record(metrics_log *log) {
+    if (fflush(log->jsonl) != 0 || ferror(log->jsonl))
+        FAIL("cannot write %s: %s", log->path, strerror(errno));
 }
 
 void metrics_close(metrics_log *log) {
-    if (log->jsonl) fclose(log->jsonl);
+    if (log->jsonl && fclose(log->jsonl) != 0)
+        FAIL("cannot write %s: %s", log->path, strerror(errno));
     log->jsonl = NULL;
 }
 
@@ -44,7 +52,7 @@ void metrics_step(metrics_log *log, const step_record *r) {
     fprintf(log->jsonl, ",\"elapsed_s\":%.3f", r->elapsed_s);
     if (r->eta_s >= 0) fprintf(log->jsonl, ",\"eta_s\":%.3f", r->eta_s);
     fprintf(log->jsonl, "}\n");
-    fflush(log->jsonl);
+    flush_record(log);
 }
 
 void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
@@ -53,7 +61,32 @@ void metrics_eval(metrics_log *log, int step, double val_loss, double ms) {
     fflush(stdout);
     fprintf(log->jsonl, "{\"type\":\"eval\",\"step\":%d,\"val_loss\":%.17g,\"ms\":%.3f}\n", step,
             val_loss, ms);
-    fflush(log->jsonl);
+    flush_record(log);
+}
+
+/* JSON has no NaN or Inf: those values are written as null. */
+static void json_number(char *buf, size_t len, double v) {
+    if (isfinite(v))
+        snprintf(buf, len, "%.17g", v);
+    else
+        snprintf(buf, len, "null");
+}
+
+void metrics_skip(metrics_log *log, int step, double loss, double grad_norm, int in_a_row,
+                  int max_in_a_row, int total) {
+    if (!log->jsonl) return;
+    printf("step %5d/%d | skipped: non-finite loss or gradient norm (loss %g, norm %g), nothing "
+           "updated | %d in a row (max_bad_steps %d), %d skipped in this run\n",
+           step, log->max_steps, loss, grad_norm, in_a_row, max_in_a_row, total);
+    fflush(stdout);
+    char loss_text[32], norm_text[32];
+    json_number(loss_text, sizeof loss_text, loss);
+    json_number(norm_text, sizeof norm_text, grad_norm);
+    fprintf(log->jsonl,
+            "{\"type\":\"skip\",\"step\":%d,\"loss\":%s,\"grad_norm\":%s,\"in_a_row\":%d,"
+            "\"skipped\":%d}\n",
+            step, loss_text, norm_text, in_a_row, total);
+    flush_record(log);
 }
 
 void metrics_hellaswag(metrics_log *log, int step, double n, double correct, double correct_norm,

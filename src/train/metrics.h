@@ -8,6 +8,7 @@
 typedef struct {
     FILE *jsonl; /* NULL on ranks other than 0 */
     int max_steps;
+    char path[1024];
 } metrics_log;
 
 typedef struct {
@@ -17,7 +18,8 @@ typedef struct {
     double elapsed_s, eta_s; /* since training started; time left (< 0: unknown) */
 } step_record;
 
-/* Opens run_dir/metrics.jsonl for appending (rank 0 only). */
+/* Opens run_dir/metrics.jsonl for appending (rank 0 only). A record that
+ * cannot be written (a full disk) ends the job with exit 1 naming the file. */
 void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps);
 void metrics_close(metrics_log *log);
 void metrics_step(metrics_log *log, const step_record *r);
@@ -26,4 +28,9 @@ void metrics_eval(metrics_log *log, int step, double val_loss, double ms);
  * loss per token, cut (examples shortened to fit seq_len). */
 void metrics_hellaswag(metrics_log *log, int step, double n, double correct, double correct_norm,
                        double cut, double ms);
+/* A step that updated nothing (non-finite loss or gradient norm): logged
+ * whatever log_every says, as {"type":"skip", ...}; a NaN/Inf is null in
+ * the JSON. in_a_row and total count the skipped steps. */
+void metrics_skip(metrics_log *log, int step, double loss, double grad_norm, int in_a_row,
+                  int max_in_a_row, int total);
 #endif

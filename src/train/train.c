@@ -29,7 +29,11 @@
 #include "train/init_from.h"
 #include "train/memory.h"
 #include "train/metrics.h"
+#include "train/nonfinite.h"
 #include "train/optimizer.h"
+#include "train/preflight.h"
+#include "train/run_lock.h"
+#include "train/run_stop.h"
 #include "train/schedule.h"
 #include "train/signals.h"
 #include "train/watch.h"
@@ -74,14 +78,6 @@ static void open_dataset(token_dataset *ds, const char *key, const char *pattern
         FAIL("%s: %s", key, err);
 }
 
-/* Mean validation loss over eval_batches batches of every rank (val_loss.h). */
-static double evaluate(gpt2_model *model, data_loader *val, const config *cfg, communicator *comm,
-                       int32_t *inputs, int32_t *targets) {
-    const double mine = val_loss_mean(model, val, cfg->eval_batches, cfg->micro_batch,
-                                      cfg->seq_len, comm->rank, comm->world, inputs, targets);
-    return comm->ops->sum_scalar(comm, mine) / comm->world;
-}
-
 static void print_run_header(const config *cfg, int world, const gpt2_layout *lay,
                              const char *run_dir, const char *config_text) {
     printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world,
@@ -118,6 +114,32 @@ static void save_initial_weights(const char *run_dir, const gpt2_layout *lay,
     printf("saved initial weights to %s\n", path);
 }
 
+/* Rank 0 logs a skipped step with its loss (summed over ranks here when the
+ * step was not logged: every rank knows of the skip, the factor is global). */
+static void log_skipped_step(gpt2_model *model, communicator *comm, const adamw_state *opt,
+                             const kernel_ops *ops, metrics_log *log, const nonfinite_guard *g,
+                             int step, bool loss_summed) {
+    if (!loss_summed && comm->world > 1) comm->ops->sum_in_place(comm, model->loss_sum);
+    const double loss = gpt2_loss_sum_read(model) / ((double)model->loss_tokens * comm->world);
+    metrics_skip(log, step, loss, optimizer_grad_norm(opt, ops), g->in_a_row, g->max_in_a_row,
+                 g->total);
+}
+
+/* Rank 0: why the run ends with EXIT_NONFINITE, and what is left to resume. */
+static void report_give_up(const nonfinite_guard *g, int step, const char *run_dir) {
+    char newest[CKPT_PATH_MAX], left[CKPT_PATH_MAX + 128];
+    if (ckpt_find_newest(run_dir, newest, sizeof newest) >= 0)
+        snprintf(left, sizeof left, "the newest checkpoint, %s, holds the last finite state",
+                 newest);
+    else
+        snprintf(left, sizeof left, "this run has no checkpoint");
+    fflush(stdout);
+    fprintf(stderr,
+            "gpt2_ddp: error: steps %d-%d all had a NaN/Inf loss or gradient norm (max_bad_steps = "
+            "%d): the run stops, nothing saved (exit code %d); %s\n",
+            step - g->in_a_row + 1, step, g->max_in_a_row, EXIT_NONFINITE, left);
+}
+
 static bool checkpoint_due(const config *cfg, int steps_done) {
     return cfg->checkpoint_every > 0 &&
            (steps_done % cfg->checkpoint_every == 0 || steps_done == cfg->max_steps);
@@ -127,17 +149,19 @@ static bool checkpoint_due(const config *cfg, int steps_done) {
  * step_first + total_batch / seq_len). Nothing in it waits for the device:
  * the gradient norm, its sum over ranks, the clip factor and (want_loss) the
  * loss summed over ranks stay on the device, the loss for
- * gpt2_loss_sum_read once the step is done. */
+ * gpt2_loss_sum_read once the step is done. A NaN/Inf loss or norm makes the
+ * clip factor CLIP_SKIP_STEP: AdamW then changes nothing (see nonfinite.h).
+ * poison: the GPT2_TEST_NAN_STEP hook (NaN gradients on this rank). */
 static void train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
                        data_loader *train_ld, const config *cfg, int64_t step_first,
                        const adamw_hparams *hp, int32_t *inputs, int32_t *targets,
-                       bool want_loss) {
+                       bool want_loss, bool poison) {
     const kernel_ops *ops = model->ops;
     communicator *comm = ddp->comm;
     const int B = cfg->micro_batch, T = cfg->seq_len;
     /* Every token of the global batch weighs the same: the sum over ranks
      * and micro-steps of dloss-scaled gradients is the mean. */
-    const float dloss = 1.0f / ((float)B * T * cfg->grad_accum * comm->world);
+    const float dloss = poison ? NAN : 1.0f / ((float)B * T * cfg->grad_accum * comm->world);
     ops->zero(model->grads, model->lay.n_elements * ops->elem_bytes);
     gpt2_loss_reset(model);
     for (int micro = 0; micro < cfg->grad_accum; micro++) {
@@ -149,12 +173,18 @@ static void train_step(gpt2_model *model, data_parallel *ddp, adamw_state *opt,
         gpt2_backward(model, last && comm->world > 1 ? buckets_on_ready : NULL, &ddp->buckets);
     }
     ddp_finish_reduction(ddp);
-    /* Before the all-gather: queued behind it, the sums would wait for all of it. */
-    if (want_loss) {
-        double *loss_sum = gpt2_loss_sum_async(model);
-        if (comm->world > 1) comm->ops->sum_in_place(comm, loss_sum);
-    }
+    /* Every step's loss sum, for the non-finite guard; summed over ranks
+     * when logged, before the all-gather (queued behind it, the sums would
+     * wait for all of it). */
+    double *loss_sum = gpt2_loss_sum_async(model);
+    if (want_loss && comm->world > 1) comm->ops->sum_in_place(comm, loss_sum);
     optimizer_grad_sum_squares(opt, ops, ddp->shard_grads);
+    /* A NaN/Inf loss makes the norm NaN. Folded in before the norm's sum
+     * over ranks, or once the loss itself is summed, so that every rank
+     * skips alike (zero_stage 0 sums no norm: a NaN loss there shows in the
+     * all-reduced gradients anyway). */
+    if (want_loss || comm->world == 1 || ddp->zero_stage == 1)
+        ops->nonfinite_fold(opt->grad_sum_squares, loss_sum);
     ddp_sum_shards(ddp, opt->grad_sum_squares);
     optimizer_clip(opt, ops, cfg->grad_clip);
     optimizer_step(opt, ops, model->params, ddp->shard_grads, hp);
@@ -199,10 +229,18 @@ int train_run(const config *cfg, dist_state *dist) {
 
     signals_install();
     const kernel_ops *ops = backend_select(cfg, dist);
+    preflight_check(cfg, &lay, dist, ops); /* before anything of the model is allocated */
     if (cfg->profile_ops) ops = ops_profile_wrap(ops);
     const double peak_flops = backend_peak_flops(cfg, dist);
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
     if (dist->rank == 0) ckpt_make_dirs(run_dir);
+    /* Before anything is read or written there: a second run ends here. */
+    run_lock lock;
+    run_lock_acquire(&lock, run_dir, dist->rank);
+    /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
+     * limit's save estimate until a save is measured. */
+    run_stop stopper;
+    run_stop_init(&stopper, cfg, run_dir, dist->rank, 4.0 * lay.n_elements + mem.optimizer);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     /* Before any data or state is touched: a bad HellaSwag file ends the run here. */
     run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
@@ -255,7 +293,10 @@ int train_run(const config *cfg, dist_state *dist) {
     int32_t *inputs = xmalloc((size_t)B * T * sizeof(int32_t));
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
     const int64_t samples_per_step = cfg->total_batch / T;
-    bool preempted = false;
+    bool preempted = false, gave_up = false;
+    int stop_reasons = 0;
+    nonfinite_guard guard;
+    nonfinite_init(&guard, cfg->max_bad_steps);
     /* A step's time runs from the end of the previous step (or of the
      * evaluation or checkpoint between them), so that it includes the loop's
      * own host work: logging, the stop agreement, reading the batch. */
@@ -265,9 +306,11 @@ int train_run(const config *cfg, dist_state *dist) {
     for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
             double t0 = now_ms();
-            double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
+            double val = val_loss_mean(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
+                                       comm->world, inputs, targets);
             metrics_eval(&log, step, val, now_ms() - t0);
             watch_hellaswag(watch, &model, comm, &log, step);
+            run_stop_note_eval(&stopper, now_ms() - t0);
             step_start = now_ms();
             eta_periodic(&eta, ETA_EVAL, step_start - t0, cfg->eval_every);
         }
@@ -279,21 +322,26 @@ int train_run(const config *cfg, dist_state *dist) {
         const bool logged = cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 ||
                                                    step == 0 || step + 1 == cfg->max_steps);
         train_step(&model, &ddp, &opt, &train_ld, cfg, progress.samples_consumed, &hp, inputs,
-                   targets, logged);
+                   targets, logged, nonfinite_test_poison(&guard, step + 1, dist->rank));
         /* While the device works through the step, the ranks agree whether a
-         * stop signal ends the run after it (a host collective). */
-        preempted = signals_stop_agreed();
+         * stop signal, the STOP file or the time limit ends the run after it
+         * (a host collective). */
+        const bool eval_next = do_eval && (step + 1) % cfg->eval_every == 0;
+        stop_reasons = run_stop_agree(&stopper, eval_next);
+        preempted = stop_reasons != 0;
         ops->synchronize();
         ddp_step_done(&ddp);
+        const bool skipped = nonfinite_step_skipped(&guard, &opt, ops);
         backend_sample_memory(ops);
         const double ms = now_ms() - step_start;
         step_start = now_ms();
         eta_step(&eta, ms);
+        run_stop_note_step(&stopper, ms);
         if (cfg->profile_ops) ops_profile_step_done();
         progress = (ckpt_progress){.step = step + 1, .lr = hp.lr,
                                    .samples_consumed = progress.samples_consumed + samples_per_step};
         if (cfg->comm_trace && comm->world > 1) buckets_write_trace(&ddp.buckets, trace_path, step + 1);
-        if (logged) {
+        if (logged && !skipped) {
             /* The mean over ranks and micro-steps (every rank the same). */
             const double loss =
                 gpt2_loss_sum_read(&model) / ((double)model.loss_tokens * comm->world);
@@ -307,25 +355,34 @@ int train_run(const config *cfg, dist_state *dist) {
                 r.mfu = r.tokens_per_s / comm->world * flops_per_token / peak_flops;
             metrics_step(&log, &r);
         }
+        if (skipped) {
+            log_skipped_step(&model, comm, &opt, ops, &log, &guard, step + 1, logged);
+            if (nonfinite_give_up(&guard)) {
+                if (dist->rank == 0) report_give_up(&guard, step + 1, run_dir);
+                gave_up = true;
+                break;
+            }
+        }
+        /* A skipped step's state is the last good one: saving it is safe. */
         if (preempted || checkpoint_due(cfg, step + 1)) {
             const double t0 = now_ms();
             ckpt_save(&ckpt, &progress);
+            run_stop_note_save(&stopper, (now_ms() - step_start) / 1e3);
             step_start = now_ms();
             eta_periodic(&eta, ETA_CHECKPOINT, step_start - t0, cfg->checkpoint_every);
         }
     }
     ddp_params_ready(&ddp); /* what follows reads the parameters outside a forward */
-    if (preempted && dist->rank == 0)
-        printf("stopped by a pre-emption signal (SIGTERM/SIGUSR1) after step %d: checkpoint "
-               "saved, exit code %d\n", progress.step, EXIT_PREEMPTED);
-    if (do_eval && !preempted) {
+    if (preempted && !gave_up) run_stop_report(&stopper, stop_reasons, progress.step);
+    if (do_eval && !preempted && !gave_up) {
         double t0 = now_ms();
-        double val = evaluate(&model, &val_ld, cfg, comm, inputs, targets);
+        double val = val_loss_mean(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
+                                   comm->world, inputs, targets);
         metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
         watch_hellaswag(watch, &model, comm, &log, cfg->max_steps);
     }
-    if (!preempted) watch_sample(watch, &model, cfg->max_steps); /* the run ends with a sample */
-    if (dist->rank == 0 && !preempted) {
+    if (!preempted && !gave_up) watch_sample(watch, &model, cfg->max_steps); /* ends with a sample */
+    if (dist->rank == 0 && !preempted && !gave_up) {
         ops->download_f32(host_params, model.params, lay.n_elements);
         char path[1200];
         snprintf(path, sizeof path, "%s/model.h5", run_dir);
@@ -351,5 +408,7 @@ int train_run(const config *cfg, dist_state *dist) {
         dataset_close(&val_ds);
     }
     layout_free(&lay);
+    run_lock_release(&lock);
+    if (gave_up) return EXIT_NONFINITE;
     return preempted ? EXIT_PREEMPTED : 0;
 }

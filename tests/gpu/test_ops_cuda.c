@@ -45,6 +45,7 @@
 #include "kernels/adamw.h"
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"
+#include "kernels/norm.h"
 #include "kernels/ops.h"
 #include "model/rng.h"
 
@@ -861,6 +862,76 @@ static void test_adamw(size_t n, size_t offset, int masked) {
     free(v);
 }
 
+/* A step that must update nothing (non-finite norm or loss): the device's
+ * clip factor is CLIP_SKIP_STEP like the CPU's, the loss folds into the norm
+ * as on the CPU, and AdamW fed that factor leaves master, m, v and the bf16
+ * parameters as they were, bit for bit (vector and scalar kernels). */
+static void test_skip_step(size_t n, size_t offset) {
+    char op[64];
+    snprintf(op, sizeof op, "skip_step n%zu off%zu", n, offset);
+    const double sums[] = {NAN, INFINITY, 2.5};
+    const double losses[] = {10.5, NAN, INFINITY};
+    double *d_sum = G->alloc(sizeof(double)), *d_loss = G->alloc(sizeof(double));
+    float *d_scale = G->alloc(sizeof(float));
+    int wrong = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double ref_sum = sums[i], got_sum = 0.0;
+            float ref = 0.0f, got = 0.0f;
+            H->nonfinite_fold(&ref_sum, &losses[j]);
+            H->clip_scale(&ref, &ref_sum, 1.0);
+            G->upload(d_sum, &sums[i], sizeof(double));
+            G->upload(d_loss, &losses[j], sizeof(double));
+            G->nonfinite_fold(d_sum, d_loss);
+            G->clip_scale(d_scale, d_sum, 1.0);
+            G->download(&got, d_scale, sizeof got);
+            G->download(&got_sum, d_sum, sizeof got_sum);
+            const int skip = i < 2 || j > 0;
+            wrong += memcmp(&ref, &got, sizeof ref) != 0 || (got < 0.0f) != skip ||
+                     (isnan(got_sum) != isnan(ref_sum));
+        }
+    char detail[96];
+    snprintf(detail, sizeof detail, "%d of 9 (norm, loss) cases differ from the CPU or the rule",
+             wrong);
+    check_true(op, "factor", wrong == 0, detail);
+
+    float *master = hrand(n, 0, 0.05), *m = hrand(n, 0, 0.01), *v = hrand(n, 0, 0.01);
+    for (size_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+    float *grad = hrand(n, 0, 1e-2);
+    grad[n / 2] = NAN;
+    float *mbuf = G->alloc((n + offset) * 4), *vbuf = G->alloc((n + offset) * 4),
+          *pbuf = G->alloc((n + offset) * 4);
+    float *d_master = pbuf + offset, *d_m = mbuf + offset, *d_v = vbuf + offset;
+    G->upload(d_master, master, n * 4);
+    G->upload(d_m, m, n * 4);
+    G->upload(d_v, v, n * 4);
+    void *gbuf = G->alloc((n + offset) * 2), *parbuf = G->alloc((n + offset) * 2);
+    void *d_g = ops_at(G, gbuf, offset), *d_par = ops_at(G, parbuf, offset);
+    G->upload_f32(d_g, grad, n);
+    G->upload_f32(d_par, master, n);
+    float *par_before = dev_to_host(d_par, n);
+    const float skip = CLIP_SKIP_STEP;
+    G->upload(d_scale, &skip, sizeof skip);
+    G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                    d_scale, 3);
+    float *g_master = dev_f32_to_host(d_master, n), *g_m = dev_f32_to_host(d_m, n),
+          *g_v = dev_f32_to_host(d_v, n), *g_par = dev_to_host(d_par, n);
+    const int same = memcmp(g_master, master, n * 4) == 0 && memcmp(g_m, m, n * 4) == 0 &&
+                     memcmp(g_v, v, n * 4) == 0 && memcmp(g_par, par_before, n * 4) == 0;
+    snprintf(detail, sizeof detail, "master, m, v, params unchanged: %s", same ? "yes" : "no");
+    check_true(op, "adamw", same, detail);
+    G->release(d_sum);
+    G->release(d_loss);
+    G->release(d_scale);
+    G->release(mbuf);
+    G->release(vbuf);
+    G->release(pbuf);
+    G->release(gbuf);
+    G->release(parbuf);
+    float *host[] = {master, m, v, grad, par_before, g_master, g_m, g_v, g_par};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
+}
+
 /* ------------------------------------------------------------ memory */
 
 static void test_memory(void) {
@@ -947,6 +1018,8 @@ int main(void) {
     test_adamw(1001, 1, 0);
     test_adamw(1000003, 0, 1);
     test_adamw(100 * ADAMW_DECAY_CHUNK + 5, 0, 1); /* a partial last chunk, scalar tail */
+    test_skip_step(1000003, 0);
+    test_skip_step(1001, 1);
 
     printf("SUMMARY test_ops_cuda: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");

@@ -731,6 +731,40 @@ static void test_norm(void) {
     free(x);
 }
 
+/* ------------------------------------------------------ non-finite guard */
+
+/* A step whose gradient norm or loss is NaN/Inf: clip_factor says skip
+ * (negative), and AdamW fed that factor leaves every array as it was; a
+ * finite norm keeps the usual factor, and the fold changes nothing then. */
+static void test_skip_step(void) {
+    printf("non-finite guard\n");
+    const double bad[] = {NAN, INFINITY, -INFINITY};
+    for (int i = 0; i < 3; i++) {
+        check_le("clip_factor(non-finite, clip 1) < 0", clip_factor(bad[i], 1.0) < 0.0f ? 0 : 1, 0);
+        check_le("clip_factor(non-finite, no clip) < 0", clip_factor(bad[i], 0.0) < 0.0f ? 0 : 1, 0);
+        check_le("fold(4, non-finite loss) is NaN", isnan(nonfinite_fold_value(4.0, bad[i])) ? 0 : 1, 0);
+    }
+    check_le("clip_factor(16, 1) = 1/(4+1e-6)", fabs(clip_factor(16.0, 1.0) - 1.0 / (4.0 + 1e-6)), 1e-7);
+    check_le("clip_factor(0.25, 1) = 1", clip_factor(0.25, 1.0) == 1.0f ? 0 : 1, 0);
+    check_le("fold(4, finite loss) = 4", nonfinite_fold_value(4.0, 10.5) == 4.0 ? 0 : 1, 0);
+
+    const size_t N = 1003;
+    float *param = randoms(N, 1.0f), *grad = randoms(N, 1.0f), *m = randoms(N, 0.1f);
+    float *v = randoms(N, 0.1f);
+    for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
+    grad[7] = NAN;
+    float *p0 = copy_of(param, N), *g0 = copy_of(grad, N), *m0 = copy_of(m, N), *v0 = copy_of(v, N);
+    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                     clip_factor(NAN, 1.0), 3);
+    const int same = memcmp(param, p0, N * 4) == 0 && memcmp(m, m0, N * 4) == 0 &&
+                     memcmp(v, v0, N * 4) == 0 && memcmp(grad, g0, N * 4) == 0;
+    check_le("AdamW with CLIP_SKIP_STEP changes nothing (bitwise)", same ? 0 : 1, 0);
+    grad[7] = 0.5f;
+    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 3);
+    check_le("AdamW with factor 1 updates", memcmp(param, p0, N * 4) != 0 ? 0 : 1, 0);
+    free(param), free(grad), free(m), free(v), free(p0), free(g0), free(m0), free(v0);
+}
+
 int main(void) {
     omp_set_num_threads(2);
     test_encoder();
@@ -741,6 +775,7 @@ int main(void) {
     test_classifier();
     test_adamw();
     test_norm();
+    test_skip_step();
     const int failed = check_failures();
     printf("%s: %d failed check(s)\n", failed ? "FAILED" : "PASSED", failed);
     return failed ? 1 : 0;

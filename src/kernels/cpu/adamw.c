@@ -20,6 +20,7 @@
 void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n, float lr,
                       float beta1, float beta2, float eps, float weight_decay, float grad_scale,
                       int t) {
+    if (grad_scale < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     const float decay = (float)(1.0 - (double)lr * (double)weight_decay);
     const float w1 = (float)(1.0 - (double)beta1);
     const int w1_small = fabsf(w1) < 0.5f; /* torch's lerp picks its formula by weight */

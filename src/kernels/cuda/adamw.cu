@@ -50,6 +50,7 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
                                          const uint8_t *decay_chunks, const float *grad_scale,
                                          adamw_consts k) {
     const float s = *grad_scale;
+    if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += (size_t)gridDim.x * blockDim.x) {
         const float d = chunk_decay(decay_chunks, i * 4, k.decay); /* 4 | ADAMW_DECAY_CHUNK */
@@ -81,6 +82,7 @@ static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf
                                            const uint8_t *decay_chunks, const float *grad_scale,
                                            adamw_consts k) {
     const float s = *grad_scale;
+    if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = begin + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float p = master[i], mi = m[i], vi = v[i];

@@ -46,3 +46,11 @@ extern "C" size_t cuda_memory_in_use(void) {
     }
     return total_b - free_b;
 }
+
+extern "C" int cuda_memory_info(size_t *free_bytes, size_t *total_bytes) {
+    if (cudaMemGetInfo(free_bytes, total_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}

@@ -66,6 +66,10 @@ static __global__ void clip_scale_kernel(float *scale, const double *sum_squares
     *scale = clip_factor(*sum_squares, max_norm);
 }
 
+static __global__ void nonfinite_fold_kernel(double *sum_squares, const double *value) {
+    *sum_squares = nonfinite_fold_value(*sum_squares, *value);
+}
+
 static __global__ void __launch_bounds__(SS_THREADS) sum_f32_kernel(double *sum, const float *x,
                                                                     size_t n) {
     double acc = 0.0;
@@ -94,4 +98,10 @@ extern "C" void clip_scale_cuda(float *scale, const double *sum_squares, double 
                                 cudaStream_t stream) {
     clip_scale_kernel<<<1, 1, 0, stream>>>(scale, sum_squares, max_norm);
     CUDA_CHECK_LAUNCH("clip_scale_kernel");
+}
+
+extern "C" void nonfinite_fold_cuda(double *sum_squares, const double *value,
+                                    cudaStream_t stream) {
+    nonfinite_fold_kernel<<<1, 1, 0, stream>>>(sum_squares, value);
+    CUDA_CHECK_LAUNCH("nonfinite_fold_kernel");
 }

@@ -311,6 +311,11 @@ static void cuda_clip_scale(float *scale, const double *sum_squares, double max_
     clip_scale_cuda(scale, sum_squares, max_norm, g.stream);
 }
 
+static void cuda_nonfinite_fold(double *sum_squares, const double *value) {
+    need_init();
+    nonfinite_fold_cuda(sum_squares, value, g.stream);
+}
+
 static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                               size_t n, const uint8_t *decay_chunks, float lr, float beta1,
                               float beta2, float eps, float weight_decay, const float *grad_scale,
@@ -347,6 +352,7 @@ extern "C" const kernel_ops ops_cuda = {
     .classifier_forward_backward = cuda_classifier,
     .loss_accumulate = cuda_loss_accumulate,
     .sum_f32 = cuda_sum_f32,
+    .nonfinite_fold = cuda_nonfinite_fold,
     .gelu_forward = cuda_gelu_forward,
     .grad_sum_squares = cuda_grad_sum_squares,
     .clip_scale = cuda_clip_scale,
