@@ -27,10 +27,9 @@ void samples_open(train_samples *s, bpe_tokenizer *tok, const config *cfg, const
     s->n_prompt = n;
     s->ids = realloc(s->ids, (n + (size_t)s->n_new) * sizeof(int32_t));
     CHECK(s->ids, "out of memory for sample tokens");
-    char path[1200];
-    snprintf(path, sizeof path, "%s/samples.jsonl", run_dir);
-    s->jsonl = fopen(path, "a");
-    if (!s->jsonl) FAIL("cannot open %s: %s", path, strerror(errno));
+    /* Opened at the first sample, so that a run refused before its first step
+     * leaves nothing in its directory (which may not exist yet). */
+    snprintf(s->path, sizeof s->path, "%s/samples.jsonl", run_dir);
 }
 
 void samples_close(train_samples *s) {
@@ -65,6 +64,8 @@ void samples_write(train_samples *s, gpt2_model *m, int step) {
     json_object_object_add(o, "prompt", json_object_new_string(s->prompt));
     json_object_object_add(o, "text", json_object_new_string(text));
     const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
+    if (!s->jsonl) s->jsonl = fopen(s->path, "a");
+    if (!s->jsonl) FAIL("cannot open %s: %s", s->path, strerror(errno));
     fprintf(s->jsonl, "%s\n", json_object_to_json_string_ext(o, flags));
     fflush(s->jsonl);
     json_object_put(o);

@@ -27,10 +27,12 @@ typedef struct {
     int n_new;
     uint64_t seed;
     sample_options opt;
-    FILE *jsonl;
+    FILE *jsonl;     /* NULL until the first sample */
+    char path[1200]; /* run_dir/samples.jsonl */
 } train_samples;
 
-/* Rank 0: encodes the prompt and opens run_dir/samples.jsonl for appending. */
+/* Rank 0: encodes the prompt; run_dir/samples.jsonl is opened for appending
+ * at the first sample. */
 void samples_open(train_samples *s, bpe_tokenizer *tok, const config *cfg, const char *run_dir);
 void samples_close(train_samples *s);
 /* Generates one sample from m's current weights, prints "sample STEP | text"

@@ -233,6 +233,9 @@ int train_run(const config *cfg, dist_state *dist) {
     if (cfg->profile_ops) ops = ops_profile_wrap(ops);
     const double peak_flops = backend_peak_flops(cfg, dist);
     const double flops_per_token = layout_flops_per_token(&lay, cfg->seq_len);
+    /* Before the run directory is created: a bad HellaSwag file or tokenizer
+     * ends the run here and leaves nothing behind. */
+    run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
     if (dist->rank == 0) ckpt_make_dirs(run_dir);
     /* Before anything is read or written there: a second run ends here. */
     run_lock lock;
@@ -242,8 +245,6 @@ int train_run(const config *cfg, dist_state *dist) {
     run_stop stopper;
     run_stop_init(&stopper, cfg, run_dir, dist->rank, 4.0 * lay.n_elements + mem.optimizer);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    /* Before any data or state is touched: a bad HellaSwag file ends the run here. */
-    run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
     char resume_dir[CKPT_PATH_MAX];
     const bool resuming = ckpt_resolve_resume(cfg, run_dir, resume_dir, sizeof resume_dir);
     const int B = cfg->micro_batch, T = cfg->seq_len;
