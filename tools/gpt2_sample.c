@@ -1,6 +1,7 @@
-/* gpt2_sample: text from a model's weights (a run's model.h5): greedy, or
- * temperature with optional top-k, seeded; runs on the CPU backend.
- * usage: gpt2_sample --weights FILE [--prompt TEXT] [--tokens N] [--temperature X]
+/* gpt2_sample: text from a model's weights (a run's model.h5, a checkpoint,
+ * an llm.c file or a Hugging Face directory): greedy, or temperature with
+ * optional top-k, seeded; runs on the CPU backend.
+ * usage: gpt2_sample --weights PATH [--prompt TEXT] [--tokens N] [--temperature X]
  *                    [--top-k K] [--greedy] [--seed S] [--encoder F --vocab F] */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,7 +10,7 @@
 
 #include "data/tokenizer.h"
 #include "dist/fail.h"
-#include "io/weights_h5.h"
+#include "io/model_io.h"
 #include "model/generate.h"
 
 typedef struct {
@@ -21,8 +22,10 @@ typedef struct {
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: gpt2_sample --weights FILE [options]\n"
-            "  --weights FILE      model weights (a run's model.h5)\n"
+            "usage: gpt2_sample --weights PATH [options]\n"
+            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
+            "                      or run directory), an llm.c .bin or a Hugging Face\n"
+            "                      GPT-2 directory (config.json + model.safetensors)\n"
             "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
             "  --tokens N          tokens to generate (default 64)\n"
             "  --temperature X     softmax temperature > 0 (default 1.0)\n"
@@ -69,7 +72,7 @@ static sample_args parse_args(int argc, char **argv) {
         }
     }
     if (optind < argc) fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
-    if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights FILE is required");
+    if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights PATH is required");
     return a;
 }
 
@@ -83,14 +86,16 @@ static void print_token(void *tok, int32_t id) {
 
 int main(int argc, char **argv) {
     sample_args a = parse_args(argc, argv);
-    int L, C, NH, V, Vp, maxT;
-    weights_read_sizes(a.weights, &L, &C, &NH, &V, &Vp, &maxT);
+    model_source src;
+    char err[2048];
+    if (model_source_open(&src, a.weights, err, sizeof err) != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
     gpt2_layout lay;
-    layout_build(&lay, L, C, NH, V, Vp, maxT);
+    model_source_layout(&src, &lay);
+    const int maxT = src.block_size;
     float *host = xmalloc(lay.n_elements * sizeof(float));
-    weights_load(a.weights, &lay, host);
+    model_source_load(&src, &lay, host);
 
-    char err[1024];
     bpe_tokenizer *tok = tokenizer_load(a.encoder, a.vocab, err, sizeof err);
     if (!tok) FAIL("%s", err);
     /* Like GPT-2's own samples, the context starts with <|endoftext|>. */

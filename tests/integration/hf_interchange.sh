@@ -10,7 +10,9 @@
 #  (4) init_from= the export, and the same weights in the Hub's layout
 #      (openai-community/gpt2: no prefix, mask buffers, tied lm_head),
 #      start a new run whose step-0 val loss is the step-8 val loss, bit for
-#      bit; the bf16 export within 1e-2.
+#      bit; the bf16 export within 1e-2;
+#  (5) gpt2_sample (seeded) continues a prompt with the same text from the
+#      checkpoint, its export and the Hub layout.
 # usage: hf_interchange.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
 bin=$1 convert=$2 work=$3
@@ -53,4 +55,16 @@ for from in hf hub hf_bf16; do
     *) [ "$got" = "$ref" ] || fail "val loss $got differs from $ref" ;;
   esac
 done
+sample=$(dirname "$bin")/gpt2_sample
+if [ -x "$sample" ]; then
+  for from in "$ckpt/model.h5" "$work/hf" "$work/hub"; do
+    "$sample" --weights "$from" --prompt "The meaning of life is" --tokens 16 --seed 7 \
+      >"$work/sample.txt" 2>&1 || fail "gpt2_sample --weights $from" "$work/sample.txt"
+    [ -z "${first:-}" ] && first=$(cat "$work/sample.txt")
+    [ "$(cat "$work/sample.txt")" = "$first" ] || fail "gpt2_sample from $from: '$(cat "$work/sample.txt")', from the checkpoint: '$first'"
+  done
+  echo "gpt2_sample --seed 7 from the checkpoint, the export and the Hub layout: '$(tr '\n' ' ' <<<"$first")'"
+else
+  echo "gpt2_sample not built (no PCRE2): sampling from the export not checked"
+fi
 echo "hf_interchange: OK"
