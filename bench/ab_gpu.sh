@@ -9,12 +9,11 @@
 #   AB gpt2_124M T=<T> B=<B> a=<tok/s> b=<tok/s> a/b=<ratio> [A_ARGS / B_ARGS]
 # usage: [ROUNDS=2] [A_ARGS="k=v ..."] [B_ARGS="k=v ..."] bench/ab_gpu.sh BUILD_DIR OTHER_SRC [T:B ...]
 set -uo pipefail
-build=$1 other=$2; shift 2
+build=$(realpath "$1") other=$(realpath "$2"); shift 2 # relative to the caller's directory, or absolute
 shapes=${*:-1024:32}
 rounds=${ROUNDS:-2}
 a_args=${A_ARGS:-} b_args=${B_ARGS:-}
 cd "$(dirname "$0")/.."
-here=$PWD
 if [ ! -x "$other/build/gpt2_ddp" ]; then
   cmake -S "$other" -B "$other/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$other.configure.log" 2>&1 \
     || { tail -20 "$other.configure.log"; exit 1; }
@@ -37,9 +36,9 @@ for shape in $shapes; do
   as=() bs=()
   for ((r = 0; r < rounds; r++)); do
     # shellcheck disable=SC2086
-    as+=("$(run "a_${t}_${b}_$r" "$here/$build/gpt2_ddp" "$t" "$b" $a_args)")
+    as+=("$(run "a_${t}_${b}_$r" "$build/gpt2_ddp" "$t" "$b" $a_args)")
     # shellcheck disable=SC2086
-    bs+=("$(run "b_${t}_${b}_$r" "$here/$other/build/gpt2_ddp" "$t" "$b" $b_args)")
+    bs+=("$(run "b_${t}_${b}_$r" "$other/build/gpt2_ddp" "$t" "$b" $b_args)")
   done
   a_list=$(IFS=,; echo "${as[*]}") b_list=$(IFS=,; echo "${bs[*]}")
   read -r a bm ratio < <(python3 -c "
@@ -51,8 +50,8 @@ done
 first=${shapes%% *}
 t=${first%%:*} b=${first##*:}
 for side in a b; do
-  bin=$here/$build/gpt2_ddp args=$a_args
-  [ $side = b ] && bin=$here/$other/build/gpt2_ddp args=$b_args
+  bin=$build/gpt2_ddp args=$a_args
+  [ $side = b ] && bin=$other/build/gpt2_ddp args=$b_args
   # shellcheck disable=SC2086
   "$bin" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
     total_batch=$((b * t)) max_steps=6 warmup_steps=2 eval_every=0 log_every=0 checkpoint_every=0 \
