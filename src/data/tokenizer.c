@@ -9,11 +9,12 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <pcre2.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "dist/fail.h"
 
 /* JavaScript's \s, spelled out: the oracle's regex runs in V8, and PCRE2's
  * Unicode \s differs from it (it adds U+0085 and U+180E, lacks U+FEFF). */
@@ -278,18 +279,6 @@ struct bpe_tokenizer {
     char error[512];
 };
 
-static int set_error(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_error(char *err, size_t err_len, const char *fmt, ...) {
-    if (err && err_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* GPT-2 stores tokens as printable characters: byte b is U+00b when that is a
  * visible Latin-1 character, otherwise U+0100 + (its index among the others).

@@ -65,6 +65,16 @@ _Noreturn void fail_collective(int exit_code, const char *fmt, ...) {
     exit(exit_code);
 }
 
+int set_error(char *err, size_t err_len, const char *fmt, ...) {
+    if (err && err_len > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) FAIL("out of host memory allocating %zu bytes", bytes);

@@ -56,6 +56,11 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
         if ((stmt) < 0) fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed", #stmt); \
     } while (0)
 
+/* For functions that return an error to their caller instead of ending the
+ * process: writes the message into err (when err is not NULL) and returns -1. */
+int set_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* malloc that cannot return NULL: names the size that failed. */
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t count, size_t size);

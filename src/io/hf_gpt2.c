@@ -3,26 +3,17 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dist/fail.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 
 #define HF_PREFIX "transformer."
 #define HF_PATH_MAX 4200
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len, const char *fmt,
-                                                      ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static void path_in(char *out, const char *dir, const char *name) {
     snprintf(out, HF_PATH_MAX, "%s/%s", dir, name);
@@ -84,7 +75,7 @@ static int weights_add(weight_files *w, const char *path, char *err, size_t err_
     for (int i = 0; i < w->n_files; i++)
         if (strcmp(w->files[i].path, path) == 0) return 0;
     st_file *more = realloc(w->files, ((size_t)w->n_files + 1) * sizeof *more);
-    if (!more) return fail(err, err_len, "out of memory");
+    if (!more) return set_error(err, err_len, "out of memory");
     w->files = more;
     if (st_open(&w->files[w->n_files], path, err, err_len) != 0) return -1;
     w->n_files++;
@@ -99,14 +90,14 @@ static int weights_open_index(weight_files *w, const char *dir, const char *inde
     json_object *map = json_member(root, "weight_map");
     int rc = 0;
     if (!map || !json_object_is_type(map, json_type_object)) {
-        rc = fail(err, err_len, "%s: no \"weight_map\" object", index);
+        rc = set_error(err, err_len, "%s: no \"weight_map\" object", index);
     } else {
         json_object_object_foreach(map, name, file) {
             const char *f = json_object_is_type(file, json_type_string) ? json_object_get_string(file)
                                                                          : NULL;
             /* Shards are files next to the index, never paths out of DIR. */
             if (!f || !*f || strchr(f, '/') || strcmp(f, "..") == 0) {
-                rc = fail(err, err_len, "%s: weight_map[\"%.200s\"] is not a file name", index, name);
+                rc = set_error(err, err_len, "%s: weight_map[\"%.200s\"] is not a file name", index, name);
                 break;
             }
             char shard[HF_PATH_MAX];
@@ -115,7 +106,7 @@ static int weights_open_index(weight_files *w, const char *dir, const char *inde
         }
     }
     json_object_put(root);
-    if (rc == 0 && w->n_files == 0) rc = fail(err, err_len, "%s: \"weight_map\" names no file", index);
+    if (rc == 0 && w->n_files == 0) rc = set_error(err, err_len, "%s: \"weight_map\" names no file", index);
     return rc;
 }
 
@@ -130,11 +121,11 @@ static int weights_open(weight_files *w, const char *dir, char *err, size_t err_
     else if (file_exists(index))
         rc = weights_open_index(w, dir, index, err, err_len);
     else
-        rc = fail(err, err_len,
-                  "%s: no model.safetensors (nor model.safetensors.index.json) in this Hugging Face "
-                  "directory%s",
-                  dir,
-                  file_exists((path_in(single, dir, "pytorch_model.bin"), single))
+        rc = set_error(err, err_len,
+                       "%s: no model.safetensors (nor model.safetensors.index.json) in this Hugging Face "
+                       "directory%s",
+                       dir,
+                       file_exists((path_in(single, dir, "pytorch_model.bin"), single))
                       ? "; it has pytorch_model.bin only: download the model's safetensors files"
                       : "");
     if (rc != 0) weights_close(w);
@@ -153,15 +144,15 @@ static int weights_find(const weight_files *w, const char *name, const st_file *
             const st_tensor *t = st_find(&w->files[i], names[k]);
             if (!t) continue;
             if (*tensor)
-                return fail(err, err_len, "%s: GPT-2's '%s' is stored twice ('%s' and '%s')",
-                            w->files[i].path, name, (*tensor)->name, t->name);
+                return set_error(err, err_len, "%s: GPT-2's '%s' is stored twice ('%s' and '%s')",
+                                 w->files[i].path, name, (*tensor)->name, t->name);
             *file = &w->files[i];
             *tensor = t;
         }
     }
     if (!*tensor)
-        return fail(err, err_len, "%s: tensor '%s' (or '%s') is missing", w->files[0].path, prefixed,
-                    name);
+        return set_error(err, err_len, "%s: tensor '%s' (or '%s') is missing", w->files[0].path, prefixed,
+                         name);
     return 0;
 }
 
@@ -197,15 +188,15 @@ static int check_tensor(const weight_files *w, const gpt2_layout *lay, const par
     st_format_shape(t->ndim, t->shape, got_s, sizeof got_s);
     st_format_shape(ndim, want, want_s, sizeof want_s);
     if (t->ndim != ndim || t->shape[0] != want[0] || (ndim == 2 && t->shape[1] != want[1]))
-        return fail(err, err_len,
-                    "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_embd %d, vocab_size "
-                    "%d, n_positions %d) needs %s%s",
-                    f->path, t->name, got_s, config_path, lay->n_layer, lay->n_embd,
-                    lay->vocab_size, lay->block_size, want_s,
-                    is_conv1d(p->name) ? " (Conv1D: in, out)" : "");
+        return set_error(err, err_len,
+                         "%s: tensor '%s' has shape %s, but %s (n_layer %d, n_embd %d, vocab_size "
+                         "%d, n_positions %d) needs %s%s",
+                         f->path, t->name, got_s, config_path, lay->n_layer, lay->n_embd,
+                         lay->vocab_size, lay->block_size, want_s,
+                         is_conv1d(p->name) ? " (Conv1D: in, out)" : "");
     if (t->dtype == ST_OTHER)
-        return fail(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type",
-                    f->path, t->name, t->dtype_name);
+        return set_error(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type",
+                         f->path, t->name, t->dtype_name);
     return 0;
 }
 
@@ -219,10 +210,10 @@ static int check_unknown(const weight_files *w, const gpt2_layout *lay, char *er
             if (strcmp(t->name, "lm_head.weight") == 0 && t->ndim == 2 &&
                 t->shape[0] == lay->vocab_size && t->shape[1] == lay->n_embd)
                 continue; /* hf_load checks that it is wte */
-            return fail(err, err_len,
-                        "%s: tensor '%.200s' is not one of GPT-2's (GPT2LMHeadModel has wte, wpe, "
-                        "h.N.{ln_1,attn,ln_2,mlp}.*, ln_f and a tied lm_head)",
-                        w->files[i].path, t->name);
+            return set_error(err, err_len,
+                             "%s: tensor '%.200s' is not one of GPT-2's (GPT2LMHeadModel has wte, wpe, "
+                             "h.N.{ln_1,attn,ln_2,mlp}.*, ln_f and a tied lm_head)",
+                             w->files[i].path, t->name);
         }
     }
     return 0;
@@ -233,7 +224,7 @@ static int check_unknown(const weight_files *w, const gpt2_layout *lay, char *er
 static int weights_check(const weight_files *w, const gpt2_layout *lay, const char *config_path,
                          char *err, size_t err_len) {
     const param_tensor **order = calloc((size_t)lay->n_tensors, sizeof *order);
-    if (!order) return fail(err, err_len, "out of memory");
+    if (!order) return set_error(err, err_len, "out of memory");
     const int n = hf_order(lay, order);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) rc = check_tensor(w, lay, order[i], config_path, err, err_len);
@@ -274,13 +265,13 @@ static int check_lm_head(const weight_files *w, const gpt2_layout *lay, const fl
         const st_tensor *t = st_find(&w->files[i], "lm_head.weight");
         if (!t) continue;
         float *head = malloc(st_numel(t) * sizeof(float) + 1);
-        if (!head) return fail(err, err_len, "out of memory");
+        if (!head) return set_error(err, err_len, "out of memory");
         int rc = st_read_f32(&w->files[i], t, head, err, err_len);
         if (rc == 0 && memcmp(head, host_params + lay->wte, st_numel(t) * sizeof(float)) != 0)
-            rc = fail(err, err_len,
-                      "%s: lm_head.weight differs from wte.weight: an untied output layer, which "
-                      "GPT-2 (and gpt2_ddp) does not have",
-                      w->files[i].path);
+            rc = set_error(err, err_len,
+                           "%s: lm_head.weight differs from wte.weight: an untied output layer, which "
+                           "GPT-2 (and gpt2_ddp) does not have",
+                           w->files[i].path);
         free(head);
         if (rc != 0) return rc;
     }
@@ -302,12 +293,12 @@ int hf_load(const char *dir, const gpt2_layout *lay, float *host_params, char *e
         const int ndim = hf_shape(lay, p, shape);
         const int64_t rows = shape[0], cols = ndim == 2 ? shape[1] : 1;
         if (st_numel(t) != (size_t)(rows * cols)) {
-            rc = fail(err, err_len, "%s: tensor '%s' changed shape while reading", f->path, t->name);
+            rc = set_error(err, err_len, "%s: tensor '%s' changed shape while reading", f->path, t->name);
             break;
         }
         free(buf);
         if (!(buf = malloc((size_t)(rows * cols) * sizeof(float) + 1))) {
-            rc = fail(err, err_len, "out of memory reading %s", t->name);
+            rc = set_error(err, err_len, "out of memory reading %s", t->name);
             break;
         }
         if ((rc = st_read_f32(f, t, buf, err, err_len)) != 0) break;
@@ -347,11 +338,11 @@ static int copy_file(const char *from, const char *to, char *err, size_t err_len
     char tmp[HF_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", to);
     FILE *in = fopen(from, "rb");
-    if (!in) return fail(err, err_len, "%s: %s", from, strerror(errno));
+    if (!in) return set_error(err, err_len, "%s: %s", from, strerror(errno));
     FILE *out = fopen(tmp, "wb");
     if (!out) {
         fclose(in);
-        return fail(err, err_len, "cannot create %s: %s", tmp, strerror(errno));
+        return set_error(err, err_len, "cannot create %s: %s", tmp, strerror(errno));
     }
     char buf[1 << 16];
     bool ok = true;
@@ -360,7 +351,7 @@ static int copy_file(const char *from, const char *to, char *err, size_t err_len
     fclose(in);
     if (fclose(out) != 0) ok = false;
     if (!ok || rename(tmp, to) != 0)
-        return fail(err, err_len, "cannot copy %s to %s: %s", from, to, strerror(errno));
+        return set_error(err, err_len, "cannot copy %s to %s: %s", from, to, strerror(errno));
     return 0;
 }
 
@@ -371,14 +362,14 @@ static int make_dir(const char *dir, char *err, size_t err_len) {
         if (*p != '/') continue;
         *p = '\0';
         if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return fail(err, err_len, "cannot create %s: %s", path, strerror(errno));
+            return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
         *p = '/';
     }
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return fail(err, err_len, "cannot create %s: %s", path, strerror(errno));
+        return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fail(err, err_len, "%s exists and is not a directory", path);
+        return set_error(err, err_len, "%s exists and is not a directory", path);
     return 0;
 }
 
@@ -390,7 +381,7 @@ int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, b
     char (*names)[LAYOUT_NAME_MAX + 16] = calloc((size_t)lay->n_tensors, sizeof *names);
     if (!order || !specs || !names) {
         free(order), free(specs), free(names);
-        return fail(err, err_len, "out of memory");
+        return set_error(err, err_len, "out of memory");
     }
     const int n = hf_order(lay, order);
     for (int i = 0; i < n; i++) {
@@ -405,7 +396,7 @@ int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, b
     export_ctx ctx = {lay, host_params, order};
     int rc = st_write(tmp, specs, n, bf16, export_fill, &ctx, metadata, err, err_len);
     if (rc == 0 && rename(tmp, path) != 0)
-        rc = fail(err, err_len, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        rc = set_error(err, err_len, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     free(order), free(specs), free(names);
     if (rc == 0) rc = hf_config_write((path_in(path, dir, "config.json"), path), lay, bf16, err, err_len);
     if (rc != 0 || !encoder_json) return rc;

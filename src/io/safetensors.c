@@ -3,12 +3,12 @@
 #include "io/safetensors.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dist/fail.h"
 #include "io/json_util.h"
 #include "model/bf16.h"
 
@@ -26,15 +26,6 @@ static const struct {
     {"F8_E4M3", 1, ST_OTHER}, {"I16", 2, ST_OTHER},   {"U16", 2, ST_OTHER},     {"I32", 4, ST_OTHER},
     {"U32", 4, ST_OTHER},   {"I64", 8, ST_OTHER},     {"U64", 8, ST_OTHER},
 };
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len, const char *fmt,
-                                                      ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void st_format_shape(int ndim, const int64_t *shape, char *buf, size_t len) {
     size_t o = snprintf(buf, len, "[");
@@ -145,69 +136,69 @@ static int compare_begin(const void *a, const void *b) {
 static int check_coverage(st_file *f, char *err, size_t err_len) {
     const uint64_t buffer = f->file_size - 8 - f->header_len;
     const st_tensor **order = malloc(((size_t)f->n_tensors + 1) * sizeof *order);
-    if (!order) return fail(err, err_len, "%s: out of memory", f->path);
+    if (!order) return set_error(err, err_len, "%s: out of memory", f->path);
     for (int i = 0; i < f->n_tensors; i++) order[i] = &f->tensors[i];
     qsort(order, (size_t)f->n_tensors, sizeof *order, compare_begin);
     uint64_t at = 0;
     int rc = 0;
     for (int i = 0; i < f->n_tensors && rc == 0; i++) {
         if (order[i]->begin > at)
-            rc = fail(err, err_len, "%s: bytes [%llu, %llu) of the data belong to no tensor (a hole)",
-                      f->path, (unsigned long long)at, (unsigned long long)order[i]->begin);
+            rc = set_error(err, err_len, "%s: bytes [%llu, %llu) of the data belong to no tensor (a hole)",
+                           f->path, (unsigned long long)at, (unsigned long long)order[i]->begin);
         else if (order[i]->begin < at)
-            rc = fail(err, err_len, "%s: tensor '%s' overlaps another one at data byte %llu", f->path,
-                      order[i]->name, (unsigned long long)order[i]->begin);
+            rc = set_error(err, err_len, "%s: tensor '%s' overlaps another one at data byte %llu", f->path,
+                           order[i]->name, (unsigned long long)order[i]->begin);
         at = order[i]->end;
     }
     free(order);
     if (rc == 0 && at > buffer)
-        rc = fail(err, err_len,
-                  "%s: %llu bytes, but its header describes %llu (8 + %llu of header + %llu of data): "
-                  "truncated",
-                  f->path, (unsigned long long)f->file_size,
-                  (unsigned long long)(8 + f->header_len + at), (unsigned long long)f->header_len,
-                  (unsigned long long)at);
+        rc = set_error(err, err_len,
+                       "%s: %llu bytes, but its header describes %llu (8 + %llu of header + %llu of data): "
+                       "truncated",
+                       f->path, (unsigned long long)f->file_size,
+                       (unsigned long long)(8 + f->header_len + at), (unsigned long long)f->header_len,
+                       (unsigned long long)at);
     else if (rc == 0 && at < buffer)
-        rc = fail(err, err_len,
-                  "%s: %llu bytes after the last tensor's data (the header describes %llu bytes of "
-                  "data, the file holds %llu)",
-                  f->path, (unsigned long long)(buffer - at), (unsigned long long)at,
-                  (unsigned long long)buffer);
+        rc = set_error(err, err_len,
+                       "%s: %llu bytes after the last tensor's data (the header describes %llu bytes of "
+                       "data, the file holds %llu)",
+                       f->path, (unsigned long long)(buffer - at), (unsigned long long)at,
+                       (unsigned long long)buffer);
     return rc;
 }
 
 static int parse_header(st_file *f, const char *text, char *err, size_t err_len) {
     if (text[0] != '{')
-        return fail(err, err_len, "%s: the header does not begin with '{' (not a safetensors file)",
-                    f->path);
+        return set_error(err, err_len, "%s: the header does not begin with '{' (not a safetensors file)",
+                         f->path);
     char why[512];
     json_object *root = json_parse_text(text, f->header_len, true, why, sizeof why);
-    if (!root) return fail(err, err_len, "%s: header: %s", f->path, why);
+    if (!root) return set_error(err, err_len, "%s: header: %s", f->path, why);
     int rc = 0;
     if (!json_object_is_type(root, json_type_object)) {
-        rc = fail(err, err_len, "%s: the header is not a JSON object", f->path);
+        rc = set_error(err, err_len, "%s: the header is not a JSON object", f->path);
         goto done;
     }
     f->tensors = calloc((size_t)json_object_object_length(root) + 1, sizeof *f->tensors);
     if (!f->tensors) {
-        rc = fail(err, err_len, "%s: out of memory", f->path);
+        rc = set_error(err, err_len, "%s: out of memory", f->path);
         goto done;
     }
     json_object_object_foreach(root, key, value) {
         if (strcmp(key, "__metadata__") == 0) {
             if (!parse_metadata(f, value, why, sizeof why)) {
-                rc = fail(err, err_len, "%s: header: %s", f->path, why);
+                rc = set_error(err, err_len, "%s: header: %s", f->path, why);
                 goto done;
             }
             continue;
         }
         st_tensor *t = &f->tensors[f->n_tensors];
         if (!parse_entry(value, t, why, sizeof why)) {
-            rc = fail(err, err_len, "%s: header: tensor '%.200s' %s", f->path, key, why);
+            rc = set_error(err, err_len, "%s: header: tensor '%.200s' %s", f->path, key, why);
             goto done;
         }
         if (!(t->name = strdup(key))) {
-            rc = fail(err, err_len, "%s: out of memory", f->path);
+            rc = set_error(err, err_len, "%s: out of memory", f->path);
             goto done;
         }
         f->n_tensors++;
@@ -220,13 +211,13 @@ done:
 
 int st_open(st_file *f, const char *path, char *err, size_t err_len) {
     memset(f, 0, sizeof *f);
-    if (!(f->path = strdup(path))) return fail(err, err_len, "out of memory");
+    if (!(f->path = strdup(path))) return set_error(err, err_len, "out of memory");
     FILE *file = fopen(path, "rb");
     struct stat st;
     if (!file || fstat(fileno(file), &st) != 0) {
         int e = errno;
         if (file) fclose(file);
-        fail(err, err_len, "%s: %s", path, strerror(e));
+        set_error(err, err_len, "%s: %s", path, strerror(e));
         st_close(f);
         return -1;
     }
@@ -235,29 +226,29 @@ int st_open(st_file *f, const char *path, char *err, size_t err_len) {
     int rc = 0;
     char *text = NULL;
     if (f->file_size < 8 || fread(len_bytes, 1, 8, file) != 8) {
-        rc = fail(err, err_len, "%s: %llu bytes, shorter than the 8-byte header length: truncated",
-                  path, (unsigned long long)f->file_size);
+        rc = set_error(err, err_len, "%s: %llu bytes, shorter than the 8-byte header length: truncated",
+                       path, (unsigned long long)f->file_size);
         goto done;
     }
     for (int i = 7; i >= 0; i--) f->header_len = f->header_len << 8 | len_bytes[i];
     if (f->header_len < 2 || f->header_len > ST_MAX_HEADER) {
-        rc = fail(err, err_len,
-                  "%s: header length %llu is not in [2, %llu] (a corrupt file, or not safetensors)",
-                  path, (unsigned long long)f->header_len, ST_MAX_HEADER);
+        rc = set_error(err, err_len,
+                       "%s: header length %llu is not in [2, %llu] (a corrupt file, or not safetensors)",
+                       path, (unsigned long long)f->header_len, ST_MAX_HEADER);
         goto done;
     }
     if (f->header_len > f->file_size - 8) {
-        rc = fail(err, err_len, "%s: %llu bytes, but its header alone needs 8 + %llu: truncated",
-                  path, (unsigned long long)f->file_size, (unsigned long long)f->header_len);
+        rc = set_error(err, err_len, "%s: %llu bytes, but its header alone needs 8 + %llu: truncated",
+                       path, (unsigned long long)f->file_size, (unsigned long long)f->header_len);
         goto done;
     }
     if (!(text = malloc(f->header_len))) {
-        rc = fail(err, err_len, "%s: out of memory for a %llu-byte header", path,
-                  (unsigned long long)f->header_len);
+        rc = set_error(err, err_len, "%s: out of memory for a %llu-byte header", path,
+                       (unsigned long long)f->header_len);
         goto done;
     }
     if (fread(text, 1, f->header_len, file) != f->header_len) {
-        rc = fail(err, err_len, "%s: read error in the header", path);
+        rc = set_error(err, err_len, "%s: read error in the header", path);
         goto done;
     }
     rc = parse_header(f, text, err, err_len);
@@ -292,18 +283,18 @@ static float f16_to_f32(uint16_t h) {
 
 int st_read_f32(const st_file *f, const st_tensor *t, float *out, char *err, size_t err_len) {
     if (t->dtype == ST_OTHER)
-        return fail(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type", f->path,
-                    t->name, t->dtype_name);
+        return set_error(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type", f->path,
+                         t->name, t->dtype_name);
     const size_t n = st_numel(t), bytes = t->end - t->begin;
     /* F32 reads in place; the others through a buffer of their own size. */
     void *raw = t->dtype == ST_F32 ? (void *)out : malloc(bytes ? bytes : 1);
-    if (!raw) return fail(err, err_len, "%s: out of memory reading '%s'", f->path, t->name);
+    if (!raw) return set_error(err, err_len, "%s: out of memory reading '%s'", f->path, t->name);
     FILE *file = fopen(f->path, "rb");
     int rc = 0;
     if (!file || fseeko(file, (off_t)(8 + f->header_len + t->begin), SEEK_SET) != 0 ||
         fread(raw, 1, bytes, file) != bytes)
-        rc = fail(err, err_len, "%s: cannot read tensor '%s': %s", f->path, t->name,
-                  file && !ferror(file) ? "the file ended early" : strerror(errno));
+        rc = set_error(err, err_len, "%s: cannot read tensor '%s': %s", f->path, t->name,
+                       file && !ferror(file) ? "the file ended early" : strerror(errno));
     if (file) fclose(file);
     for (size_t i = 0; rc == 0 && i < n && t->dtype != ST_F32; i++) {
         if (t->dtype == ST_F16) out[i] = f16_to_f32(((const uint16_t *)raw)[i]);
@@ -357,7 +348,7 @@ int st_write(const char *path, const st_spec *tensors, int n, bool bf16, st_fill
     FILE *f = fopen(path, "wb");
     if (!f) {
         json_object_put(root);
-        return fail(err, err_len, "cannot create %s: %s", path, strerror(errno));
+        return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
     }
     unsigned char len_bytes[8];
     for (int i = 0; i < 8; i++) len_bytes[i] = (unsigned char)(header_len >> (8 * i));
@@ -370,7 +361,7 @@ int st_write(const char *path, const st_spec *tensors, int n, bool bf16, st_fill
         float *values = malloc(numel * sizeof(float) + 1);
         if (!values) {
             fclose(f);
-            return fail(err, err_len, "%s: out of memory for tensor '%s'", path, tensors[i].name);
+            return set_error(err, err_len, "%s: out of memory for tensor '%s'", path, tensors[i].name);
         }
         fill(ctx, i, values);
         if (bf16) { /* narrowed in place: the bf16 halves fill the front */
@@ -381,6 +372,6 @@ int st_write(const char *path, const st_spec *tensors, int n, bool bf16, st_fill
         free(values);
     }
     if (fclose(f) != 0) ok = false;
-    if (!ok) return fail(err, err_len, "%s: write failed (disk full?)", path);
+    if (!ok) return set_error(err, err_len, "%s: write failed (disk full?)", path);
     return 0;
 }

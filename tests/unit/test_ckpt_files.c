@@ -11,18 +11,8 @@
 #include "dist/ckpt_dir.h"
 #include "dist/fail.h"
 #include "io/llmc_io.h"
+#include "expect.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                        \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                          \
-            printf(__VA_ARGS__);                                                                 \
-            printf("\n");                                                                        \
-            failures++;                                                                          \
-        }                                                                                        \
-    } while (0)
 
 static void write_file(const char *dir, const char *name, size_t bytes) {
     char path[CKPT_PATH_MAX + 64];

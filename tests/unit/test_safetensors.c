@@ -13,19 +13,9 @@
 
 #include "io/safetensors.h"
 #include "model/bf16.h"
+#include "expect.h"
 
-static int failures;
 static char dir[] = "/tmp/test_safetensors_XXXXXX";
-
-#define EXPECT(cond, ...)                                                                        \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                          \
-            printf(__VA_ARGS__);                                                                 \
-            printf("\n");                                                                        \
-            failures++;                                                                          \
-        }                                                                                        \
-    } while (0)
 
 /* A file of an 8-byte header length (header_len, or the header's own length
  * when header_len is UINT64_MAX), the header text, then data_len bytes. */

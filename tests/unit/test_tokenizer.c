@@ -11,18 +11,8 @@
 
 #include "data/tokenizer.h"
 #include "tokenizer_hard_strings.h"
+#include "expect.h"
 
-static int failures = 0;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static int32_t *encode(bpe_tokenizer *tok, const char *text, size_t len, size_t *n) {
     int32_t *ids = NULL;
