@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
     const int warm = 10, reps = 50;
 #ifdef GPT2_ATTN_TUNING
     if (HS == 64) { // tile-shape variants (same kernels, other template arguments)
-        for (int f = 0; f < 4; f++) {
+        for (int f = 0; f < 8; f++) {
             attention_cuda_set_variant(f, 0);
             const double t = time_median(run_fwd, b, s, warm, reps);
             printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
@@ -113,14 +114,21 @@ int main(int argc, char **argv) {
         attention_cuda_set_variant(0, 0);
     }
 #endif
-    const double t_fwd = time_median(run_fwd, b, s, warm, reps);
-    const double t_all = time_median(run_fwd_bwd, b, s, warm, reps);
-    CK(cudaDeviceSynchronize());
-    printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s: fwd %.3f ms (%.0f TFLOP/s), "
-           "fwd+bwd %.3f ms (%.0f TFLOP/s; bwd %.3f ms, %.0f TFLOP/s) | H100 anchors: FA2 "
-           "0.246 / 1.280 ms, cuDNN 0.156 / 0.863 ms\n",
-           b.B, b.NH, b.T, HS, prop.name, t_fwd, fwd_flop / t_fwd * 1e-9, t_all,
-           all_flop / t_all * 1e-9, t_all - t_fwd, 2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
+    // The default kernels, then (where they differ) the mma.sync ones
+    const bool hopper = strcmp(attention_cuda_forward_kernel(HS), "wgmma (sm_90a)") == 0;
+    for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
+        attention_cuda_use_hopper(pass == 0);
+        const double t_fwd = time_median(run_fwd, b, s, warm, reps);
+        const double t_all = time_median(run_fwd_bwd, b, s, warm, reps);
+        CK(cudaDeviceSynchronize());
+        printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s, fwd %s: fwd %.3f ms "
+               "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd %.3f ms, %.0f TFLOP/s) | H100 "
+               "anchors: FA2 0.246 / 1.280 ms, cuDNN 0.156 / 0.863 ms\n",
+               b.B, b.NH, b.T, HS, prop.name, attention_cuda_forward_kernel(HS), t_fwd,
+               fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
+               2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
+    }
+    attention_cuda_use_hopper(1);
     CK(cudaFree(b.qkv));
     CK(cudaFree(b.dqkv));
     CK(cudaFree(b.dout));

@@ -5,12 +5,12 @@
 # per CHECK line that failed, the per-test verdicts, and the totals.
 #
 #   bench/run_gpu_checks.sh [build-dir]       (default: build-gpu)
-#   GPT2_CUDA_ARCHS=90 JOBS=16 bench/run_gpu_checks.sh
+#   GPT2_CUDA_ARCHS=90a JOBS=16 bench/run_gpu_checks.sh
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
-archs=${GPT2_CUDA_ARCHS:-90}
+archs=${GPT2_CUDA_ARCHS:-90a}
 jobs=${JOBS:-$(nproc)}
 log=$build/gpu_checks.log
 

@@ -14,7 +14,7 @@ export RESULTS=$out/results.txt REPORT=0
 deadline=${DEADLINE_S:-420} t0=$(date +%s)
 left() { echo $(( deadline - ($(date +%s) - t0) )); }
 nvidia-smi -L
-cmake -S "$root" -B "$build" -G Ninja -DGPT2_CUDA=ON -DGPT2_CUDA_ARCHS="${GPT2_CUDA_ARCHS:-90}" \
+cmake -S "$root" -B "$build" -G Ninja -DGPT2_CUDA=ON -DGPT2_CUDA_ARCHS="${GPT2_CUDA_ARCHS:-90a}" \
   -DCMAKE_BUILD_TYPE=Release >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 2; }
 grep -A9 "feature summary" "$out/configure.log"
 ninja -C "$build" -j"$(nproc)" gpt2_ddp >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 2; }

@@ -9,6 +9,7 @@
 #include "dist/fail.h"
 #include "kernels/ops_profile.h"
 #if GPT2_HAVE_CUDA
+#include "kernels/attention.h"
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"
 #endif
@@ -32,6 +33,7 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
          * the only one when the launcher bound one GPU to each rank. */
         ops_cuda_init(dist->gpu >= 0 ? dist->gpu : dist->local_rank);
         matmul_cuda_set_autotune(cfg->matmul_autotune);
+        attention_cuda_use_hopper(cfg->attention_hopper);
         return &ops_cuda;
     }
 #endif

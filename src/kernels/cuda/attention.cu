@@ -52,36 +52,20 @@
 #include <stdint.h>
 
 #include "kernels/attention.h"
+#include "kernels/cuda/attention_sm90.h"
+#include "kernels/cuda/attn_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace {
 
-typedef __nv_bfloat16 bf16;
-
-constexpr float LOG2E = 1.4426950408889634f;
-constexpr float LN2 = 0.6931471805599453f;
+using namespace attn_tiles;
 
 // ---------------------------------------------------------------------------
-// PTX helpers
+// PTX helpers of the mma.sync kernels
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes global -> shared; zero-filled when !valid (src is not read then).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0));
-}
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
                  "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -89,6 +73,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
 }
+
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -104,55 +89,14 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo in the low half
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// p[0] += a, p[1] += b, one vector reduction (sm_90).
+// p[0] += a, p[1] += b: one vector reduction on sm_90, two before.
 __device__ __forceinline__ void red_add_v2(float *p, float a, float b) {
+#if __CUDA_ARCH__ >= 900
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
-}
-
-// ---------------------------------------------------------------------------
-// Swizzled shared tiles: ROWS x COLS bf16, row-major, 16-byte chunks of a row
-// XORed with row bits so that 8 consecutive rows at one logical chunk land in
-// 8 distinct bank groups (ldmatrix reads 8 rows x 16 bytes per matrix).
-
-template <int CH> __device__ __forceinline__ int swz_chunk(int row, int chunk) {
-    if constexpr (CH >= 8) return chunk ^ (row & 7);
-    else if constexpr (CH == 4) return chunk ^ ((row >> 1) & 3);
-    else if constexpr (CH == 2) return chunk ^ ((row >> 2) & 1);
-    else return chunk;
-}
-
-// Element offset of (row, col) in a swizzled tile with COLS columns.
-template <int COLS> __device__ __forceinline__ int tile_off(int row, int col) {
-    return row * COLS + (swz_chunk<COLS / 8>(row, col >> 3) << 3) + (col & 7);
-}
-
-// cp.async a ROWS x COLS tile from g (row stride ld elements); rows at or
-// beyond valid_rows are zero-filled.
-template <int ROWS, int COLS, int NTH>
-__device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int valid_rows,
-                                          int tid) {
-    constexpr int CH = COLS / 8, TOTAL = ROWS * CH;
-#pragma unroll
-    for (int k = 0; k < (TOTAL + NTH - 1) / NTH; k++) {
-        const int i = tid + k * NTH;
-        if (TOTAL % NTH == 0 || i < TOTAL) {
-            const int r = i / CH, c = i % CH;
-            const bool v = r < valid_rows;
-            cp_async16(smem_u32(s + r * COLS + (swz_chunk<CH>(r, c) << 3)),
-                       g + (size_t)(v ? r : 0) * ld + c * 8, v);
-        }
-    }
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
 }
 
 // ---------------------------------------------------------------------------
@@ -639,19 +583,6 @@ static __global__ void __launch_bounds__(WARPS * 32, MINB)
 // ---------------------------------------------------------------------------
 // Launchers
 
-// Raises a kernel's dynamic shared memory limit once per device (a plain
-// host call, kept out of the launch path and out of CUDA graph captures).
-// `done` is the caller's static: one per kernel instantiation.
-template <typename Kernel>
-void raise_smem_limit(Kernel kernel, size_t bytes, unsigned long long &done) {
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 64 && (done >> dev & 1ull)) return;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)bytes));
-    if (dev < 64) done |= 1ull << dev;
-}
-
 // MINB: blocks per SM the register allocation must allow (__launch_bounds__).
 template <int HS, int WARPS, int MT, int MINB>
 void launch_fwd(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
@@ -699,16 +630,26 @@ int head_size(int C, int NH) {
     return C / NH;
 }
 
+int g_use_hopper = 1;
 #ifdef GPT2_ATTN_TUNING
 int g_fwd_variant = 0, g_bwd_variant = 0;
 #endif
 
 } // namespace
 
+extern "C" void attention_cuda_use_hopper(int on) { g_use_hopper = on; }
+
+extern "C" const char *attention_cuda_forward_kernel(int HS) {
+    return HS == 64 && g_use_hopper && attention_sm90_supported() ? "wgmma (sm_90a)"
+                                                                  : "mma.sync (sm_80)";
+}
+
 #ifdef GPT2_ATTN_TUNING
 /* Tuning builds only (bench/tests): pick the HS=64 tile shapes at run time.
- * fwd <warps, rows/warp/16, min blocks/SM>: 0 = <4,2,2> (default), 1 = <4,1,3>,
- * 2 = <8,1,2>, 3 = <4,1,1>; bwd <warps (16 keys each), BM queries, min blocks>:
+ * fwd 0 = the default dispatch (wgmma where it runs); mma.sync <warps,
+ * rows/warp/16, min blocks/SM>: 1 = <4,1,3>, 2 = <8,1,2>, 3 = <4,1,1>,
+ * 4 = <4,2,2> (its default); wgmma (attention_sm90_set_variant) 5 = 2 x 128
+ * keys, 6 = 3 warpgroups, 7 = 1 warpgroup; bwd <warps (16 keys each), BM queries, min blocks>:
  * 0 = <4,32,3> (default), 1 = <4,64,2>, 2 = <8,32,1>, 3 = <4,32,2>, 4 = <8,64,1>. */
 extern "C" void attention_cuda_set_variant(int fwd, int bwd) {
     g_fwd_variant = fwd;
@@ -723,13 +664,16 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
     const bf16 *x = static_cast<const bf16 *>(qkv);
     if (head_size(C, NH) == 64) {
 #ifdef GPT2_ATTN_TUNING
+        attention_sm90_set_variant(g_fwd_variant >= 5 ? g_fwd_variant - 4 : 0);
         switch (g_fwd_variant) {
         case 1: return launch_fwd<64, 4, 1, 3>(o, lse, x, B, T, NH, stream);
         case 2: return launch_fwd<64, 8, 1, 2>(o, lse, x, B, T, NH, stream);
         case 3: return launch_fwd<64, 4, 1, 1>(o, lse, x, B, T, NH, stream);
+        case 4: return launch_fwd<64, 4, 2, 2>(o, lse, x, B, T, NH, stream);
         default: break;
         }
 #endif
+        if (g_use_hopper && attention_forward_sm90(o, lse, x, B, T, C, NH, stream)) return;
         launch_fwd<64, 4, 2, 2>(o, lse, x, B, T, NH, stream);
     } else {
         launch_fwd<128, 8, 1, 1>(o, lse, x, B, T, NH, stream);

@@ -1,0 +1,367 @@
+/* Causal flash attention forward for Hopper (sm_90a), head size 64: the
+ * FlashAttention-2 algorithm of attention.cu (same lse layout and results
+ * within bf16 rounding) with both matrix products on wgmma, the Hopper
+ * tensor-core instruction that a warpgroup (4 warps) issues asynchronously
+ * with its operands read from shared memory through matrix descriptors.
+ *
+ * A block of NWG warpgroups owns 64 * NWG query rows of one (batch, head);
+ * warpgroup w the rows 64w..64w+63. The Q tile and a double-buffered pair of
+ * K, V tiles (BN keys) are loaded with cp.async into the 128-byte swizzled
+ * layout of attn_tiles.cuh, which is the layout wgmma reads (K-major for Q
+ * and K in S = Q K^T; MN-major, transposed by the instruction, for V in
+ * O += P V). The walk over key tiles, causal skipping per warpgroup, masking
+ * and the online softmax (base 2, fp32) are attention.cu's; the wgmma
+ * accumulator layout per warp is the mma.sync one, so P goes from the S
+ * accumulators straight into wgmma's register A operand.
+ *
+ * The mma.sync kernels stay the path for other GPUs and head size 128; the
+ * dispatch (attention.cu) calls attention_forward_sm90 first. This file's
+ * kernels have bodies only when compiled for sm_90a (GPT2_CUDA_ARCHS with
+ * "90a"; the build then defines GPT2_HAVE_SM90A). */
+#include "kernels/cuda/attention_sm90.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/cuda/attn_tiles.cuh"
+#include "kernels/cuda/cuda_check.h"
+
+namespace {
+
+using namespace attn_tiles;
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATTN_SM90_DEVICE 1 // this device pass emits the wgmma code
+#endif
+
+// ---------------------------------------------------------------------------
+// wgmma (PTX ISA 8.0, sm_90a). Operand lists are spelled out: inline asm
+// takes no arrays.
+
+#ifdef ATTN_SM90_DEVICE
+// Shared-memory matrix descriptor of a 128-byte-swizzled tile of 128-byte
+// rows starting at saddr (1024-aligned, or advanced within a row for the
+// next k step of a K-major operand): 8-row groups 1024 bytes apart (stride
+// byte offset); the leading byte offset is unused by these layouts (1).
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
+    return (uint64_t)((saddr & 0x3FFFFu) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
+           (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait_all() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Generic-proxy writes to shared memory (cp.async, st.shared) made visible
+// to the async proxy that wgmma reads through, and the other way round.
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accesses of the accumulators across the
+// asynchronous wgmma that writes them.
+template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// D (64 x 64, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
+// 64 x 16 and B 64 x 16, both K-major in shared memory (descriptors).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a,
+                                                    uint64_t desc_b, int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                 "%30, %31 "
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
+// 64 x 16 and B 128 x 16, both K-major in shared memory (descriptors).
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a,
+                                                    uint64_t desc_b, int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                 "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+                 "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, "
+                 "%58, %59, %60, %61, %62, %63 "
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// D (64 x 64, fp32) += A B: A 64 x 16 bf16 in registers (per warp of the
+// group, the mma.sync m16n8k16 A fragment), B 16 x 64 MN-major in shared memory.
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4],
+                                                    uint64_t desc_b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                 "%30, %31 "
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
+#endif
+
+// ---------------------------------------------------------------------------
+// Forward, head size 64
+
+constexpr int HS = 64;
+
+template <int NWG, int BN> struct Sm90FwdCfg {
+    static constexpr int BM = 64 * NWG, NTH = 128 * NWG;
+    // Q, then 2 x (K, V); +1024 to align the base for the swizzle
+    static constexpr size_t SMEM = (size_t)(BM + 4 * BN) * HS * sizeof(bf16) + 1024;
+};
+
+template <int NWG, int BN, int MINB>
+static __global__ void __launch_bounds__(NWG * 128, MINB)
+    attn_fwd_sm90_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
+                         const bf16 *__restrict__ qkv, int T, int NH, float scale_log2) {
+#ifdef ATTN_SM90_DEVICE
+    typedef Sm90FwdCfg<NWG, BN> Cfg;
+    constexpr int BM = Cfg::BM, NTH = Cfg::NTH, NS = BN / 8, NO = HS / 8;
+    extern __shared__ unsigned char smem_raw[];
+    bf16 *sQ = reinterpret_cast<bf16 *>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
+    bf16 *sK = sQ + BM * HS; // [2][BN * HS]
+    bf16 *sV = sK + 2 * BN * HS;
+
+    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    // 1-D grid, longest query tiles first over all (batch, head) pairs
+    const int n_bh = (int)(gridDim.x / ((T + BM - 1) / BM));
+    const int bh = (int)(blockIdx.x % n_bh), b = bh / NH, h = bh % NH;
+    const int q0 = ((T + BM - 1) / BM - 1 - (int)(blockIdx.x / n_bh)) * BM;
+    const int C = NH * HS;
+    const size_t ld = (size_t)3 * C;
+    const bf16 *qg = qkv + (size_t)b * T * ld + (size_t)h * HS;
+    const bf16 *kg = qg + C, *vg = qg + 2 * C;
+    const int n_kt = (min(q0 + BM, T) - 1) / BN + 1; // key tiles up to the causal limit
+
+    load_tile<BM, HS, NTH>(sQ, qg + (size_t)q0 * ld, ld, T - q0, tid);
+    {
+        const int k0 = (n_kt - 1) * BN;
+        load_tile<BN, HS, NTH>(sK, kg + (size_t)k0 * ld, ld, T - k0, tid);
+        load_tile<BN, HS, NTH>(sV, vg + (size_t)k0 * ld, ld, T - k0, tid);
+    }
+    cp_async_commit();
+
+    const int g_row0 = q0 + 64 * wg;          // the warpgroup's first row in the sequence
+    const int wrow0 = g_row0 + 16 * warp;     // the warp's
+    const bool group_active = g_row0 < T;
+    const int g = lane >> 2, t4 = lane & 3;
+    const uint32_t q_addr = smem_u32(sQ + 64 * wg * HS);
+
+    float o[NO * 4];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < NO * 4; i++) o[i] = 0.f;
+
+    for (int it = 0; it < n_kt; it++) {
+        const int j = n_kt - 1 - it, buf = it & 1;
+        cp_async_wait_all();
+        fence_proxy_async();
+        __syncthreads(); // tile j landed; everyone is done with buffer buf ^ 1
+        if (j > 0) {
+            const int k0 = (j - 1) * BN;
+            load_tile<BN, HS, NTH>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld, T - k0,
+                                   tid);
+            load_tile<BN, HS, NTH>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld, T - k0,
+                                   tid);
+            cp_async_commit();
+        }
+        // causal block skipping per warpgroup (wgmma is issued by all 4 warps)
+        if (!group_active || j * BN > g_row0 + 63) continue;
+        const uint32_t k_addr = smem_u32(sK + buf * BN * HS), v_addr = smem_u32(sV + buf * BN * HS);
+
+        // S = Q K^T: 4 k steps of 16 head dims (32 bytes along the swizzled row)
+        float s[NS * 4];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++) {
+            if constexpr (BN == 64)
+                wgmma_m64n64k16_ss(s, sw128_desc(q_addr + 32 * kk), sw128_desc(k_addr + 32 * kk),
+                                   kk > 0);
+            else
+                wgmma_m64n128k16_ss(s, sw128_desc(q_addr + 32 * kk),
+                                    sw128_desc(k_addr + 32 * kk), kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_regs(s);
+
+        // s[4n + e]: row wrow0 + g + 8 (e >> 1), key j BN + 8n + 2 t4 + (e & 1)
+        if (j * BN + BN - 1 > wrow0) { // the tile crosses this warp's diagonal
+#pragma unroll
+            for (int n = 0; n < NS; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int row = wrow0 + g + ((e >> 1) << 3);
+                    const int col = j * BN + n * 8 + 2 * t4 + (e & 1);
+                    if (col > row) s[4 * n + e] = -INFINITY;
+                }
+        }
+
+        // online softmax, base 2: p = 2^(s*scale*log2e - m)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < NS; n++) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m[r], mx * scale_log2);
+            const float m_use = m_new == -INFINITY ? 0.f : m_new; // row fully masked so far
+            const float alpha = fast_exp2(m[r] - m_use);
+            m[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < NS; n++) {
+                const float p0 = fast_exp2(fmaf(s[4 * n + 2 * r], scale_log2, -m_use));
+                const float p1 = fast_exp2(fmaf(s[4 * n + 2 * r + 1], scale_log2, -m_use));
+                s[4 * n + 2 * r] = p0;
+                s[4 * n + 2 * r + 1] = p1;
+                sum += p0 + p1;
+            }
+            l[r] = l[r] * alpha + sum;
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                o[4 * n + 2 * r] *= alpha;
+                o[4 * n + 2 * r + 1] *= alpha;
+            }
+        }
+        uint32_t pa[BN / 16][4]; // two n-tiles of S accumulators = one A fragment
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) {
+            pa[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
+            pa[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
+            pa[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
+            pa[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
+        }
+
+        // O += P V: k steps of 16 keys = 16 rows of V (2048 bytes)
+        wgmma_fence();
+        fence_regs(o);
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++) wgmma_m64n64k16_rs(o, pa[kk], sw128_desc(v_addr + 2048 * kk));
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_regs(o);
+    }
+    if (!group_active) return;
+
+    // lse, O / l; O goes through the warp's own 16 rows of sQ (read by this
+    // warpgroup's wgmma only, all complete) for 16-byte global stores
+    fence_proxy_async();
+    float *lse_bh = lse + (size_t)bh * T;
+    const int wl0 = 64 * wg + 16 * warp; // the warp's first row within the block
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float sum = l[r];
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        const float inv = 1.f / sum;
+        const int lr = wl0 + g + 8 * r;
+        if (t4 == 0 && q0 + lr < T) lse_bh[q0 + lr] = (m[r] + __log2f(sum)) * LN2;
+#pragma unroll
+        for (int n = 0; n < NO; n++)
+            *reinterpret_cast<uint32_t *>(sQ + tile_off<HS>(lr, n * 8 + 2 * t4)) =
+                pack_bf16(o[4 * n + 2 * r] * inv, o[4 * n + 2 * r + 1] * inv);
+    }
+    __syncwarp();
+    constexpr int CH = HS / 8;
+    bf16 *og = out + (size_t)b * T * C + (size_t)h * HS;
+#pragma unroll
+    for (int k = 0; k < 16 * CH / 32; k++) {
+        const int i = lane + 32 * k, r = i / CH, c = i % CH;
+        const int row = wrow0 + r;
+        if (row < T)
+            *reinterpret_cast<uint4 *>(og + (size_t)row * C + c * 8) =
+                *reinterpret_cast<const uint4 *>(sQ + (wl0 + r) * HS +
+                                                 (swz_chunk<CH>(wl0 + r, c) << 3));
+    }
+#else
+    __trap(); // built without sm_90a code: attention_forward_sm90 never launches this
+#endif
+}
+
+template <int NWG, int BN, int MINB>
+void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
+                     cudaStream_t stream) {
+    typedef Sm90FwdCfg<NWG, BN> Cfg;
+    auto kernel = attn_fwd_sm90_kernel<NWG, BN, MINB>;
+    static unsigned long long smem_done = 0;
+    raise_smem_limit(kernel, Cfg::SMEM, smem_done);
+    const unsigned grid = (unsigned)B * NH * ((T + Cfg::BM - 1) / Cfg::BM);
+    const float scale_log2 = LOG2E / sqrtf((float)HS);
+    kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(out, lse, qkv, T, NH, scale_log2);
+    CUDA_CHECK_LAUNCH("attn_fwd_sm90_kernel");
+}
+
+int g_sm90_variant = 0;
+
+} // namespace
+
+extern "C" int attention_sm90_supported(void) {
+#ifdef GPT2_HAVE_SM90A
+    static signed char known[64]; // per device: 0 unknown, 1 yes, -1 no
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 64 && known[dev]) return known[dev] > 0;
+    int major = 0, minor = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    const int yes = major == 9 && minor == 0; // sm_90a code runs on compute capability 9.0 only
+    if (dev < 64) known[dev] = yes ? 1 : -1;
+    return yes;
+#else
+    return 0;
+#endif
+}
+
+extern "C" void attention_sm90_set_variant(int variant) { g_sm90_variant = variant; }
+
+extern "C" int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                      int NH, cudaStream_t stream) {
+    if (NH <= 0 || C != NH * HS || !attention_sm90_supported()) return 0;
+    bf16 *o = static_cast<bf16 *>(out);
+    const bf16 *x = static_cast<const bf16 *>(qkv);
+    switch (g_sm90_variant) {
+    case 1: launch_fwd_sm90<2, 128, 1>(o, lse, x, B, T, NH, stream); break;
+    case 2: launch_fwd_sm90<3, 64, 1>(o, lse, x, B, T, NH, stream); break;
+    case 3: launch_fwd_sm90<1, 64, 4>(o, lse, x, B, T, NH, stream); break;
+    default: launch_fwd_sm90<2, 64, 2>(o, lse, x, B, T, NH, stream); break;
+    }
+    return 1;
+}

@@ -1,0 +1,25 @@
+/* The Hopper (sm_90a) attention kernels (attention_sm90.cu), called by the
+ * dispatch in attention.cu before the mma.sync kernels. */
+#ifndef GPT2_KERNELS_CUDA_ATTENTION_SM90_H
+#define GPT2_KERNELS_CUDA_ATTENTION_SM90_H
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* 1 when this build has sm_90a code and the current device runs it
+ * (compute capability 9.0: H100, H200, GH200). */
+int attention_sm90_supported(void);
+/* The causal forward (attention_forward_cuda's contract) for head size 64 on
+ * such a device: returns 1 when launched, 0 when the caller must run another
+ * kernel (other head size, other GPU, build without sm_90a). */
+int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                           cudaStream_t stream);
+/* Tile shapes, for the benchmark and the test: 0 = 2 warpgroups x 64 keys
+ * (default), 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64. */
+void attention_sm90_set_variant(int variant);
+#ifdef __cplusplus
+}
+#endif
+#endif

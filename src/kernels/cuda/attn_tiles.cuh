@@ -1,0 +1,102 @@
+/* What the flash attention kernels share (attention.cu: mma.sync, sm_80+;
+ * attention_sm90.cu: wgmma, sm_90a): cp.async, bf16 packing, exp2, the
+ * swizzled shared tiles and the loader that fills them, and the launchers'
+ * shared-memory limit. A tile of 64 bf16 columns (128-byte rows, 16-byte
+ * chunks XORed with row % 8) is exactly the 128-byte swizzle layout that
+ * wgmma reads through a matrix descriptor, when its base is 1024-aligned. */
+#ifndef GPT2_KERNELS_CUDA_ATTN_TILES_CUH
+#define GPT2_KERNELS_CUDA_ATTN_TILES_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace attn_tiles {
+
+typedef __nv_bfloat16 bf16;
+
+constexpr float LOG2E = 1.4426950408889634f;
+constexpr float LN2 = 0.6931471805599453f;
+
+// ---------------------------------------------------------------------------
+// PTX helpers
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes global -> shared; zero-filled when !valid (src is not read then).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo in the low half
+    return *reinterpret_cast<uint32_t *>(&v);
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// ---------------------------------------------------------------------------
+// Swizzled shared tiles: ROWS x COLS bf16, row-major, 16-byte chunks of a row
+// XORed with row bits so that 8 consecutive rows at one logical chunk land in
+// 8 distinct bank groups (ldmatrix reads 8 rows x 16 bytes per matrix).
+
+template <int CH> __device__ __forceinline__ int swz_chunk(int row, int chunk) {
+    if constexpr (CH >= 8) return chunk ^ (row & 7);
+    else if constexpr (CH == 4) return chunk ^ ((row >> 1) & 3);
+    else if constexpr (CH == 2) return chunk ^ ((row >> 2) & 1);
+    else return chunk;
+}
+
+// Element offset of (row, col) in a swizzled tile with COLS columns.
+template <int COLS> __device__ __forceinline__ int tile_off(int row, int col) {
+    return row * COLS + (swz_chunk<COLS / 8>(row, col >> 3) << 3) + (col & 7);
+}
+
+// cp.async a ROWS x COLS tile from g (row stride ld elements); rows at or
+// beyond valid_rows are zero-filled.
+template <int ROWS, int COLS, int NTH>
+__device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int valid_rows,
+                                          int tid) {
+    constexpr int CH = COLS / 8, TOTAL = ROWS * CH;
+#pragma unroll
+    for (int k = 0; k < (TOTAL + NTH - 1) / NTH; k++) {
+        const int i = tid + k * NTH;
+        if (TOTAL % NTH == 0 || i < TOTAL) {
+            const int r = i / CH, c = i % CH;
+            const bool v = r < valid_rows;
+            cp_async16(smem_u32(s + r * COLS + (swz_chunk<CH>(r, c) << 3)),
+                       g + (size_t)(v ? r : 0) * ld + c * 8, v);
+        }
+    }
+}
+
+// Raises a kernel's dynamic shared memory limit once per device (a plain
+// host call, kept out of the launch path and out of CUDA graph captures).
+// `done` is the caller's static: one per kernel instantiation.
+template <typename Kernel>
+void raise_smem_limit(Kernel kernel, size_t bytes, unsigned long long &done) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 64 && (done >> dev & 1ull)) return;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)bytes));
+    if (dev < 64) done |= 1ull << dev;
+}
+
+} // namespace attn_tiles
+#endif
