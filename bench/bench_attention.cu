@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
             const double t = time_median(run_fwd, b, s, warm, reps);
             printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
         }
-        for (int v = 0; v < 5; v++) {
+        for (int v = 0; v < 6; v++) {
             attention_cuda_set_variant(0, v);
             const double t = time_median(run_fwd_bwd, b, s, warm, reps);
             printf("  variant bwd%d: fwd+bwd %.3f ms (%.0f TFLOP/s)\n", v, t,
@@ -115,16 +115,16 @@ int main(int argc, char **argv) {
     }
 #endif
     // The default kernels, then (where they differ) the mma.sync ones
-    const bool hopper = strcmp(attention_cuda_forward_kernel(HS), "wgmma (sm_90a)") == 0;
+    const bool hopper = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
     for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
         attention_cuda_use_hopper(pass == 0);
         const double t_fwd = time_median(run_fwd, b, s, warm, reps);
         const double t_all = time_median(run_fwd_bwd, b, s, warm, reps);
         CK(cudaDeviceSynchronize());
-        printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s, fwd %s: fwd %.3f ms "
+        printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s, %s: fwd %.3f ms "
                "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd %.3f ms, %.0f TFLOP/s) | H100 "
                "anchors: FA2 0.246 / 1.280 ms, cuDNN 0.156 / 0.863 ms\n",
-               b.B, b.NH, b.T, HS, prop.name, attention_cuda_forward_kernel(HS), t_fwd,
+               b.B, b.NH, b.T, HS, prop.name, attention_cuda_kernels(HS), t_fwd,
                fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
                2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
     }

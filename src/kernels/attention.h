@@ -25,14 +25,14 @@ typedef struct CUstream_st *cudaStream_t; /* as in the CUDA runtime's driver_typ
 /* out (B,T,C) bf16, lse (B,NH,T) fp32, from qkv (B,T,3C) bf16. */
 void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                             cudaStream_t stream);
-/* Hopper: builds with sm_90a code (GPT2_CUDA_ARCHS with "90a") run the
- * forward of head size 64 on wgmma kernels on compute capability 9.0 GPUs
- * (on by default); 0 makes every call take the mma.sync kernels, for
+/* Hopper: builds with sm_90a code (GPT2_CUDA_ARCHS with "90a") run head
+ * size 64, forward and backward, on wgmma kernels on compute capability 9.0
+ * GPUs (on by default); 0 makes every call take the mma.sync kernels, for
  * comparisons. */
 void attention_cuda_use_hopper(int on);
-/* The forward kernel family a call with head size HS runs on the current
- * device: "wgmma (sm_90a)" or "mma.sync (sm_80)". */
-const char *attention_cuda_forward_kernel(int HS);
+/* The kernel family a call with head size HS runs on the current device:
+ * "wgmma (sm_90a)" or "mma.sync (sm_80)". */
+const char *attention_cuda_kernels(int HS);
 /* Device scratch the backward needs: an fp32 dq accumulator (B,T,C) and the
  * row sums D = rowsum(dout * out) (B,NH,T). */
 size_t attention_backward_workspace_bytes(int B, int T, int C, int NH);

@@ -228,8 +228,8 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
         res[2 + k] = compare(r_dqkv.data() + (size_t)k * C, 3 * (size_t)C,
                              f_dqkv.data() + (size_t)k * C, 3 * (size_t)C, (size_t)B * T, C);
     int ok = 1;
-    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d [fwd %s]:", B, T, NH, HS, variant_fwd,
-           variant_bwd, attention_cuda_forward_kernel(HS));
+    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d [%s]:", B, T, NH, HS, variant_fwd,
+           variant_bwd, attention_cuda_kernels(HS));
     for (int k = 0; k < 5; k++) {
         const double tol = k == 1 ? TOL_LSE : TOL_BF16;
         const int good = res[k].rel <= tol && res[k].nonfinite == 0;
@@ -271,17 +271,17 @@ int main(int argc, char **argv) {
         {2, 1024, 2, 64},  {2, 2048, 2, 64}, {2, 77, 2, 128},  {2, 64, 3, 128},
         {2, 1000, 2, 128}, {2, 1024, 2, 128}, {2, 2048, 2, 128},
     };
-    // Where the Hopper (wgmma) forward is the default, the mma.sync one is
-    // tested too: it is the path of every other GPU.
-    const int hopper = strcmp(attention_cuda_forward_kernel(64), "wgmma (sm_90a)") == 0;
-    printf("head size 64 forward by default: %s\n", attention_cuda_forward_kernel(64));
+    // Where the Hopper (wgmma) kernels are the default, the mma.sync ones are
+    // tested too: they are the path of every other GPU.
+    const int hopper = strcmp(attention_cuda_kernels(64), "wgmma (sm_90a)") == 0;
+    printf("head size 64 kernels by default: %s\n", attention_cuda_kernels(64));
     int failed = 0, total = 0;
     for (const test_case &tc : cases) {
         if (quick && tc.T > 256) continue;
 #ifdef GPT2_ATTN_TUNING
         if (tc.HS == 64) { // every tile-shape variant of the head size we tune
             for (int f = 0; f < 8; f++, total++) failed += !run_case(tc, f, 0);
-            for (int b = 1; b < 5; b++, total++) failed += !run_case(tc, 0, b);
+            for (int b = 1; b < 6; b++, total++) failed += !run_case(tc, 0, b);
             continue;
         }
 #endif

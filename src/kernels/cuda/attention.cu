@@ -597,9 +597,12 @@ void launch_fwd(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
     CUDA_CHECK_LAUNCH("attn_fwd_kernel");
 }
 
+// hopper: the main kernel is attention_sm90.cu's where it runs (head size 64
+// on compute capability 9.0 in sm_90a builds); the passes around it are these.
 template <int HS, int WARPS, int BM, int MINB>
 void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
-                const float *lse, int B, int T, int NH, void *workspace, cudaStream_t stream) {
+                const float *lse, int B, int T, int NH, void *workspace, cudaStream_t stream,
+                bool hopper = false) {
     typedef BwdCfg<HS, WARPS, BM> Cfg;
     const int C = NH * HS, BT = B * T;
     float *dq_acc = static_cast<float *>(workspace);
@@ -609,13 +612,16 @@ void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
     attn_bwd_prep_kernel<HS><<<(BT + 7) / 8, 256, 0, stream>>>(dsum, dq_acc, dout, out, BT, T, NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
-    auto kernel = attn_bwd_kernel<HS, WARPS, BM, MINB>;
-    static unsigned long long smem_done = 0;
-    raise_smem_limit(kernel, Cfg::SMEM, smem_done);
-    const unsigned grid = (unsigned)B * NH * ((T + Cfg::BN - 1) / Cfg::BN);
-    kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH,
-                                                  scale, scale * LOG2E);
-    CUDA_CHECK_LAUNCH("attn_bwd_kernel");
+    if (!hopper || !attention_backward_sm90(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, C, NH,
+                                            stream)) {
+        auto kernel = attn_bwd_kernel<HS, WARPS, BM, MINB>;
+        static unsigned long long smem_done = 0;
+        raise_smem_limit(kernel, Cfg::SMEM, smem_done);
+        const unsigned grid = (unsigned)B * NH * ((T + Cfg::BN - 1) / Cfg::BN);
+        kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH,
+                                                      scale, scale * LOG2E);
+        CUDA_CHECK_LAUNCH("attn_bwd_kernel");
+    }
 
     const size_t n8 = (size_t)BT * C / 8;
     attn_dq_convert_kernel<<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(dqkv, dq_acc, n8, C,
@@ -639,7 +645,7 @@ int g_fwd_variant = 0, g_bwd_variant = 0;
 
 extern "C" void attention_cuda_use_hopper(int on) { g_use_hopper = on; }
 
-extern "C" const char *attention_cuda_forward_kernel(int HS) {
+extern "C" const char *attention_cuda_kernels(int HS) {
     return HS == 64 && g_use_hopper && attention_sm90_supported() ? "wgmma (sm_90a)"
                                                                   : "mma.sync (sm_80)";
 }
@@ -650,7 +656,8 @@ extern "C" const char *attention_cuda_forward_kernel(int HS) {
  * rows/warp/16, min blocks/SM>: 1 = <4,1,3>, 2 = <8,1,2>, 3 = <4,1,1>,
  * 4 = <4,2,2> (its default); wgmma (attention_sm90_set_variant) 5 = 2 x 128
  * keys, 6 = 3 warpgroups, 7 = 1 warpgroup; bwd <warps (16 keys each), BM queries, min blocks>:
- * 0 = <4,32,3> (default), 1 = <4,64,2>, 2 = <8,32,1>, 3 = <4,32,2>, 4 = <8,64,1>. */
+ * 0 = the default dispatch (wgmma where it runs), 1 = <4,64,2>, 2 = <8,32,1>,
+ * 3 = <4,32,2>, 4 = <8,64,1>, 5 = <4,32,3> (the mma.sync default). */
 extern "C" void attention_cuda_set_variant(int fwd, int bwd) {
     g_fwd_variant = fwd;
     g_bwd_variant = bwd;
@@ -698,13 +705,14 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
         case 2: return launch_bwd<64, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
         case 3: return launch_bwd<64, 4, 32, 2>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
         case 4: return launch_bwd<64, 8, 64, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
+        case 5: return launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
         default: break;
         }
 #endif
         // 4 warps x 16 keys, 32 queries a step, 3 blocks (12 warps) per SM: the
         // fastest shape on H100 at B=32 NH=12 T=1024 (fwd+bwd 1.039 ms against
         // 1.057-1.151 ms for the others)
-        launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
+        launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper);
     } else {
         launch_bwd<128, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
     }

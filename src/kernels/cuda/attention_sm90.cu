@@ -1,6 +1,7 @@
-/* Causal flash attention forward for Hopper (sm_90a), head size 64: the
- * FlashAttention-2 algorithm of attention.cu (same lse layout and results
- * within bf16 rounding) with both matrix products on wgmma, the Hopper
+/* Causal flash attention for Hopper (sm_90a), head size 64, forward and the
+ * backward's main kernel: the FlashAttention-2 algorithm of attention.cu
+ * (same lse layout and results within bf16 rounding) with the matrix
+ * products on wgmma, the Hopper
  * tensor-core instruction that a warpgroup (4 warps) issues asynchronously
  * with its operands read from shared memory through matrix descriptors.
  *
@@ -15,7 +16,7 @@
  * accumulators straight into wgmma's register A operand.
  *
  * The mma.sync kernels stay the path for other GPUs and head size 128; the
- * dispatch (attention.cu) calls attention_forward_sm90 first. This file's
+ * dispatch (attention.cu) tries these first. This file's
  * kernels have bodies only when compiled for sm_90a (GPT2_CUDA_ARCHS with
  * "90a"; the build then defines GPT2_HAVE_SM90A). */
 #include "kernels/cuda/attention_sm90.h"
@@ -58,6 +59,7 @@ __device__ __forceinline__ void wgmma_commit() {
 __device__ __forceinline__ void wgmma_wait_all() {
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 }
+
 // Generic-proxy writes to shared memory (cp.async, st.shared) made visible
 // to the async proxy that wgmma reads through, and the other way round.
 __device__ __forceinline__ void fence_proxy_async() {
@@ -70,6 +72,25 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// Four 8x8 bf16 matrices from mma fragments (register i: matrix i, each
+// thread two adjacent elements of a row) stored transposed: lane 8i + c
+// gives the address of row c of matrix i's transpose (16 bytes).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 ::"r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 4 : 0));
+}
+
+// p[0] += a, p[1] += b, one vector reduction.
+__device__ __forceinline__ void red_add_v2(float *p, float a, float b) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+
 // D (64 x 64, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
 // 64 x 16 and B 64 x 16, both K-major in shared memory (descriptors).
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a,
@@ -80,6 +101,25 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
                  "%30, %31 "
                  "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// D (64 x 64, fp32) = A B (scale_d = 0) or D += A B (scale_d = 1): A 64 x 16
+// K-major, B 16 x 64 MN-major, both in shared memory (descriptors).
+__device__ __forceinline__ void wgmma_m64n64k16_ss_tb(float (&d)[32], uint64_t desc_a,
+                                                       uint64_t desc_b, int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
+                 "%30, %31 "
+                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
                    "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
                    "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
@@ -238,7 +278,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
         for (int r = 0; r < 2; r++) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < NS; n++) mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
+            for (int n = 0; n < NS; n++)
+                mx = fmaxf(mx, fmaxf(s[4 * n + 2 * r], s[4 * n + 2 * r + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             const float m_new = fmaxf(m[r], mx * scale_log2);
@@ -274,7 +315,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
         wgmma_fence();
         fence_regs(o);
 #pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) wgmma_m64n64k16_rs(o, pa[kk], sw128_desc(v_addr + 2048 * kk));
+        for (int kk = 0; kk < BN / 16; kk++)
+            wgmma_m64n64k16_rs(o, pa[kk], sw128_desc(v_addr + 2048 * kk));
         wgmma_commit();
         wgmma_wait_all();
         fence_regs(o);
@@ -316,6 +358,198 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 #endif
 }
 
+// ---------------------------------------------------------------------------
+// Backward main kernel, head size 64 (attention.cu runs the D = rowsum(dO*O)
+// pass before it and the dQ conversion after, as for its own main kernel).
+//
+// A block (one warpgroup) owns 64 keys of one (batch, head) and keeps dK, dV
+// for them in wgmma accumulators while it walks the query tiles of 64 rows
+// from the diagonal to T, Q, dO, lse and D double-buffered. Per tile:
+// S^T = K Q^T and dP^T = V dO^T (A and B K-major from shared memory),
+// P^T = exp(S^T - lse) masked above the diagonal, dS^T = P^T (dP^T - D);
+// dV += P^T dO and dK += dS^T Q with P^T, dS^T as register A operands (dO, Q
+// MN-major); dS^T goes to shared memory transposed (stmatrix .trans), so
+// that dQ_tile = dS K is one more wgmma (dS K-major, K MN-major), added to
+// the fp32 dQ accumulator with vector atomics.
+
+constexpr int BWD_BM = 64, BWD_BN = 64;
+// K, V, 2 x (Q, dO), dS (queries x keys), then 2 x (lse, D); +1024 for alignment
+constexpr size_t BWD_SMEM =
+    (size_t)(2 * BWD_BN * HS + 4 * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
+    4 * BWD_BM * sizeof(float) + 1024;
+
+template <int MINB>
+static __global__ void __launch_bounds__(128, MINB)
+    attn_bwd_sm90_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
+                         const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
+                         const float *__restrict__ lse, const float *__restrict__ dsum, int T,
+                         int NH, float scale, float scale_log2) {
+#ifdef ATTN_SM90_DEVICE
+    constexpr int BM = BWD_BM, BN = BWD_BN, NTH = 128, QN = BM / 8, NO = HS / 8;
+    extern __shared__ unsigned char smem_raw[];
+    bf16 *sK = reinterpret_cast<bf16 *>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
+    bf16 *sV = sK + BN * HS;
+    bf16 *sQ = sV + BN * HS;        // [2][BM * HS]
+    bf16 *sdO = sQ + 2 * BM * HS;   // [2][BM * HS]
+    bf16 *sdS = sdO + 2 * BM * HS;  // BM x BN: dS, queries as rows
+    float *sL = reinterpret_cast<float *>(sdS + BM * BN); // [2][BM]
+    float *sD = sL + 2 * BM;                              // [2][BM]
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+    // the key blocks of one (batch, head) adjacent (as attention.cu: Q, dO
+    // and the dQ rows they add into stay in L2)
+    const int n_kb = (T + BN - 1) / BN;
+    const int bh = blockIdx.x / n_kb, b = bh / NH, h = bh % NH;
+    const int k0 = (int)(blockIdx.x % n_kb) * BN;
+    const int C = NH * HS;
+    const size_t ld = (size_t)3 * C;
+    const bf16 *qg = qkv + (size_t)b * T * ld + (size_t)h * HS;
+    const bf16 *dog = dout + (size_t)b * T * C + (size_t)h * HS;
+    const float *lse_bh = lse + (size_t)bh * T, *d_bh = dsum + (size_t)bh * T;
+    const int i0 = k0 / BM, n_qt = (T + BM - 1) / BM;
+
+    load_tile<BN, HS, NTH>(sK, qg + C + (size_t)k0 * ld, ld, T - k0, tid);
+    load_tile<BN, HS, NTH>(sV, qg + 2 * C + (size_t)k0 * ld, ld, T - k0, tid);
+    auto load_q_tile = [&](int i, int st) {
+        const int q0 = i * BM;
+        load_tile<BM, HS, NTH>(sQ + st * BM * HS, qg + (size_t)q0 * ld, ld, T - q0, tid);
+        load_tile<BM, HS, NTH>(sdO + st * BM * HS, dog + (size_t)q0 * C, C, T - q0, tid);
+        if (tid < BM) {
+            const bool v = q0 + tid < T;
+            cp_async4(smem_u32(sL + st * BM + tid), lse_bh + (v ? q0 + tid : 0), v);
+            cp_async4(smem_u32(sD + st * BM + tid), d_bh + (v ? q0 + tid : 0), v);
+        }
+    };
+    load_q_tile(i0, 0);
+    cp_async_commit();
+
+    const int kw0 = k0 + 16 * warp; // this warp's first key in the sequence
+    const uint32_t k_addr = smem_u32(sK), v_addr = smem_u32(sV), ds_addr = smem_u32(sdS);
+    float dk[NO * 4], dv[NO * 4];
+#pragma unroll
+    for (int i = 0; i < NO * 4; i++) dk[i] = dv[i] = 0.f;
+
+    for (int i = i0; i < n_qt; i++) {
+        const int st = (i - i0) & 1, q0 = i * BM;
+        cp_async_wait_all();
+        fence_proxy_async();
+        __syncthreads(); // tile i landed; everyone is done with stage st ^ 1 and with sdS
+        if (i + 1 < n_qt) {
+            load_q_tile(i + 1, st ^ 1);
+            cp_async_commit();
+        }
+        const uint32_t q_addr = smem_u32(sQ + st * BM * HS), do_addr = smem_u32(sdO + st * BM * HS);
+        const float *ls = sL + st * BM, *ds = sD + st * BM;
+
+        // S^T = K Q^T, dP^T = V dO^T (64 keys x 64 queries each)
+        float s[QN * 4], dp[QN * 4];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_m64n64k16_ss(s, sw128_desc(k_addr + 32 * kk), sw128_desc(q_addr + 32 * kk),
+                               kk > 0);
+#pragma unroll
+        for (int kk = 0; kk < HS / 16; kk++)
+            wgmma_m64n64k16_ss(dp, sw128_desc(v_addr + 32 * kk), sw128_desc(do_addr + 32 * kk),
+                               kk > 0);
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_regs(s);
+        fence_regs(dp);
+
+        // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1)
+        const bool need_mask = kw0 + 15 > q0;
+#pragma unroll
+        for (int n = 0; n < QN; n++) {
+            const int qc = n * 8 + 2 * t4;
+            const float2 L = *reinterpret_cast<const float2 *>(ls + qc);
+            const float2 Dq = *reinterpret_cast<const float2 *>(ds + qc);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float lv = (e & 1) ? L.y : L.x, dv_ = (e & 1) ? Dq.y : Dq.x;
+                float p = fast_exp2(fmaf(s[4 * n + e], scale_log2, -lv * LOG2E));
+                if (need_mask && kw0 + g + ((e >> 1) << 3) > q0 + qc + (e & 1)) p = 0.f;
+                s[4 * n + e] = p;
+                dp[4 * n + e] = p * (dp[4 * n + e] - dv_);
+            }
+        }
+        uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
+#pragma unroll
+        for (int kq = 0; kq < BM / 16; kq++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
+                da[kq][r] = pack_bf16(dp[8 * kq + 2 * r], dp[8 * kq + 2 * r + 1]);
+            }
+        // dS (queries x keys) to shared memory: fragment da[kq][m] is the 8x8
+        // block of keys 8 (m & 1).. of this warp x queries 16 kq + 8 (m >> 1)..
+        {
+            const int m = lane >> 3, c = lane & 7, chunk = 2 * warp + (m & 1);
+#pragma unroll
+            for (int kq = 0; kq < BM / 16; kq++) {
+                const int q = 16 * kq + 8 * (m >> 1) + c;
+                stmatrix_x4_trans(ds_addr + q * 128 + ((chunk ^ (q & 7)) << 4), da[kq]);
+            }
+        }
+        fence_proxy_async();
+        __syncthreads(); // dS complete (all four warps' keys)
+
+        // dV += P^T dO, dK += dS^T Q (k steps of 16 queries = 2048 bytes of
+        // dO, Q rows); dQ_tile = dS K (k steps of 16 keys)
+        float dq[NO * 4];
+        wgmma_fence();
+        fence_regs(dv);
+        fence_regs(dk);
+#pragma unroll
+        for (int kq = 0; kq < BM / 16; kq++) {
+            wgmma_m64n64k16_rs(dv, pa[kq], sw128_desc(do_addr + 2048 * kq));
+            wgmma_m64n64k16_rs(dk, da[kq], sw128_desc(q_addr + 2048 * kq));
+        }
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+            wgmma_m64n64k16_ss_tb(dq, sw128_desc(ds_addr + 32 * kk), sw128_desc(k_addr + 2048 * kk),
+                                  kk > 0);
+        wgmma_commit();
+        wgmma_wait_all();
+        fence_regs(dv);
+        fence_regs(dk);
+        fence_regs(dq);
+
+        // dq[4n + e]: query q0 + 16 warp + g + 8 (e >> 1), dim 8n + 2 t4 + (e & 1)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int q = q0 + 16 * warp + g + 8 * r;
+            if (q < T) {
+                float *dst = dq_acc + ((size_t)b * T + q) * C + (size_t)h * HS + 2 * t4;
+#pragma unroll
+                for (int n = 0; n < NO; n++)
+                    red_add_v2(dst + n * 8, dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+            }
+        }
+    }
+
+    // dK (scaled) and dV for this warp's 16 keys
+    bf16 *dkg = dqkv + (size_t)b * T * ld + C + (size_t)h * HS;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int key = kw0 + g + 8 * r;
+        if (key < T) {
+            bf16 *dst = dkg + (size_t)key * ld + 2 * t4;
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                *reinterpret_cast<uint32_t *>(dst + n * 8) =
+                    pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
+                *reinterpret_cast<uint32_t *>(dst + C + n * 8) =
+                    pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
+            }
+        }
+    }
+#else
+    __trap(); // built without sm_90a code: attention_backward_sm90 never launches it
+#endif
+}
+
 template <int NWG, int BN, int MINB>
 void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
                      cudaStream_t stream) {
@@ -332,6 +566,23 @@ void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int N
 int g_sm90_variant = 0;
 
 } // namespace
+
+extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout,
+                                       const void *qkv, const float *lse, const float *dsum,
+                                       int B, int T, int C, int NH, cudaStream_t stream) {
+    if (NH <= 0 || C != NH * HS || !attention_sm90_supported()) return 0;
+    auto kernel = attn_bwd_sm90_kernel<2>;
+    static unsigned long long smem_done = 0;
+    raise_smem_limit(kernel, BWD_SMEM, smem_done);
+    const unsigned grid = (unsigned)B * NH * ((T + BWD_BN - 1) / BWD_BN);
+    const float scale = 1.f / sqrtf((float)HS);
+    kernel<<<grid, 128, BWD_SMEM, stream>>>(static_cast<bf16 *>(dqkv), dq_acc,
+                                            static_cast<const bf16 *>(dout),
+                                            static_cast<const bf16 *>(qkv), lse, dsum, T, NH,
+                                            scale, scale * LOG2E);
+    CUDA_CHECK_LAUNCH("attn_bwd_sm90_kernel");
+    return 1;
+}
 
 extern "C" int attention_sm90_supported(void) {
 #ifdef GPT2_HAVE_SM90A

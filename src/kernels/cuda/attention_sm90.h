@@ -16,8 +16,14 @@ int attention_sm90_supported(void);
  * kernel (other head size, other GPU, build without sm_90a). */
 int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                            cudaStream_t stream);
-/* Tile shapes, for the benchmark and the test: 0 = 2 warpgroups x 64 keys
- * (default), 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64. */
+/* The backward's main kernel for head size 64 on such a device (attention.cu
+ * runs the passes around it: dq_acc zeroed and dsum = rowsum(dout * out)
+ * before, dq_acc * scale -> dqkv after): returns 1 when launched, else 0. */
+int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const void *qkv,
+                            const float *lse, const float *dsum, int B, int T, int C, int NH,
+                            cudaStream_t stream);
+/* Forward tile shapes, for the benchmark and the test: 0 = 2 warpgroups x 64
+ * keys (default), 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64. */
 void attention_sm90_set_variant(int variant);
 #ifdef __cplusplus
 }
