@@ -91,8 +91,10 @@ __device__ __forceinline__ void red_add_v2(float *p, float a, float b) {
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
 }
 
-// D (64 x 64, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
-// 64 x 16 and B 64 x 16, both K-major in shared memory (descriptors).
+// D (64 x 64, fp32) = A B (scale_d = 0) or D += A B (scale_d = 1), A 64 x 16
+// and B 16 x 64 in shared memory (descriptors): A K-major; B K-major (stored
+// as 64 x 16, TRANS_B = 0: D = A B^T of that) or MN-major (TRANS_B = 1).
+template <int TRANS_B>
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a,
                                                     uint64_t desc_b, int scale_d) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
@@ -100,33 +102,14 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
                  "%30, %31 "
-                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 "}, %32, %33, p, 1, 1, 0, %35;\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
                    "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
                    "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
                    "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
                    "+f"(d[30]), "+f"(d[31])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// D (64 x 64, fp32) = A B (scale_d = 0) or D += A B (scale_d = 1): A 64 x 16
-// K-major, B 16 x 64 MN-major, both in shared memory (descriptors).
-__device__ __forceinline__ void wgmma_m64n64k16_ss_tb(float (&d)[32], uint64_t desc_a,
-                                                       uint64_t desc_b, int scale_d) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, "
-                 "%30, %31 "
-                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_B));
 }
 
 // D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
@@ -251,8 +234,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++) {
             if constexpr (BN == 64)
-                wgmma_m64n64k16_ss(s, sw128_desc(q_addr + 32 * kk), sw128_desc(k_addr + 32 * kk),
-                                   kk > 0);
+                wgmma_m64n64k16_ss<0>(s, sw128_desc(q_addr + 32 * kk),
+                                      sw128_desc(k_addr + 32 * kk), kk > 0);
             else
                 wgmma_m64n128k16_ss(s, sw128_desc(q_addr + 32 * kk),
                                     sw128_desc(k_addr + 32 * kk), kk > 0);
@@ -447,12 +430,12 @@ static __global__ void __launch_bounds__(128, MINB)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_m64n64k16_ss(s, sw128_desc(k_addr + 32 * kk), sw128_desc(q_addr + 32 * kk),
-                               kk > 0);
+            wgmma_m64n64k16_ss<0>(s, sw128_desc(k_addr + 32 * kk),
+                                  sw128_desc(q_addr + 32 * kk), kk > 0);
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_m64n64k16_ss(dp, sw128_desc(v_addr + 32 * kk), sw128_desc(do_addr + 32 * kk),
-                               kk > 0);
+            wgmma_m64n64k16_ss<0>(dp, sw128_desc(v_addr + 32 * kk),
+                                  sw128_desc(do_addr + 32 * kk), kk > 0);
         wgmma_commit();
         wgmma_wait_all();
         fence_regs(s);
@@ -508,8 +491,8 @@ static __global__ void __launch_bounds__(128, MINB)
         }
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++)
-            wgmma_m64n64k16_ss_tb(dq, sw128_desc(ds_addr + 32 * kk), sw128_desc(k_addr + 2048 * kk),
-                                  kk > 0);
+            wgmma_m64n64k16_ss<1>(dq, sw128_desc(ds_addr + 32 * kk),
+                                  sw128_desc(k_addr + 2048 * kk), kk > 0);
         wgmma_commit();
         wgmma_wait_all();
         fence_regs(dv);
