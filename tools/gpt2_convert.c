@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
         what = a.bf16 ? "Hugging Face, bf16" : "Hugging Face, fp32";
     }
     printf("%s (%s, %zu parameters) -> %s (%s)\n", src.file, model_source_kind_name(src.kind),
-           lay.n_params, a.out, what);
+           layout_model_params(&lay), a.out, what);
     free(host);
     layout_free(&lay);
     return 0;

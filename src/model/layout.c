@@ -89,6 +89,10 @@ const param_tensor *layout_find(const gpt2_layout *lay, const char *name) {
     return NULL;
 }
 
+size_t layout_model_params(const gpt2_layout *lay) {
+    return lay->n_params - (size_t)(lay->padded_vocab_size - lay->vocab_size) * lay->n_embd;
+}
+
 double layout_flops_per_token(const gpt2_layout *lay, int seq_len) {
     /* nanoGPT's estimate_mfu: 6 N for the matmuls with parameters (forward
      * and backward), 12 L C T for attention scores and values. N counts the

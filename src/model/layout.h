@@ -37,7 +37,7 @@ typedef struct {
     param_tensor *tensors;
     int n_tensors;
     size_t n_elements; /* flat buffer length, alignment gaps included */
-    size_t n_params;   /* real parameters (sum of numel) */
+    size_t n_params;   /* parameters as stored (sum of numel): wte's padded rows included */
     block_offsets *blocks;
     size_t lnf_w, lnf_b, wpe, wte;
 } gpt2_layout;
@@ -48,6 +48,9 @@ void layout_free(gpt2_layout *lay);
 /* The tensor with this name, or NULL. */
 const param_tensor *layout_find(const gpt2_layout *lay, const char *name);
 
+/* The model's own parameters: n_params less wte's padding rows (GPT-2 124M:
+ * 124,439,808; 124,475,904 as stored with the vocabulary padded to 50304). */
+size_t layout_model_params(const gpt2_layout *lay);
 /* FLOPs of one training token, forward and backward: 6 N + 12 L C T
  * (nanoGPT's estimate_mfu), N = real parameters. */
 double layout_flops_per_token(const gpt2_layout *lay, int seq_len);

@@ -83,9 +83,10 @@ static void print_run_header(const config *cfg, int world, const gpt2_layout *la
     printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world,
            cfg->device, run_dir);
     printf("---- resolved config ----\n%s-------------------------\n", config_text);
-    printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters\n",
+    printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters (%zu as "
+           "stored, with the padded rows)\n",
            lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
-           lay->n_params);
+           layout_model_params(lay), lay->n_params);
     printf("batch: %lld tokens/step = %d ranks x %d micro-steps x %d x %d\n",
            (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
 }

@@ -11,7 +11,8 @@
 #      (openai-community/gpt2: no prefix, mask buffers, tied lm_head),
 #      start a new run whose step-0 val loss is the step-8 val loss, bit for
 #      bit; the bf16 export within 1e-2;
-#  (5) gpt2_sample (seeded) continues a prompt with the same text from the
+#  (5) the parameter count gpt2_convert prints is the export's;
+#  (6) gpt2_sample (seeded) continues a prompt with the same text from the
 #      checkpoint, its export and the Hub layout.
 # usage: hf_interchange.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
@@ -25,7 +26,17 @@ eval_cfg=(eval_batches=2 val_data="data/nlp-corpus/nlp_val_*.bin" out_dir="$work
   "${eval_cfg[@]}" run_name=src >"$work/src.log" 2>&1 || fail "training run" "$work/src.log"
 ckpt=$work/src/step_00000008
 
-"$convert" "$work/src" "$work/hf" || fail "export of the run directory"
+"$convert" "$work/src" "$work/hf" >"$work/convert.log" 2>&1 || fail "export of the run directory" "$work/convert.log"
+cat "$work/convert.log"
+# The parameter count gpt2_convert prints is the export's (the safetensors
+# header's shapes: the vocabulary unpadded, lm_head tied to wte).
+said=$(sed -n 's/.*, \([0-9]*\) parameters) -> .*/\1/p' "$work/convert.log")
+in_file=$(/usr/bin/python3 -c '
+import json, math, struct, sys
+f = open(sys.argv[1], "rb"); h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+h.pop("__metadata__", None); print(sum(math.prod(t["shape"]) for t in h.values()))' "$work/hf/model.safetensors")
+[ -n "$said" ] && [ "$said" = "$in_file" ] || fail "gpt2_convert said '$said' parameters, the export holds $in_file"
+echo "parameters: gpt2_convert $said, the export's tensors $in_file"
 "$convert" "$ckpt/model.h5" "$work/hf_bf16" --bf16 || fail "bf16 export"
 ls -l "$work/hf"
 "${check[@]}" export "$work/hf" "$ckpt/model.h5" "$encoder" "$vocab"
