@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "dist/fail.h"
+#include "io/files.h"
 #if GPT2_HAVE_HF
 #include "io/hf_gpt2.h"
 #include "io/json_util.h"
@@ -26,11 +27,6 @@
 #include "io/weights_h5.h"
 
 #define GPT2_VOCAB 50257
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -137,7 +133,7 @@ static void save_hf(const convert_args *a, const gpt2_layout *lay, const float *
 
 int main(int argc, char **argv) {
     const convert_args a = parse_args(argc, argv);
-    const out_kind kind = ends_with(a.out, ".bin") ? OUT_LLMC : ends_with(a.out, ".h5") ? OUT_H5 : OUT_HF;
+    const out_kind kind = path_ends_with(a.out, ".bin") ? OUT_LLMC : path_ends_with(a.out, ".h5") ? OUT_H5 : OUT_HF;
     struct stat st;
     if (kind == OUT_HF && stat(a.out, &st) == 0 && !S_ISDIR(st.st_mode))
         fail_collective(EXIT_USAGE,

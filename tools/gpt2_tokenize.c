@@ -21,6 +21,7 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "dist/fail.h"
+#include "io/files.h"
 
 #define TOOL "gpt2_tokenize"
 #define DEFAULT_SHARD_TOKENS 100000000LL
@@ -428,20 +429,8 @@ static void progress_update(progress *p, const doc_batch *b, bool final) {
 }
 
 static void make_dir(const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            die(EXIT_FATAL, "%s: cannot create folder: %s", path, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        die(EXIT_FATAL, "%s: cannot create folder: %s", path, strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        die(EXIT_FATAL, "%s: exists and is not a folder", path);
+    char err[4400];
+    if (make_dirs(dir, 0777, err, sizeof err) != 0) die(EXIT_FATAL, "%s", err);
 }
 
 static int64_t total_bytes(const path_list *l) {

@@ -10,17 +10,13 @@
 #include <zlib.h>
 
 #include "dist/fail.h"
+#include "io/files.h"
 
 #define READ_CHUNK (1 << 20)
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 bool doc_is_jsonl(const char *path) {
     /* .json.gz: JSON lines as C4 and Dolma ship them */
-    return ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz") || ends_with(path, ".json.gz");
+    return path_ends_with(path, ".jsonl") || path_ends_with(path, ".jsonl.gz") || path_ends_with(path, ".json.gz");
 }
 
 /* ------------------------------------------------------------------ batches */
@@ -42,24 +38,14 @@ void batch_free(doc_batch *b) {
     free(b);
 }
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return p;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    p = realloc(p, c * elem);
-    if (!p) FAIL("out of memory (%zu x %zu bytes) reading documents", c, elem);
-    *cap = c;
-    return p;
-}
-
 static void batch_append(doc_batch *b, const char *bytes, size_t n) {
-    b->bytes = grow(b->bytes, &b->cap, b->len + n + 1, 1);
+    b->bytes = xgrow(b->bytes, &b->cap, b->len + n + 1, 1, "documents read");
     memcpy(b->bytes + b->len, bytes, n);
     b->len += n;
 }
 
 static void batch_add_doc(doc_batch *b, doc_ref d) {
-    b->docs = grow(b->docs, &b->docs_cap, b->n_docs + 1, sizeof *b->docs);
+    b->docs = xgrow(b->docs, &b->docs_cap, b->n_docs + 1, sizeof *b->docs, "documents read");
     b->docs[b->n_docs++] = d;
 }
 
@@ -117,7 +103,7 @@ static int open_next(doc_reader *r, char *err, size_t err_len) {
     r->jsonl = doc_is_jsonl(r->path);
     r->line = 0;
     r->chunk_len = r->chunk_pos = 0;
-    if (ends_with(r->path, ".gz")) {
+    if (path_ends_with(r->path, ".gz")) {
         r->gz = gzopen(r->path, "rb");
         if (r->gz) gzbuffer(r->gz, READ_CHUNK);
     } else {

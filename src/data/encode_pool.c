@@ -62,19 +62,9 @@ static const char *jsonl_text(const doc_batch *b, const doc_ref *d, const char *
     return json_object_get_string(v);
 }
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return p;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need) c *= 2;
-    p = realloc(p, c * elem);
-    if (!p) FAIL("out of memory (%zu x %zu bytes) for token ids", c, elem);
-    *cap = c;
-    return p;
-}
-
 /* Tokenizes every document of b; stops at the first that fails. */
 static void encode_batch(bpe_tokenizer *tok, const char *field, doc_batch *b) {
-    b->ends = grow(b->ends, &b->ends_cap, b->n_docs + 1, sizeof *b->ends);
+    b->ends = xgrow(b->ends, &b->ends_cap, b->n_docs + 1, sizeof *b->ends, "token ids");
     for (size_t i = 0; i < b->n_docs; i++) {
         const doc_ref *d = &b->docs[i];
         json_object *obj = NULL;

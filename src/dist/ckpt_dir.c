@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +14,9 @@
 #include <unistd.h>
 
 #include "dist/fail.h"
+#include "io/files.h"
 
 #define MARKER_HEADER "gpt2_ddp checkpoint v1"
-
-int ckpt_errorf(char *err, size_t len, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void ckpt_step_dir(char *out, size_t len, const char *run_dir, int step) {
     snprintf(out, len, "%s/step_%08d", run_dir, step);
@@ -147,10 +139,10 @@ static int check_listed_file(const char *dir, const char *name, long long size, 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     struct stat st;
     if (stat(path, &st) != 0)
-        return ckpt_errorf(err, err_len, "%s: missing (%s lists it): %s", path, CKPT_MARKER,
+        return set_error(err, err_len, "%s: missing (%s lists it): %s", path, CKPT_MARKER,
                        strerror(errno));
     if ((long long)st.st_size != size)
-        return ckpt_errorf(err, err_len, "%s: %lld bytes, but %s recorded %lld: truncated or damaged",
+        return set_error(err, err_len, "%s: %lld bytes, but %s recorded %lld: truncated or damaged",
                        path, (long long)st.st_size, CKPT_MARKER, size);
     return 0;
 }
@@ -159,7 +151,7 @@ int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len
     char path[CKPT_PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/%s", dir, CKPT_MARKER);
     FILE *f = fopen(path, "r");
-    if (!f) return ckpt_errorf(err, err_len, "%s: %s", path, strerror(errno));
+    if (!f) return set_error(err, err_len, "%s: %s", path, strerror(errno));
     char line[1024], name[512];
     long long size = 0;
     int64_t total = 0;
@@ -167,7 +159,7 @@ int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len
     while (rc == 0 && fgets(line, sizeof line, f)) {
         lineno++;
         if (lineno == 1 && strncmp(line, MARKER_HEADER, strlen(MARKER_HEADER)) != 0)
-            rc = ckpt_errorf(err, err_len, "%s: not a gpt2_ddp checkpoint marker", path);
+            rc = set_error(err, err_len, "%s: not a gpt2_ddp checkpoint marker", path);
         else if (sscanf(line, "file %511s %lld", name, &size) == 2) {
             rc = check_listed_file(dir, name, size, err, err_len);
             total += size;
@@ -175,7 +167,7 @@ int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len
     }
     fclose(f);
     if (rc == 0 && lineno < 3)
-        rc = ckpt_errorf(err, err_len, "%s: truncated marker (%d lines)", path, lineno);
+        rc = set_error(err, err_len, "%s: truncated marker (%d lines)", path, lineno);
     if (bytes) *bytes = total;
     return rc;
 }
@@ -246,13 +238,6 @@ void ckpt_remove_tree(const char *path) {
 }
 
 void ckpt_make_dirs(const char *path) {
-    char buf[CKPT_PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) FAIL("path too long: %s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) FAIL("cannot create %s: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) FAIL("cannot create %s: %s", buf, strerror(errno));
+    char err[CKPT_PATH_MAX + 256];
+    if (make_dirs(path, 0755, err, sizeof err) != 0) FAIL("%s", err);
 }

@@ -53,9 +53,6 @@ void ckpt_prune(const char *run_dir, int keep_last);
 /* Removes every partial (step_*.tmp) directory of run_dir; returns how many. */
 int ckpt_remove_partial(const char *run_dir);
 
-/* Formats a problem into err and returns -1, for `return ckpt_errorf(...)`. */
-int ckpt_errorf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /* rm -rf path (fails naming what could not be removed). */
 void ckpt_remove_tree(const char *path);
 /* mkdir -p path. */

@@ -30,7 +30,7 @@ static int resolve_path(const char *path, char *dir, size_t len, char *err, size
         return 1;
     }
     if (ckpt_find_newest(path, dir, len) >= 0) return 1;
-    return ckpt_errorf(err, err_len,
+    return set_error(err, err_len,
                    "resume = %s: no complete checkpoint there (neither a step directory with a %s "
                    "marker nor a run directory holding one)",
                    path, CKPT_MARKER);
@@ -49,14 +49,14 @@ static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, si
     }
     if (strcmp(cfg->resume, "none") == 0) {
         if (!has_own) return 0;
-        return ckpt_errorf(err, err_len,
+        return set_error(err, err_len,
                        "resume = none, but %s already holds checkpoints (newest %s): resume=auto "
                        "continues that run; choose another run_name or out_dir for a new one",
                        run_dir, newest);
     }
     if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
     if (has_own && !same_dir(dir, newest))
-        return ckpt_errorf(err, err_len,
+        return set_error(err, err_len,
                        "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
                        "from another one would mix two histories there; use resume=auto, or "
                        "another run_name",

@@ -75,6 +75,16 @@ int set_error(char *err, size_t err_len, const char *fmt, ...) {
     return -1;
 }
 
+void *xgrow(void *p, size_t *cap, size_t need, size_t elem, const char *what) {
+    if (need <= *cap) return p;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    p = realloc(p, c * elem);
+    if (!p) FAIL("out of memory (%zu x %zu bytes) for %s", c, elem, what);
+    *cap = c;
+    return p;
+}
+
 void *xmalloc(size_t bytes) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) FAIL("out of host memory allocating %zu bytes", bytes);

@@ -61,6 +61,10 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
 int set_error(char *err, size_t err_len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Makes room for need elements of elem bytes in p (capacity *cap, grown by
+ * doubling from 1024); ends the process naming what when memory runs out. */
+void *xgrow(void *p, size_t *cap, size_t need, size_t elem, const char *what);
+
 /* malloc that cannot return NULL: names the size that failed. */
 void *xmalloc(size_t bytes);
 void *xcalloc(size_t count, size_t size);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "dist/fail.h"
+#include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 
@@ -19,22 +20,12 @@ static void path_in(char *out, const char *dir, const char *name) {
     snprintf(out, HF_PATH_MAX, "%s/%s", dir, name);
 }
 
-static bool file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* ------------------------------------------------------------ tensor names */
-
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
 
 /* The four projections are transformers' Conv1D: weight (in, out). */
 static bool is_conv1d(const char *name) {
-    return ends_with(name, "attn.c_attn.weight") || ends_with(name, "attn.c_proj.weight") ||
-           ends_with(name, "mlp.c_fc.weight") || ends_with(name, "mlp.c_proj.weight");
+    return path_ends_with(name, "attn.c_attn.weight") || path_ends_with(name, "attn.c_proj.weight") ||
+           path_ends_with(name, "mlp.c_fc.weight") || path_ends_with(name, "mlp.c_proj.weight");
 }
 
 /* The shape the Hugging Face file stores our tensor t in. */
@@ -116,16 +107,16 @@ static int weights_open(weight_files *w, const char *dir, char *err, size_t err_
     path_in(single, dir, "model.safetensors");
     path_in(index, dir, "model.safetensors.index.json");
     int rc;
-    if (file_exists(single))
+    if (is_regular_file(single))
         rc = weights_add(w, single, err, err_len);
-    else if (file_exists(index))
+    else if (is_regular_file(index))
         rc = weights_open_index(w, dir, index, err, err_len);
     else
         rc = set_error(err, err_len,
                        "%s: no model.safetensors (nor model.safetensors.index.json) in this Hugging Face "
                        "directory%s",
                        dir,
-                       file_exists((path_in(single, dir, "pytorch_model.bin"), single))
+                       is_regular_file((path_in(single, dir, "pytorch_model.bin"), single))
                       ? "; it has pytorch_model.bin only: download the model's safetensors files"
                       : "");
     if (rc != 0) weights_close(w);
@@ -355,27 +346,9 @@ static int copy_file(const char *from, const char *to, char *err, size_t err_len
     return 0;
 }
 
-static int make_dir(const char *dir, char *err, size_t err_len) {
-    char path[HF_PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-        return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-        return set_error(err, err_len, "%s exists and is not a directory", path);
-    return 0;
-}
-
 int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, bool bf16,
             const char *encoder_json, const char *vocab_bpe, char *err, size_t err_len) {
-    if (make_dir(dir, err, err_len) != 0) return -1;
+    if (make_dirs(dir, 0777, err, err_len) != 0) return -1;
     const param_tensor **order = calloc((size_t)lay->n_tensors, sizeof *order);
     st_spec *specs = calloc((size_t)lay->n_tensors, sizeof *specs);
     char (*names)[LAYOUT_NAME_MAX + 16] = calloc((size_t)lay->n_tensors, sizeof *names);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "dist/fail.h"
+#include "io/files.h"
 #include "io/llmc_io.h"
 #include "io/weights_h5.h"
 
@@ -22,8 +23,7 @@
 static bool has_file(const char *dir, const char *name) {
     char path[CKPT_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return is_regular_file(path);
 }
 
 /* A directory as transformers' save_pretrained or the Hub leaves it. */
