@@ -107,7 +107,6 @@ static void cpu_adamw_update(void *params, float *master, const void *grad, floa
                              size_t n, const uint8_t *decay_chunks, float lr, float beta1,
                              float beta2, float eps, float weight_decay, const float *grad_scale,
                              int t) {
-    if (*grad_scale < 0.0f) return; /* CLIP_SKIP_STEP: this step updates nothing */
     const float *g = grad;
     for (size_t begin = 0, end; begin < n; begin = end) {
         const int decay = decay_chunks == NULL || decay_chunks[begin / ADAMW_DECAY_CHUNK];

@@ -41,8 +41,9 @@ typedef struct {
     double left_s, need_s; /* at the decision that stopped the run */
 } run_stop;
 
-/* Collective. Reads the budget (time_limit_min, or the Slurm job's end time
- * through squeue on rank 0) and prints it on rank 0. checkpoint_bytes:
+/* Every rank. Rank 0 reads the budget (time_limit_min, or the Slurm job's
+ * end time through squeue) and prints it; the others follow it through
+ * run_stop_agree. checkpoint_bytes:
  * rank 0's share of a checkpoint, for the save time before one is measured. */
 void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, int rank,
                    double checkpoint_bytes);

@@ -369,7 +369,7 @@ int train_run(const config *cfg, dist_state *dist) {
         if (preempted || checkpoint_due(cfg, step + 1)) {
             const double t0 = now_ms();
             ckpt_save(&ckpt, &progress);
-            run_stop_note_save(&stopper, (now_ms() - step_start) / 1e3);
+            run_stop_note_save(&stopper, (now_ms() - t0) / 1e3);
             step_start = now_ms();
             eta_periodic(&eta, ETA_CHECKPOINT, step_start - t0, cfg->checkpoint_every);
         }
