@@ -19,14 +19,13 @@
 #include "dist/fail.h"
 #include "io/files.h"
 #if GPT2_HAVE_HF
+#include "io/hf_config.h"
 #include "io/hf_gpt2.h"
 #include "io/json_util.h"
 #endif
 #include "io/llmc_io.h"
 #include "io/model_io.h"
 #include "io/weights_h5.h"
-
-#define GPT2_VOCAB 50257
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -95,9 +94,9 @@ static void check_tokenizer_files(const convert_args *a) {
                         err);
     int n = json_object_is_type(enc, json_type_object) ? json_object_object_length(enc) : -1;
     json_object_put(enc);
-    if (n != GPT2_VOCAB)
+    if (n != GPT2_BPE_VOCAB)
         fail_collective(EXIT_USAGE, "%s: %d tokens, but GPT-2's encoder.json has %d", a->encoder, n,
-                        GPT2_VOCAB);
+                        GPT2_BPE_VOCAB);
     FILE *f = fopen(a->vocab, "rb");
     char line[32] = "";
     bool ok = f && fgets(line, sizeof line, f) && strncmp(line, "#version", 8) == 0;
@@ -113,7 +112,7 @@ static void check_tokenizer_files(const convert_args *a) {
 static void save_hf(const convert_args *a, const gpt2_layout *lay, const float *host) {
 #if GPT2_HAVE_HF
     /* GPT-2's tokenizer fits only GPT-2's vocabulary. */
-    const bool tokenizer = lay->vocab_size == GPT2_VOCAB;
+    const bool tokenizer = lay->vocab_size == GPT2_BPE_VOCAB;
     if (tokenizer) check_tokenizer_files(a);
     char err[4400];
     if (hf_save(a->out, lay, host, a->bf16, tokenizer ? a->encoder : NULL,
@@ -121,7 +120,7 @@ static void save_hf(const convert_args *a, const gpt2_layout *lay, const float *
         fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s", err);
     if (!tokenizer)
         printf("vocab_size %d is not GPT-2's %d: no tokenizer files written\n", lay->vocab_size,
-               GPT2_VOCAB);
+               GPT2_BPE_VOCAB);
 #else
     (void)lay, (void)host;
     fail_collective(EXIT_USAGE,
@@ -133,7 +132,9 @@ static void save_hf(const convert_args *a, const gpt2_layout *lay, const float *
 
 int main(int argc, char **argv) {
     const convert_args a = parse_args(argc, argv);
-    const out_kind kind = path_ends_with(a.out, ".bin") ? OUT_LLMC : path_ends_with(a.out, ".h5") ? OUT_H5 : OUT_HF;
+    const out_kind kind = path_ends_with(a.out, ".bin")  ? OUT_LLMC
+                          : path_ends_with(a.out, ".h5") ? OUT_H5
+                                                         : OUT_HF;
     struct stat st;
     if (kind == OUT_HF && stat(a.out, &st) == 0 && !S_ISDIR(st.st_mode))
         fail_collective(EXIT_USAGE,

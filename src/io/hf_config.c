@@ -9,7 +9,7 @@
 
 /* transformers' GPT2Config defaults for what a config.json may leave out. */
 static const hf_config GPT2_DEFAULTS = {
-    .n_layer = 12, .n_embd = 768, .n_head = 12, .vocab_size = 50257, .n_positions = 1024};
+    .n_layer = 12, .n_embd = 768, .n_head = 12, .vocab_size = GPT2_BPE_VOCAB, .n_positions = 1024};
 
 /* A boolean member that must have the value want (absent: dflt). */
 static bool check_bool(json_object *root, const char *key, bool dflt, bool want, const char *why,
@@ -146,7 +146,8 @@ int hf_config_write(const char *path, const gpt2_layout *lay, bool bf16, char *e
     json_object_object_add(root, "scale_attn_weights", json_object_new_boolean(1));
     json_object_object_add(root, "tie_word_embeddings", json_object_new_boolean(1));
     json_object_object_add(root, "use_cache", json_object_new_boolean(1));
-    if (lay->vocab_size == 50257) { /* GPT-2's BPE: <|endoftext|> begins and ends documents */
+    /* GPT-2's BPE: <|endoftext|> begins and ends documents */
+    if (lay->vocab_size == GPT2_BPE_VOCAB) {
         json_object_object_add(root, "bos_token_id", json_object_new_int(50256));
         json_object_object_add(root, "eos_token_id", json_object_new_int(50256));
     }

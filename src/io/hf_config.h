@@ -10,6 +10,9 @@
 
 #include "model/layout.h"
 
+/* GPT-2's BPE vocabulary: the size the tokenizer files of an export fit. */
+#define GPT2_BPE_VOCAB 50257
+
 typedef struct {
     int n_layer, n_embd, n_head, vocab_size, n_positions;
 } hf_config;
