@@ -16,7 +16,8 @@
 
 bool doc_is_jsonl(const char *path) {
     /* .json.gz: JSON lines as C4 and Dolma ship them */
-    return path_ends_with(path, ".jsonl") || path_ends_with(path, ".jsonl.gz") || path_ends_with(path, ".json.gz");
+    return path_ends_with(path, ".jsonl") || path_ends_with(path, ".jsonl.gz") ||
+           path_ends_with(path, ".json.gz");
 }
 
 /* ------------------------------------------------------------------ batches */

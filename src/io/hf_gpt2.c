@@ -24,7 +24,8 @@ static void path_in(char *out, const char *dir, const char *name) {
 
 /* The four projections are transformers' Conv1D: weight (in, out). */
 static bool is_conv1d(const char *name) {
-    return path_ends_with(name, "attn.c_attn.weight") || path_ends_with(name, "attn.c_proj.weight") ||
+    return path_ends_with(name, "attn.c_attn.weight") ||
+           path_ends_with(name, "attn.c_proj.weight") ||
            path_ends_with(name, "mlp.c_fc.weight") || path_ends_with(name, "mlp.c_proj.weight");
 }
 
