@@ -1,10 +1,14 @@
 /* Benchmark of the production flash attention entry points
  * (attention_forward_cuda / attention_backward_cuda): causal, bf16, default
  * GPT-2 124M shape B=32 NH=12 T=1024 HS=64 (or: bench_attention B NH T HS).
- * Median of 50 timed calls (CUDA events around each) after 10 warm-ups; one
- * line with forward and forward+backward times, TFLOP/s on causal FLOPs
- * (forward 4*B*NH*T*T*HS/2, backward 2.5x forward), and the H100 anchors of
- * shared/ANCHORS.md beside them. Exits 77 when there is no GPU. */
+ * After 10 warm-ups, the median of 10 samples, each the mean of 10
+ * back-to-back calls between two CUDA events (bench/attention_peers.py times
+ * PyTorch's the same way). Prints, for the default kernels and (on Hopper)
+ * the mma.sync ones, one comparable line
+ *   BENCH attention impl=<wgmma|mma.sync> B= H= T= D= fwd_ms= fwdbwd_ms=
+ * and a readable one with TFLOP/s on causal FLOPs (forward 4*B*NH*T*T*HS/2,
+ * backward 2.5x forward). bench/bench_attention.sh puts them beside PyTorch
+ * SDPA's. Exits 77 when there is no GPU. */
 #include <cuda_runtime.h>
 
 #include <stdarg.h>
@@ -46,25 +50,27 @@ static void run_fwd_bwd(const bench_bufs &b, cudaStream_t s) {
     attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.ws, s);
 }
 
-// median ms of `reps` timed calls of fn after `warm` untimed ones
+// median over `samples` of the mean ms of `calls` back-to-back calls of fn,
+// after `warm` untimed ones
 static double time_median(void (*fn)(const bench_bufs &, cudaStream_t), const bench_bufs &b,
-                          cudaStream_t s, int warm, int reps) {
+                          cudaStream_t s, int warm = 10, int samples = 10, int calls = 10) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     for (int i = 0; i < warm; i++) fn(b, s);
-    std::vector<float> ms(reps);
-    for (int i = 0; i < reps; i++) {
+    std::vector<float> ms(samples);
+    for (int i = 0; i < samples; i++) {
         CK(cudaEventRecord(e0, s));
-        fn(b, s);
+        for (int c = 0; c < calls; c++) fn(b, s);
         CK(cudaEventRecord(e1, s));
         CK(cudaEventSynchronize(e1));
         CK(cudaEventElapsedTime(&ms[i], e0, e1));
+        ms[i] /= calls;
     }
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
     std::sort(ms.begin(), ms.end());
-    return 0.5 * (ms[(reps - 1) / 2] + ms[reps / 2]);
+    return 0.5 * (ms[(samples - 1) / 2] + ms[samples / 2]);
 }
 
 int main(int argc, char **argv) {
@@ -97,17 +103,20 @@ int main(int argc, char **argv) {
 
     const double fwd_flop = 4.0 * b.B * b.NH * (double)b.T * b.T * HS / 2;
     const double all_flop = 3.5 * fwd_flop;
-    const int warm = 10, reps = 50;
 #ifdef GPT2_ATTN_TUNING
-    if (HS == 64) { // tile-shape variants (same kernels, other template arguments)
-        for (int f = 0; f < 8; f++) {
+    { // tile-shape variants (same kernels, other template arguments)
+        std::vector<int> fwd_variants = {0, 6, 7, 10}; // head size 128: wgmma's 4 shapes
+        if (HS == 64) fwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+        for (int f : fwd_variants) {
             attention_cuda_set_variant(f, 0);
-            const double t = time_median(run_fwd, b, s, warm, reps);
+            const double t = time_median(run_fwd, b, s);
             printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
         }
-        for (int v = 0; v < 6; v++) {
+        std::vector<int> bwd_variants = {0}; // head size 128: wgmma's one shape
+        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6};
+        for (int v : bwd_variants) {
             attention_cuda_set_variant(0, v);
-            const double t = time_median(run_fwd_bwd, b, s, warm, reps);
+            const double t = time_median(run_fwd_bwd, b, s);
             printf("  variant bwd%d: fwd+bwd %.3f ms (%.0f TFLOP/s)\n", v, t,
                    all_flop / t * 1e-9);
         }
@@ -118,15 +127,16 @@ int main(int argc, char **argv) {
     const bool hopper = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
     for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
         attention_cuda_use_hopper(pass == 0);
-        const double t_fwd = time_median(run_fwd, b, s, warm, reps);
-        const double t_all = time_median(run_fwd_bwd, b, s, warm, reps);
+        const double t_fwd = time_median(run_fwd, b, s);
+        const double t_all = time_median(run_fwd_bwd, b, s);
         CK(cudaDeviceSynchronize());
-        printf("bench_attention B=%d NH=%d T=%d HS=%d causal bf16 on %s, %s: fwd %.3f ms "
-               "(%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd %.3f ms, %.0f TFLOP/s) | H100 "
-               "anchors: FA2 0.246 / 1.280 ms, cuDNN 0.156 / 0.863 ms\n",
-               b.B, b.NH, b.T, HS, prop.name, attention_cuda_kernels(HS), t_fwd,
-               fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
-               2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
+        const bool wgmma = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
+        printf("BENCH attention impl=%s B=%d H=%d T=%d D=%d fwd_ms=%.4f fwdbwd_ms=%.4f\n",
+               wgmma ? "wgmma" : "mma.sync", b.B, b.NH, b.T, HS, t_fwd, t_all);
+        printf("  %s, %s: fwd %.3f ms (%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd "
+               "%.3f ms, %.0f TFLOP/s)\n",
+               prop.name, attention_cuda_kernels(HS), t_fwd, fwd_flop / t_fwd * 1e-9, t_all,
+               all_flop / t_all * 1e-9, t_all - t_fwd, 2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
     }
     attention_cuda_use_hopper(1);
     CK(cudaFree(b.qkv));

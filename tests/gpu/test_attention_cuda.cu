@@ -267,27 +267,32 @@ int main(int argc, char **argv) {
     printf("test_attention_cuda on %s (sm_%d%d); tolerance rel L2 %.0e (bf16), %.0e (lse)\n",
            prop.name, prop.major, prop.minor, TOL_BF16, TOL_LSE);
     const test_case cases[] = {
-        {1, 1, 1, 64},     {2, 64, 3, 64},   {3, 200, 2, 64},  {2, 1000, 2, 64},
-        {2, 1024, 2, 64},  {2, 2048, 2, 64}, {2, 77, 2, 128},  {2, 64, 3, 128},
-        {2, 1000, 2, 128}, {2, 1024, 2, 128}, {2, 2048, 2, 128},
+        {1, 1, 1, 64},     {2, 64, 3, 64},    {3, 200, 2, 64},   {2, 1000, 2, 64},
+        {2, 1024, 2, 64},  {2, 2048, 2, 64},  {1, 4096, 1, 64},  {1, 1, 1, 128},
+        {2, 64, 3, 128},   {2, 77, 2, 128},   {3, 200, 2, 128},  {2, 1000, 2, 128},
+        {2, 1024, 2, 128}, {2, 2048, 2, 128}, {1, 4096, 1, 128},
     };
     // Where the Hopper (wgmma) kernels are the default, the mma.sync ones are
     // tested too: they are the path of every other GPU.
     const int hopper = strcmp(attention_cuda_kernels(64), "wgmma (sm_90a)") == 0;
-    printf("head size 64 kernels by default: %s\n", attention_cuda_kernels(64));
+    printf("kernels by default: %s\n", attention_cuda_kernels(64));
     int failed = 0, total = 0;
     for (const test_case &tc : cases) {
         if (quick && tc.T > 256) continue;
 #ifdef GPT2_ATTN_TUNING
-        if (tc.HS == 64) { // every tile-shape variant of the head size we tune
-            for (int f = 0; f < 8; f++, total++) failed += !run_case(tc, f, 0);
-            for (int b = 1; b < 6; b++, total++) failed += !run_case(tc, 0, b);
+        if (tc.HS == 64) { // every tile-shape variant
+            for (int f = 0; f < 12; f++, total++) failed += !run_case(tc, f, 0);
+            for (int b = 1; b < 7; b++, total++) failed += !run_case(tc, 0, b);
             continue;
+        }
+        for (int f : {6, 7, 10}) { // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
+            failed += !run_case(tc, f, 0);
+            total++;
         }
 #endif
         failed += !run_case(tc, 0, 0);
         total++;
-        if (tc.HS == 64 && hopper) {
+        if (hopper) {
             attention_cuda_use_hopper(0);
             failed += !run_case(tc, 0, 0);
             total++;

@@ -349,13 +349,21 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
 }
 
 // dqkv's q part = bf16(dq_acc * scale), 8 elements per thread.
+// SM90_LAYOUT: dq_acc is the wgmma backward's (dq_sm90_index), else [B * T][C].
+template <bool SM90_LAYOUT>
 static __global__ void attn_dq_convert_kernel(bf16 *__restrict__ dqkv, const float *__restrict__ dq_acc,
-                                       size_t n8, int C, float scale) {
+                                       size_t n8, int C, float scale, int T, int NH) {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n8) return;
     const size_t e = i * 8, row = e / C, c = e % C;
-    const float4 a = reinterpret_cast<const float4 *>(dq_acc)[2 * i];
-    const float4 d = reinterpret_cast<const float4 *>(dq_acc)[2 * i + 1];
+    size_t src = e; // 8 consecutive dims stay one 8-float chunk in either layout
+    if constexpr (SM90_LAYOUT) {
+        const int HS = C / NH;
+        src = dq_sm90_index((int)(row / T), (int)(c / HS), (int)(row % T), (int)(c % HS), NH, T,
+                            HS);
+    }
+    const float4 a = reinterpret_cast<const float4 *>(dq_acc + src)[0];
+    const float4 d = reinterpret_cast<const float4 *>(dq_acc + src)[1];
     uint4 v;
     v.x = pack_bf16(a.x * scale, a.y * scale);
     v.y = pack_bf16(a.z * scale, a.w * scale);
@@ -597,8 +605,8 @@ void launch_fwd(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
     CUDA_CHECK_LAUNCH("attn_fwd_kernel");
 }
 
-// hopper: the main kernel is attention_sm90.cu's where it runs (head size 64
-// on compute capability 9.0 in sm_90a builds); the passes around it are these.
+// hopper: the main kernel is attention_sm90.cu's where it runs (compute
+// capability 9.0 in sm_90a builds); the passes around it are these.
 template <int HS, int WARPS, int BM, int MINB>
 void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
                 const float *lse, int B, int T, int NH, void *workspace, cudaStream_t stream,
@@ -612,8 +620,9 @@ void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
     attn_bwd_prep_kernel<HS><<<(BT + 7) / 8, 256, 0, stream>>>(dsum, dq_acc, dout, out, BT, T, NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
-    if (!hopper || !attention_backward_sm90(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, C, NH,
-                                            stream)) {
+    const bool sm90 =
+        hopper && attention_backward_sm90(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, C, NH, stream);
+    if (!sm90) {
         auto kernel = attn_bwd_kernel<HS, WARPS, BM, MINB>;
         static unsigned long long smem_done = 0;
         raise_smem_limit(kernel, Cfg::SMEM, smem_done);
@@ -624,8 +633,11 @@ void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
     }
 
     const size_t n8 = (size_t)BT * C / 8;
-    attn_dq_convert_kernel<<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>(dqkv, dq_acc, n8, C,
-                                                                             scale);
+    const unsigned blocks = (unsigned)((n8 + 255) / 256);
+    if (sm90)
+        attn_dq_convert_kernel<true><<<blocks, 256, 0, stream>>>(dqkv, dq_acc, n8, C, scale, T, NH);
+    else
+        attn_dq_convert_kernel<false><<<blocks, 256, 0, stream>>>(dqkv, dq_acc, n8, C, scale, T, NH);
     CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
 }
 
@@ -646,21 +658,26 @@ int g_fwd_variant = 0, g_bwd_variant = 0;
 extern "C" void attention_cuda_use_hopper(int on) { g_use_hopper = on; }
 
 extern "C" const char *attention_cuda_kernels(int HS) {
-    return HS == 64 && g_use_hopper && attention_sm90_supported() ? "wgmma (sm_90a)"
-                                                                  : "mma.sync (sm_80)";
+    return (HS == 64 || HS == 128) && g_use_hopper && attention_sm90_supported()
+               ? "wgmma (sm_90a)"
+               : "mma.sync (sm_80)";
 }
 
 #ifdef GPT2_ATTN_TUNING
-/* Tuning builds only (bench/tests): pick the HS=64 tile shapes at run time.
- * fwd 0 = the default dispatch (wgmma where it runs); mma.sync <warps,
- * rows/warp/16, min blocks/SM>: 1 = <4,1,3>, 2 = <8,1,2>, 3 = <4,1,1>,
- * 4 = <4,2,2> (its default); wgmma (attention_sm90_set_variant) 5 = 2 x 128
- * keys, 6 = 3 warpgroups, 7 = 1 warpgroup; bwd <warps (16 keys each), BM queries, min blocks>:
- * 0 = the default dispatch (wgmma where it runs), 1 = <4,64,2>, 2 = <8,32,1>,
- * 3 = <4,32,2>, 4 = <8,64,1>, 5 = <4,32,3> (the mma.sync default). */
+/* Tuning builds only (bench/tests): pick tile shapes at run time.
+ * fwd 0 = the default dispatch (wgmma where it runs); mma.sync, head size
+ * 64, <warps, rows/warp/16, min blocks/SM>: 1 = <4,1,3>, 2 = <8,1,2>,
+ * 3 = <4,1,1>, 4 = <4,2,2> (its default); wgmma 5..11 = attention_sm90.h's
+ * forward variants 1..7 (head size 64: 2 x 128 keys, 3 warpgroups, 1
+ * warpgroup, blocks ungrouped, O rescaled every tile, cp.async, 2 TMA
+ * stages; 128: 6 = 3 warpgroups, 7 = 1 block/SM, 10 = cp.async).
+ * bwd 0 = the default dispatch; mma.sync, head size 64, <warps (16 keys
+ * each), BM queries, min blocks>: 1 = <4,64,2>, 2 = <8,32,1>, 3 = <4,32,2>,
+ * 4 = <8,64,1>, 5 = <4,32,3> (its default); 6 = wgmma at 2 blocks/SM. */
 extern "C" void attention_cuda_set_variant(int fwd, int bwd) {
     g_fwd_variant = fwd;
     g_bwd_variant = bwd;
+    attention_sm90_set_variant(fwd >= 5 ? fwd - 4 : 0, bwd == 6 ? 1 : 0);
 }
 #endif
 
@@ -671,7 +688,6 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
     const bf16 *x = static_cast<const bf16 *>(qkv);
     if (head_size(C, NH) == 64) {
 #ifdef GPT2_ATTN_TUNING
-        attention_sm90_set_variant(g_fwd_variant >= 5 ? g_fwd_variant - 4 : 0);
         switch (g_fwd_variant) {
         case 1: return launch_fwd<64, 4, 1, 3>(o, lse, x, B, T, NH, stream);
         case 2: return launch_fwd<64, 8, 1, 2>(o, lse, x, B, T, NH, stream);
@@ -683,6 +699,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
         if (g_use_hopper && attention_forward_sm90(o, lse, x, B, T, C, NH, stream)) return;
         launch_fwd<64, 4, 2, 2>(o, lse, x, B, T, NH, stream);
     } else {
+        if (g_use_hopper && attention_forward_sm90(o, lse, x, B, T, C, NH, stream)) return;
         launch_fwd<128, 8, 1, 1>(o, lse, x, B, T, NH, stream);
     }
 }
@@ -714,6 +731,6 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
         // 1.057-1.151 ms for the others)
         launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper);
     } else {
-        launch_bwd<128, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream);
+        launch_bwd<128, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper);
     }
 }

@@ -11,20 +11,28 @@ extern "C" {
 /* 1 when this build has sm_90a code and the current device runs it
  * (compute capability 9.0: H100, H200, GH200). */
 int attention_sm90_supported(void);
-/* The causal forward (attention_forward_cuda's contract) for head size 64 on
+/* The causal forward (attention_forward_cuda's contract) for head size 64 or 128 on
  * such a device: returns 1 when launched, 0 when the caller must run another
  * kernel (other head size, other GPU, build without sm_90a). */
 int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                            cudaStream_t stream);
-/* The backward's main kernel for head size 64 on such a device (attention.cu
+/* The backward's main kernel for head size 64 or 128 on such a device (attention.cu
  * runs the passes around it: dq_acc zeroed and dsum = rowsum(dout * out)
- * before, dq_acc * scale -> dqkv after): returns 1 when launched, else 0. */
+ * before, dq_acc * scale -> dqkv after; dq_acc in dq_sm90_index's layout,
+ * attn_tiles.cuh): returns 1 when launched, else 0. */
 int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const void *qkv,
                             const float *lse, const float *dsum, int B, int T, int C, int NH,
                             cudaStream_t stream);
-/* Forward tile shapes, for the benchmark and the test: 0 = 2 warpgroups x 64
- * keys (default), 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64. */
-void attention_sm90_set_variant(int variant);
+/* Tile shapes, for the benchmark and the test. Forward, head size 64: 0 =
+ * 2 warpgroups x 64 keys, 2 blocks/SM, K and V by TMA in 3 stages
+ * (default); with cp.async: 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64, 6 =
+ * the default's shape; 4 = the default with the blocks longest first over
+ * all heads (not grouped by 16 heads), 5 = the default rescaling O after
+ * every tile, 7 = the default with 2 TMA stages. Head size 128: 0 = 2 x
+ * 64, 2 blocks/SM, 2 TMA stages (default); with cp.async: 2 = 3 x 64, 3 =
+ * 2 x 64 at 1 block/SM, 6 = the default's shape. Backward, head size 64:
+ * 0 = 3 blocks/SM (default), 1 = 2. */
+void attention_sm90_set_variant(int fwd, int bwd);
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,23 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // ---------------------------------------------------------------------------
+// Forward block order
+
+// The (batch, head) pair and query tile of forward block x of a 1-D grid of
+// n_bh * n_qt blocks. The pairs go in groups of G (16), and within a group
+// the longest query tiles (the most key tiles under the causal mask) come
+// first. Blocks resident together then share a few pairs' K and V in L2
+// (all of them, 96 MB at B=32 T=1024 for 124M, do not fit), and the short
+// tiles fill the end of each group's wave. G = n_bh: longest first over all.
+__device__ __forceinline__ void fwd_block_coords(int x, int n_bh, int n_qt, int G, int &bh,
+                                                 int &qt) {
+    const int group = x / (G * n_qt), i = x % (G * n_qt);
+    const int size = min(G, n_bh - group * G); // the last group may be partial
+    bh = group * G + i % size;
+    qt = n_qt - 1 - i / size;
+}
+
+// ---------------------------------------------------------------------------
 // Swizzled shared tiles: ROWS x COLS bf16, row-major, 16-byte chunks of a row
 // XORed with row bits so that 8 consecutive rows at one logical chunk land in
 // 8 distinct bank groups (ldmatrix reads 8 rows x 16 bytes per matrix).
@@ -83,6 +100,44 @@ __device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int
                        g + (size_t)(v ? r : 0) * ld + c * 8, v);
         }
     }
+}
+
+// Tiles of HS = 64 or 128 columns for wgmma: HS / 64 atoms one after the
+// other, each ROWS x 64 columns in the swizzled layout above (128-byte rows,
+// the layout of one 128-byte swizzle atom column). For HS = 64 this is the
+// plain swizzled tile. Element offset of (row, col):
+template <int ROWS> __device__ __forceinline__ int atom_off(int row, int col) {
+    return (col >> 6) * ROWS * 64 + tile_off<64>(row, col & 63);
+}
+
+// load_tile into that layout.
+template <int ROWS, int HS, int NTH>
+__device__ __forceinline__ void load_tile_atoms(bf16 *s, const bf16 *g, size_t ld, int valid_rows,
+                                                int tid) {
+    constexpr int CH = HS / 8, TOTAL = ROWS * CH;
+#pragma unroll
+    for (int k = 0; k < (TOTAL + NTH - 1) / NTH; k++) {
+        const int i = tid + k * NTH;
+        if (TOTAL % NTH == 0 || i < TOTAL) {
+            const int r = i / CH, c = i % CH;
+            const bool v = r < valid_rows;
+            cp_async16(smem_u32(s + atom_off<ROWS>(r, c * 8)), g + (size_t)(v ? r : 0) * ld + c * 8,
+                       v);
+        }
+    }
+}
+
+// The fp32 dQ accumulator of the wgmma backward (attention_sm90.cu), for
+// dQ of batch b, head h (of NH), position t (of T), head dim d (of HS):
+// [B][NH][HS / 64][T][64], so that the 64 x 64 tile of 64 positions is one
+// contiguous 16 KB block (one bulk reduction), with the 8-float chunks of a
+// row XORed with t % 8 (stores of mma-layout fragments to shared memory in
+// this layout are free of bank conflicts). The mma.sync kernels use
+// [B * T][NH * HS] instead.
+__host__ __device__ __forceinline__ size_t dq_sm90_index(int b, int h, int t, int d, int NH,
+                                                         int T, int HS) {
+    const size_t tile = ((size_t)b * NH + h) * (HS / 64) + d / 64;
+    return (tile * T + t) * 64 + ((((d >> 3) & 7) ^ (t & 7)) << 3) + (d & 7);
 }
 
 // Raises a kernel's dynamic shared memory limit once per device (a plain
