@@ -123,22 +123,27 @@ int main(int argc, char **argv) {
         attention_cuda_set_variant(0, 0);
     }
 #endif
-    // The default kernels, then (where they differ) the mma.sync ones
+    // The default kernels, then (where they differ) the deterministic mode
+    // and the mma.sync kernels
     const bool hopper = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
-    for (int pass = 0; pass < (hopper ? 2 : 1); pass++) {
-        attention_cuda_use_hopper(pass == 0);
+    for (int pass = 0; pass < (hopper ? 3 : 1); pass++) {
+        attention_cuda_use_hopper(pass < 2);
+        attention_cuda_set_deterministic(pass == 1);
         const double t_fwd = time_median(run_fwd, b, s);
         const double t_all = time_median(run_fwd_bwd, b, s);
         CK(cudaDeviceSynchronize());
         const bool wgmma = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
         printf("BENCH attention impl=%s B=%d H=%d T=%d D=%d fwd_ms=%.4f fwdbwd_ms=%.4f\n",
-               wgmma ? "wgmma" : "mma.sync", b.B, b.NH, b.T, HS, t_fwd, t_all);
-        printf("  %s, %s: fwd %.3f ms (%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd "
+               !wgmma ? "mma.sync" : pass == 1 ? "wgmma-det" : "wgmma", b.B, b.NH, b.T, HS, t_fwd,
+               t_all);
+        printf("  %s, %s%s: fwd %.3f ms (%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd "
                "%.3f ms, %.0f TFLOP/s)\n",
-               prop.name, attention_cuda_kernels(HS), t_fwd, fwd_flop / t_fwd * 1e-9, t_all,
-               all_flop / t_all * 1e-9, t_all - t_fwd, 2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
+               prop.name, attention_cuda_kernels(HS), pass == 1 ? ", deterministic" : "", t_fwd,
+               fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
+               2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
     }
     attention_cuda_use_hopper(1);
+    attention_cuda_set_deterministic(0);
     CK(cudaFree(b.qkv));
     CK(cudaFree(b.dqkv));
     CK(cudaFree(b.dout));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Our causal flash attention next to PyTorch SDPA's, in the same run on the
-# same GPU: bench_attention (ours: the default kernels and, on Hopper, the
-# mma.sync ones) and bench/attention_peers.py (cuDNN and FlashAttention-2,
+# same GPU: bench_attention (ours: the default kernels and, on Hopper, their
+# deterministic mode and the mma.sync kernels) and bench/attention_peers.py (cuDNN and FlashAttention-2,
 # when torch with CUDA is there), per shape, forward and forward+backward,
 # with TFLOP/s on causal FLOPs (forward 4*B*H*T*T*D/2, forward+backward 3.5x
 # that) and our time over cuDNN's (below 1: we are faster).
@@ -37,10 +37,10 @@ rows = {}
 for line in open(sys.argv[1]):
     if not line.startswith("BENCH attention") or "unavailable" in line:
         continue
-    kv = dict(re.findall(r"(\w+)=([\w.]+)", line))
+    kv = dict(re.findall(r"(\w+)=([\w.-]+)", line))
     shape = tuple(int(kv[k]) for k in ("B", "H", "T", "D"))
     rows.setdefault(shape, {})[kv["impl"]] = (float(kv["fwd_ms"]), float(kv["fwdbwd_ms"]))
-impls = ["wgmma", "mma.sync", "cudnn", "fa2"]
+impls = ["wgmma", "wgmma-det", "mma.sync", "cudnn", "fa2"]
 print(f"{'B H T D':<16}{'pass':<9}" + "".join(f"{i:>18}" for i in impls) + f"{'ratio':>8}")
 for (b, h, t, d), got in rows.items():
     fwd_flop = 4.0 * b * h * t * t * d / 2

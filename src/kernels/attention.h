@@ -26,15 +26,21 @@ typedef struct CUstream_st *cudaStream_t; /* as in the CUDA runtime's driver_typ
 void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                             cudaStream_t stream);
 /* Hopper: builds with sm_90a code (GPT2_CUDA_ARCHS with "90a") run head
- * size 64, forward and backward, on wgmma kernels on compute capability 9.0
- * GPUs (on by default); 0 makes every call take the mma.sync kernels, for
- * comparisons. */
+ * sizes 64 and 128, forward and backward, on wgmma kernels on compute
+ * capability 9.0 GPUs (on by default); 0 makes every call take the mma.sync
+ * kernels, for comparisons. */
 void attention_cuda_use_hopper(int on);
+/* on = 1: the backward adds dq's contributions in a fixed order, so dqkv is
+ * the same bits run to run (the forward and dk, dv always are). Only the
+ * wgmma kernels do this: returns 1 when the kernels this device runs honour
+ * it (or on = 0), else 0 and the setting stays off. */
+int attention_cuda_set_deterministic(int on);
 /* The kernel family a call with head size HS runs on the current device:
  * "wgmma (sm_90a)" or "mma.sync (sm_80)". */
 const char *attention_cuda_kernels(int HS);
-/* Device scratch the backward needs: an fp32 dq accumulator (B,T,C) and the
- * row sums D = rowsum(dout * out) (B,NH,T). */
+/* Device scratch the backward needs: an fp32 dq accumulator (B,T,C), the
+ * row sums D = rowsum(dout * out) (B,NH,T) and the deterministic mode's
+ * counters (4 per 64 positions of each head). */
 size_t attention_backward_workspace_bytes(int B, int T, int C, int NH);
 /* dqkv (B,T,3C) bf16 is overwritten; workspace holds at least
  * attention_backward_workspace_bytes(B, T, C, NH) bytes, 16-byte aligned, and

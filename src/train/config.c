@@ -196,8 +196,11 @@ static const config_key keys[] = {
              "device=cuda: time cuBLASLt's candidate algorithms once per GEMM shape at start-up "
              "and keep the fastest (false: the heuristic's first choice)"),
     BOOL_KEY("run", attention_hopper, "true",
-             "device=cuda: the Hopper (wgmma) attention forward on H100/H200 in builds with "
+             "device=cuda: the Hopper (wgmma, TMA) attention kernels on H100/H200 in builds with "
              "sm_90a code (GPT2_CUDA_ARCHS with 90a); false: the mma.sync kernels of other GPUs"),
+    BOOL_KEY("run", attention_deterministic, "false",
+             "device=cuda: the attention backward adds dq in a fixed order, so that runs repeat "
+             "bit for bit (needs the Hopper kernels; README: Attention on Hopper)"),
 
     INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
             "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),

@@ -76,7 +76,8 @@ typedef struct {
     bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
     bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
     bool matmul_autotune; /* device=cuda: GEMM algorithms chosen by timing the candidates */
-    bool attention_hopper; /* device=cuda: wgmma attention forward where the build and GPU have it */
+    bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */
+    bool attention_deterministic; /* device=cuda: dq added in a fixed order (wgmma kernels) */
     bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
 } config;
 

@@ -11,7 +11,9 @@
  * softmax bug gives errors of order 1. lse is fp32 end to end: 1e-4.
  * Outputs and workspace are filled with NaN bytes before each call, and every
  * element must come back finite (every element written). T = 1000 and the
- * small odd lengths exercise partial tiles. */
+ * small odd lengths exercise partial tiles. Where the Hopper kernels run, the
+ * deterministic mode (attention_cuda_set_deterministic) is checked too: the
+ * same tolerances, and dqkv of a second backward bit for bit the first's. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -153,7 +155,8 @@ typedef struct {
     int B, T, NH, HS;
 } test_case;
 
-static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
+static int run_case(const test_case &tc, int variant_fwd, int variant_bwd,
+                    int deterministic = 0) {
     const int B = tc.B, T = tc.T, NH = tc.NH, HS = tc.HS, C = NH * HS;
     const size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C,
                  n_lse = (size_t)B * NH * T;
@@ -200,6 +203,10 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
     (void)variant_fwd;
     (void)variant_bwd;
 #endif
+    if (deterministic && !attention_cuda_set_deterministic(1)) {
+        printf("deterministic mode refused where the wgmma kernels run  FAIL\n");
+        return 0;
+    }
     attention_forward_cuda(d_out, d_lse, d_qkv, B, T, C, NH, 0);
     CK(cudaGetLastError());
     attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, 0);
@@ -207,6 +214,17 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
     CK(cudaDeviceSynchronize());
 
     std::vector<uint16_t> g_out(n_out), g_dqkv(n_qkv);
+    int repeats = 1; // deterministic mode: a second backward gives the same bits
+    if (deterministic) {
+        std::vector<uint16_t> first(n_qkv);
+        CK(cudaMemcpy(first.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemset(d_dqkv, 0xFF, n_qkv * 2));
+        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, 0);
+        CK(cudaGetLastError());
+        CK(cudaMemcpy(g_dqkv.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
+        repeats = memcmp(first.data(), g_dqkv.data(), n_qkv * 2) == 0;
+        attention_cuda_set_deterministic(0);
+    }
     std::vector<float> g_lse(n_lse), f_out(n_out), f_dqkv(n_qkv);
     CK(cudaMemcpy(g_out.data(), d_out, n_out * 2, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(g_dqkv.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
@@ -228,14 +246,18 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd) {
         res[2 + k] = compare(r_dqkv.data() + (size_t)k * C, 3 * (size_t)C,
                              f_dqkv.data() + (size_t)k * C, 3 * (size_t)C, (size_t)B * T, C);
     int ok = 1;
-    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d [%s]:", B, T, NH, HS, variant_fwd,
-           variant_bwd, attention_cuda_kernels(HS));
+    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d [%s%s]:", B, T, NH, HS, variant_fwd,
+           variant_bwd, attention_cuda_kernels(HS), deterministic ? ", deterministic" : "");
     for (int k = 0; k < 5; k++) {
         const double tol = k == 1 ? TOL_LSE : TOL_BF16;
         const int good = res[k].rel <= tol && res[k].nonfinite == 0;
         ok &= good;
         printf(" %s %.2e%s", names[k], res[k].rel, good ? "" : "!");
         if (res[k].nonfinite) printf("(%zu unwritten)", res[k].nonfinite);
+    }
+    if (deterministic) {
+        printf(" dqkv %s", repeats ? "repeats" : "differs between runs!");
+        ok &= repeats;
     }
     printf("  %s\n", ok ? "ok" : "FAIL");
     for (int k = 0; k < 5 && !ok; k++) { // where it went wrong, for debugging
@@ -293,7 +315,13 @@ int main(int argc, char **argv) {
         failed += !run_case(tc, 0, 0);
         total++;
         if (hopper) {
+            failed += !run_case(tc, 0, 0, 1);
+            total++;
             attention_cuda_use_hopper(0);
+            if (attention_cuda_set_deterministic(1)) { // the mma.sync kernels have no such mode
+                printf("deterministic mode accepted for the mma.sync kernels  FAIL\n");
+                failed++;
+            }
             failed += !run_case(tc, 0, 0);
             total++;
             attention_cuda_use_hopper(1);

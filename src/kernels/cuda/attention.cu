@@ -605,23 +605,33 @@ void launch_fwd(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
     CUDA_CHECK_LAUNCH("attn_fwd_kernel");
 }
 
+// The deterministic mode's counters (attention_backward_sm90's dq_order).
+size_t dq_order_bytes(int B, int T, int NH) {
+    return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
+}
+
 // hopper: the main kernel is attention_sm90.cu's where it runs (compute
 // capability 9.0 in sm_90a builds); the passes around it are these.
+// deterministic: that kernel's ordered dq adds (hopper only).
 template <int HS, int WARPS, int BM, int MINB>
 void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
                 const float *lse, int B, int T, int NH, void *workspace, cudaStream_t stream,
-                bool hopper = false) {
+                bool hopper = false, bool deterministic = false) {
     typedef BwdCfg<HS, WARPS, BM> Cfg;
     const int C = NH * HS, BT = B * T;
     float *dq_acc = static_cast<float *>(workspace);
     float *dsum = dq_acc + (size_t)BT * C;
+    unsigned *dq_order = deterministic ? reinterpret_cast<unsigned *>(dsum + (size_t)BT * NH)
+                                       : nullptr;
     const float scale = 1.f / sqrtf((float)HS);
+    if (dq_order)
+        CUDA_CHECK(cudaMemsetAsync(dq_order, 0, dq_order_bytes(B, T, NH), stream));
 
     attn_bwd_prep_kernel<HS><<<(BT + 7) / 8, 256, 0, stream>>>(dsum, dq_acc, dout, out, BT, T, NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
-    const bool sm90 =
-        hopper && attention_backward_sm90(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, C, NH, stream);
+    const bool sm90 = hopper && attention_backward_sm90(dqkv, dq_acc, dout, qkv, lse, dsum, B, T,
+                                                        C, NH, dq_order, stream);
     if (!sm90) {
         auto kernel = attn_bwd_kernel<HS, WARPS, BM, MINB>;
         static unsigned long long smem_done = 0;
@@ -648,14 +658,22 @@ int head_size(int C, int NH) {
     return C / NH;
 }
 
-int g_use_hopper = 1;
+int g_use_hopper = 1, g_deterministic = 0;
 #ifdef GPT2_ATTN_TUNING
 int g_fwd_variant = 0, g_bwd_variant = 0;
 #endif
 
 } // namespace
 
-extern "C" void attention_cuda_use_hopper(int on) { g_use_hopper = on; }
+extern "C" void attention_cuda_use_hopper(int on) {
+    g_use_hopper = on;
+    if (!on) g_deterministic = 0; // only the wgmma kernels have that mode
+}
+
+extern "C" int attention_cuda_set_deterministic(int on) {
+    g_deterministic = on && g_use_hopper && attention_sm90_supported();
+    return g_deterministic == on;
+}
 
 extern "C" const char *attention_cuda_kernels(int HS) {
     return (HS == 64 || HS == 128) && g_use_hopper && attention_sm90_supported()
@@ -705,7 +723,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
 }
 
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {
-    return sizeof(float) * ((size_t)B * T * C + (size_t)B * NH * T);
+    return sizeof(float) * ((size_t)B * T * C + (size_t)B * NH * T) + dq_order_bytes(B, T, NH);
 }
 
 extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,
@@ -729,8 +747,10 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
         // 4 warps x 16 keys, 32 queries a step, 3 blocks (12 warps) per SM: the
         // fastest shape on H100 at B=32 NH=12 T=1024 (fwd+bwd 1.039 ms against
         // 1.057-1.151 ms for the others)
-        launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper);
+        launch_bwd<64, 4, 32, 3>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper,
+                                 g_deterministic);
     } else {
-        launch_bwd<128, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper);
+        launch_bwd<128, 8, 32, 1>(dx, dy, x, y, lse, B, T, NH, workspace, stream, g_use_hopper,
+                                  g_deterministic);
     }
 }

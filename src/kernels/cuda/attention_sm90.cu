@@ -144,6 +144,25 @@ __device__ __forceinline__ void bulk_commit() {
 __device__ __forceinline__ void bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
+// Waits until they have completed (their writes done).
+__device__ __forceinline__ void bulk_wait_done() {
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+// The deterministic mode's turn-taking on a global counter: wait until it
+// reaches `turn` (acquire), and pass the turn on (release). The proxy fences
+// order the copy engine's writes with these generic-proxy accesses.
+__device__ __forceinline__ void turn_wait(const unsigned *counter, unsigned turn) {
+    unsigned v;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(counter) : "memory");
+    } while (v < turn);
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+__device__ __forceinline__ void turn_pass(unsigned *counter) {
+    asm volatile("fence.proxy.async.global;\n" ::: "memory");
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(counter) : "memory");
+}
 
 // D (64 x 64, fp32) = A B (scale_d = 0) or D += A B (scale_d = 1), A 64 x 16
 // and B 16 x 64 in shared memory (descriptors): A K-major; B K-major (stored
@@ -493,7 +512,17 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // products have finished with) and is added to the fp32 dQ accumulator by
 // the copy engine (TMA), one bulk reduction (cp.reduce.async.bulk) per warp
 // for its 16 rows, instead of 1024 vector atomics per warp: 12% faster
-// forward+backward at T = 1024, 11% at 4096 on H100. The
+// forward+backward at T = 1024, 11% at 4096 on H100.
+//
+// DET (dq_order): the adds into each 16-row slice of dQ go in the order of
+// the key blocks, so that fp32 rounding is the same every run. Key block kb
+// contributes to query tiles kb.. (causal); warp w of block kb waits until
+// the slice's counter says kb blocks have added, adds, waits for its add to
+// complete and passes the turn. Blocks are dispatched in index order and
+// block kb waits only on blocks before it, so every wait ends. The blocks
+// walk the query tiles from the last one down in this mode (the first tile
+// of block kb is the last of every earlier block; walking up, block kb
+// would wait a whole tile's work for block kb - 1 at every tile). The
 // accumulator's layout (dq_sm90_index, attn_tiles.cuh) makes each tile one
 // contiguous block and the stores to shared memory free of bank conflicts.
 // Products with HS columns run per 64 (one atom of the tiles): at HS = 128
@@ -507,12 +536,12 @@ constexpr size_t BWD_SMEM =
     (size_t)(2 * BWD_BN * HS + 4 * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
     4 * BWD_BM * sizeof(float) + 1024;
 
-template <int HS, int MINB>
+template <int HS, int MINB, bool DET>
 static __global__ void __launch_bounds__(128, MINB)
     attn_bwd_sm90_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                          const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                          const float *__restrict__ lse, const float *__restrict__ dsum, int T,
-                         int NH, float scale, float scale_log2) {
+                         int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order) {
 #ifdef ATTN_SM90_DEVICE
     constexpr int BM = BWD_BM, BN = BWD_BN, NTH = 128, QN = BM / 8, NO = HS / 8, NA = HS / 64;
     extern __shared__ unsigned char smem_raw[];
@@ -552,7 +581,12 @@ static __global__ void __launch_bounds__(128, MINB)
             cp_async4(smem_u32(sD + st * BM + tid), d_bh + (v ? q0 + tid : 0), v);
         }
     };
-    load_q_tile(i0, 0);
+    // the walk over query tiles: from the diagonal up, or (DET) from the last
+    // tile down, so that all key blocks of a head reach a tile together and
+    // take their turns at its dQ one add after another, not a tile apart
+    const int n_it = n_qt - i0;
+    auto tile_of = [&](int it) { return DET ? n_qt - 1 - it : i0 + it; };
+    load_q_tile(tile_of(0), 0);
     cp_async_commit();
 
     const int kw0 = k0 + 16 * warp; // this warp's first key in the sequence
@@ -561,14 +595,14 @@ static __global__ void __launch_bounds__(128, MINB)
 #pragma unroll
     for (int i = 0; i < NO * 4; i++) dk[i] = dv[i] = 0.f;
 
-    for (int i = i0; i < n_qt; i++) {
-        const int st = (i - i0) & 1, q0 = i * BM;
+    for (int it = 0; it < n_it; it++) {
+        const int i = tile_of(it), st = it & 1, q0 = i * BM;
         cp_async_wait_all();
         fence_proxy_async();
         if (lane == 0) bulk_wait_read(); // the warp's last dQ rows have left stage st ^ 1
         __syncthreads(); // tile i landed; everyone is done with stage st ^ 1 and with sdS
-        if (i + 1 < n_qt) {
-            load_q_tile(i + 1, st ^ 1);
+        if (it + 1 < n_it) {
+            load_q_tile(tile_of(it + 1), st ^ 1);
             cp_async_commit();
         }
         const uint32_t q_addr = smem_u32(sQdO + st * 2 * BM * HS),
@@ -678,6 +712,8 @@ static __global__ void __launch_bounds__(128, MINB)
         fence_proxy_async();
         __syncwarp();
         const int rows = min(16, T - (q0 + 16 * warp));
+        unsigned *turn = dq_order + ((size_t)bh * n_qt + i) * 4 + warp;
+        if (DET && lane == 0) turn_wait(turn, (unsigned)(k0 / BN));
         if (lane == 0 && rows > 0) {
 #pragma unroll
             for (int a = 0; a < NA; a++)
@@ -685,6 +721,10 @@ static __global__ void __launch_bounds__(128, MINB)
                                     smem_u32(sdq + (a * BM + 16 * warp) * 64),
                                     (uint32_t)rows * 64 * sizeof(float));
             bulk_commit();
+        }
+        if (DET && lane == 0) {
+            bulk_wait_done();
+            turn_pass(turn);
         }
     }
     if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
@@ -761,14 +801,15 @@ void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int N
 template <int HS, int MINB>
 void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qkv,
                      const float *lse, const float *dsum, int B, int T, int NH,
-                     cudaStream_t stream) {
-    auto kernel = attn_bwd_sm90_kernel<HS, MINB>;
-    static unsigned long long smem_done = 0;
-    raise_smem_limit(kernel, BWD_SMEM<HS>, smem_done);
+                     unsigned *dq_order, cudaStream_t stream) {
+    auto kernel = dq_order ? attn_bwd_sm90_kernel<HS, MINB, true>
+                           : attn_bwd_sm90_kernel<HS, MINB, false>;
+    static unsigned long long smem_done[2] = {0, 0};
+    raise_smem_limit(kernel, BWD_SMEM<HS>, smem_done[dq_order != nullptr]);
     const unsigned grid = (unsigned)B * NH * ((T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
     kernel<<<grid, 128, BWD_SMEM<HS>, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH, scale,
-                                                scale * LOG2E);
+                                                scale * LOG2E, dq_order);
     CUDA_CHECK_LAUNCH("attn_bwd_sm90_kernel");
 }
 
@@ -784,17 +825,18 @@ int g_sm90_variant = 0, g_sm90_bwd_variant = 0;
 
 extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout,
                                        const void *qkv, const float *lse, const float *dsum,
-                                       int B, int T, int C, int NH, cudaStream_t stream) {
+                                       int B, int T, int C, int NH, unsigned *dq_order,
+                                       cudaStream_t stream) {
     const int HS = sm90_head_size(C, NH);
     if (!HS || !attention_sm90_supported()) return 0;
     bf16 *dx = static_cast<bf16 *>(dqkv);
     const bf16 *dy = static_cast<const bf16 *>(dout), *x = static_cast<const bf16 *>(qkv);
     if (HS == 64 && g_sm90_bwd_variant == 1)
-        launch_bwd_sm90<64, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, stream);
+        launch_bwd_sm90<64, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else if (HS == 64) // 3 blocks/SM (168 registers, a few spilled): 2-3% faster than 2
-        launch_bwd_sm90<64, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, stream);
+        launch_bwd_sm90<64, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else
-        launch_bwd_sm90<128, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, stream);
+        launch_bwd_sm90<128, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     return 1;
 }
 

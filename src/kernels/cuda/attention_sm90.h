@@ -19,10 +19,12 @@ int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T,
 /* The backward's main kernel for head size 64 or 128 on such a device (attention.cu
  * runs the passes around it: dq_acc zeroed and dsum = rowsum(dout * out)
  * before, dq_acc * scale -> dqkv after; dq_acc in dq_sm90_index's layout,
- * attn_tiles.cuh): returns 1 when launched, else 0. */
+ * attn_tiles.cuh): returns 1 when launched, else 0. dq_order: NULL, or
+ * B * NH * ceil(T / 64) * 4 zeroed counters: the deterministic mode, which
+ * adds each dq tile's contributions in the order of the key blocks. */
 int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const void *qkv,
                             const float *lse, const float *dsum, int B, int T, int C, int NH,
-                            cudaStream_t stream);
+                            unsigned *dq_order, cudaStream_t stream);
 /* Tile shapes, for the benchmark and the test. Forward, head size 64: 0 =
  * 2 warpgroups x 64 keys, 2 blocks/SM, K and V by TMA in 3 stages
  * (default); with cp.async: 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64, 6 =
