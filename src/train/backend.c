@@ -35,9 +35,10 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
         matmul_cuda_set_autotune(cfg->matmul_autotune);
         attention_cuda_use_hopper(cfg->attention_hopper);
         if (!attention_cuda_set_deterministic(cfg->attention_deterministic))
-            FAIL("attention_deterministic=true needs the Hopper attention kernels: an "
-                 "H100/H200, a build with sm_90a code (GPT2_CUDA_ARCHS with 90a) and "
-                 "attention_hopper=true; this run has %s", attention_cuda_kernels(64));
+            fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                    "attention_deterministic=true needs the Hopper attention kernels: an "
+                    "H100/H200, a build with sm_90a code (GPT2_CUDA_ARCHS with 90a) and "
+                    "attention_hopper=true; this run has %s", attention_cuda_kernels(64));
         return &ops_cuda;
     }
 #endif

@@ -12,3 +12,13 @@ if(GPT2_HAVE_CUDA)
   add_executable(bench_attention ${PROJECT_SOURCE_DIR}/bench/bench_attention.cu)
   target_link_libraries(bench_attention PRIVATE gpt2cuda gpt2core)
 endif()
+
+# The trainer's attention_deterministic: two runs the same bit for bit on
+# Hopper; refused (exit 2) where the mma.sync kernels run.
+if(GPT2_HAVE_CUDA)
+  add_test(NAME attention_deterministic_cuda
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/attention_deterministic.sh $<TARGET_FILE:gpt2_ddp>
+                   ${CMAKE_CURRENT_BINARY_DIR}/attention_deterministic_cuda)
+  set_tests_properties(attention_deterministic_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
+                                                               TIMEOUT 600)
+endif()
