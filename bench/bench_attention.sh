@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Our causal flash attention next to PyTorch SDPA's, in the same run on the
 # same GPU: bench_attention (ours: the default kernels and, on Hopper, their
-# deterministic mode and the mma.sync kernels) and bench/attention_peers.py (cuDNN and FlashAttention-2,
-# when torch with CUDA is there), per shape, forward and forward+backward,
-# with TFLOP/s on causal FLOPs (forward 4*B*H*T*T*D/2, forward+backward 3.5x
-# that) and our time over cuDNN's (below 1: we are faster).
+# deterministic mode and the mma.sync kernels) and bench/attention_peers.py
+# (cuDNN and FlashAttention-2, when torch with CUDA is there), per shape,
+# forward and forward+backward, with TFLOP/s on causal FLOPs (forward
+# 4*B*H*T*T*D/2, forward+backward 3.5x that) and our time over cuDNN's
+# (below 1: we are faster).
 # Shapes are B:H:T:D (default: GPT-2's D = 64 at T = 1024 and 4096, and
 # D = 128 with the same C = 768).
 # usage: bench/bench_attention.sh [BUILD_DIR] [B:H:T:D ...]
@@ -14,9 +15,13 @@ build=${1:-build}; shift || true
 shapes=${*:-32:12:1024:64 8:12:4096:64 32:6:1024:128 8:6:4096:128}
 python=${PYTHON:-python3}
 cd "$(dirname "$0")/.."
-bench=$build/tests/bench_attention # the CMake build's; build_attention_standalone.sh's is $build/bench_attention
+# the CMake build's, or build_attention_standalone.sh's
+bench=$build/tests/bench_attention
 [ -x "$bench" ] || bench=$build/bench_attention
-[ -x "$bench" ] || { echo "bench_attention.sh: no bench_attention in $build/tests or $build (build it first)" >&2; exit 2; }
+[ -x "$bench" ] || {
+  echo "bench_attention.sh: no bench_attention in $build/tests or $build (build it first)" >&2
+  exit 2
+}
 lines=$(mktemp)
 trap 'rm -f "$lines"' EXIT
 status=0

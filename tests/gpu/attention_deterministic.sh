@@ -23,17 +23,21 @@ rc=$?
 set -e
 [ $rc -eq 2 ] || fail "attention_hopper=false: exit $rc, expected 2" "$work/refused.log"
 grep -q "attention_deterministic=true needs the Hopper attention kernels.*mma.sync" \
-  "$work/refused.log" || fail "the refusal does not name the key and the kernels" "$work/refused.log"
+  "$work/refused.log" ||
+  fail "the refusal does not name the key and the kernels" "$work/refused.log"
 ! grep -q "^step " "$work/refused.log" || fail "it trained before refusing" "$work/refused.log"
 echo "attention_hopper=false: refused with exit 2"
 
 probe=$("$bin" "${args[@]}" max_steps=2 run_name=probe 2>&1) || {
-  grep -q "needs the Hopper attention kernels" <<<"$probe" || { echo "$probe"; fail "probe run failed"; }
-  echo "SKIP (partly): this GPU or build has no Hopper attention kernels; the refusal above passed"
+  grep -q "needs the Hopper attention kernels" <<<"$probe" ||
+    { echo "$probe"; fail "probe run failed"; }
+  echo "SKIP (partly): this GPU or build has no Hopper attention kernels;" \
+       "the refusal above passed"
   exit 0
 }
 for run in a b; do
-  "$bin" "${args[@]}" run_name=$run >"$work/$run.log" 2>&1 || fail "run $run failed" "$work/$run.log"
+  "$bin" "${args[@]}" run_name=$run >"$work/$run.log" 2>&1 ||
+    fail "run $run failed" "$work/$run.log"
 done
 py - "$work/a/metrics.jsonl" "$work/b/metrics.jsonl" <<'PY'
 import json, sys

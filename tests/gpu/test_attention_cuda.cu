@@ -307,7 +307,8 @@ int main(int argc, char **argv) {
             for (int b = 1; b < 7; b++, total++) failed += !run_case(tc, 0, b);
             continue;
         }
-        for (int f : {6, 7, 10}) { // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
+        // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
+        for (int f : {6, 7, 10}) {
             failed += !run_case(tc, f, 0);
             total++;
         }

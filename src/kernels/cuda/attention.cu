@@ -644,10 +644,8 @@ void launch_bwd(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const bf16 *out,
 
     const size_t n8 = (size_t)BT * C / 8;
     const unsigned blocks = (unsigned)((n8 + 255) / 256);
-    if (sm90)
-        attn_dq_convert_kernel<true><<<blocks, 256, 0, stream>>>(dqkv, dq_acc, n8, C, scale, T, NH);
-    else
-        attn_dq_convert_kernel<false><<<blocks, 256, 0, stream>>>(dqkv, dq_acc, n8, C, scale, T, NH);
+    auto convert = sm90 ? attn_dq_convert_kernel<true> : attn_dq_convert_kernel<false>;
+    convert<<<blocks, 256, 0, stream>>>(dqkv, dq_acc, n8, C, scale, T, NH);
     CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
 }
 

@@ -320,10 +320,10 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             for (int it = 0; it < min(NBUF, n_kt); it++) tma_kv(it);
         }
     } else {
-        load_tile_atoms<BM, HS, NTH>(sQ, qg + (size_t)q0 * ld, ld, T - q0, tid);
+        load_tile<BM, HS, NTH, true>(sQ, qg + (size_t)q0 * ld, ld, T - q0, tid);
         const int k0 = (n_kt - 1) * BN;
-        load_tile_atoms<BN, HS, NTH>(sK, kg + (size_t)k0 * ld, ld, T - k0, tid);
-        load_tile_atoms<BN, HS, NTH>(sV, vg + (size_t)k0 * ld, ld, T - k0, tid);
+        load_tile<BN, HS, NTH, true>(sK, kg + (size_t)k0 * ld, ld, T - k0, tid);
+        load_tile<BN, HS, NTH, true>(sV, vg + (size_t)k0 * ld, ld, T - k0, tid);
         cp_async_commit();
     }
 
@@ -355,9 +355,9 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             __syncthreads(); // tile j landed; everyone is done with buffer buf ^ 1
             if (j > 0) {
                 const int k0 = (j - 1) * BN;
-                load_tile_atoms<BN, HS, NTH>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld,
+                load_tile<BN, HS, NTH, true>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld,
                                              T - k0, tid);
-                load_tile_atoms<BN, HS, NTH>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld,
+                load_tile<BN, HS, NTH, true>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld,
                                              T - k0, tid);
                 cp_async_commit();
             }
@@ -568,13 +568,13 @@ static __global__ void __launch_bounds__(128, MINB)
     const float *lse_bh = lse + (size_t)bh * T, *d_bh = dsum + (size_t)bh * T;
     const int i0 = k0 / BM, n_qt = (T + BM - 1) / BM;
 
-    load_tile_atoms<BN, HS, NTH>(sK, qg + C + (size_t)k0 * ld, ld, T - k0, tid);
-    load_tile_atoms<BN, HS, NTH>(sV, qg + 2 * C + (size_t)k0 * ld, ld, T - k0, tid);
+    load_tile<BN, HS, NTH, true>(sK, qg + C + (size_t)k0 * ld, ld, T - k0, tid);
+    load_tile<BN, HS, NTH, true>(sV, qg + 2 * C + (size_t)k0 * ld, ld, T - k0, tid);
     auto load_q_tile = [&](int i, int st) {
         const int q0 = i * BM;
         bf16 *sq = sQdO + st * 2 * BM * HS;
-        load_tile_atoms<BM, HS, NTH>(sq, qg + (size_t)q0 * ld, ld, T - q0, tid);
-        load_tile_atoms<BM, HS, NTH>(sq + BM * HS, dog + (size_t)q0 * C, C, T - q0, tid);
+        load_tile<BM, HS, NTH, true>(sq, qg + (size_t)q0 * ld, ld, T - q0, tid);
+        load_tile<BM, HS, NTH, true>(sq + BM * HS, dog + (size_t)q0 * C, C, T - q0, tid);
         if (tid < BM) {
             const bool v = q0 + tid < T;
             cp_async4(smem_u32(sL + st * BM + tid), lse_bh + (v ? q0 + tid : 0), v);

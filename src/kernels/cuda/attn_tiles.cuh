@@ -84,9 +84,18 @@ template <int COLS> __device__ __forceinline__ int tile_off(int row, int col) {
     return row * COLS + (swz_chunk<COLS / 8>(row, col >> 3) << 3) + (col & 7);
 }
 
-// cp.async a ROWS x COLS tile from g (row stride ld elements); rows at or
-// beyond valid_rows are zero-filled.
-template <int ROWS, int COLS, int NTH>
+// Tiles of HS = 64 or 128 columns for wgmma: HS / 64 atoms one after the
+// other, each ROWS x 64 columns in the swizzled layout above (128-byte rows,
+// the layout of one 128-byte swizzle atom column). For HS = 64 this is the
+// plain swizzled tile. Element offset of (row, col):
+template <int ROWS> __device__ __forceinline__ int atom_off(int row, int col) {
+    return (col >> 6) * ROWS * 64 + tile_off<64>(row, col & 63);
+}
+
+// cp.async a ROWS x COLS tile from g (row stride ld elements) into the
+// swizzled layout (ATOMS: the atom layout); rows at or beyond valid_rows are
+// zero-filled.
+template <int ROWS, int COLS, int NTH, bool ATOMS = false>
 __device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int valid_rows,
                                           int tid) {
     constexpr int CH = COLS / 8, TOTAL = ROWS * CH;
@@ -96,33 +105,9 @@ __device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int
         if (TOTAL % NTH == 0 || i < TOTAL) {
             const int r = i / CH, c = i % CH;
             const bool v = r < valid_rows;
-            cp_async16(smem_u32(s + r * COLS + (swz_chunk<CH>(r, c) << 3)),
-                       g + (size_t)(v ? r : 0) * ld + c * 8, v);
-        }
-    }
-}
-
-// Tiles of HS = 64 or 128 columns for wgmma: HS / 64 atoms one after the
-// other, each ROWS x 64 columns in the swizzled layout above (128-byte rows,
-// the layout of one 128-byte swizzle atom column). For HS = 64 this is the
-// plain swizzled tile. Element offset of (row, col):
-template <int ROWS> __device__ __forceinline__ int atom_off(int row, int col) {
-    return (col >> 6) * ROWS * 64 + tile_off<64>(row, col & 63);
-}
-
-// load_tile into that layout.
-template <int ROWS, int HS, int NTH>
-__device__ __forceinline__ void load_tile_atoms(bf16 *s, const bf16 *g, size_t ld, int valid_rows,
-                                                int tid) {
-    constexpr int CH = HS / 8, TOTAL = ROWS * CH;
-#pragma unroll
-    for (int k = 0; k < (TOTAL + NTH - 1) / NTH; k++) {
-        const int i = tid + k * NTH;
-        if (TOTAL % NTH == 0 || i < TOTAL) {
-            const int r = i / CH, c = i % CH;
-            const bool v = r < valid_rows;
-            cp_async16(smem_u32(s + atom_off<ROWS>(r, c * 8)), g + (size_t)(v ? r : 0) * ld + c * 8,
-                       v);
+            const int off =
+                ATOMS ? atom_off<ROWS>(r, c * 8) : r * COLS + (swz_chunk<CH>(r, c) << 3);
+            cp_async16(smem_u32(s + off), g + (size_t)(v ? r : 0) * ld + c * 8, v);
         }
     }
 }
