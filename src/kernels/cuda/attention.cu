@@ -37,7 +37,8 @@
  * query tiles has to recompute S and dP, i.e. 7 tile matmuls instead of 5;
  * the atomic traffic (B*T*C floats per key block) lands in L2 and overlaps
  * the math. Cost: dQ sums in an arbitrary order, so it is not bitwise
- * reproducible run to run (dK, dV are).
+ * reproducible run to run (dK, dV are; the wgmma backward of
+ * attention_sm90.cu has a deterministic mode).
  *
  * Tile shapes (measured on H100, B=32 NH=12 T=1024; see the launchers):
  * HS=64 forward 4 warps x 32 rows (BM=128, 255 registers, 2 blocks/SM),
