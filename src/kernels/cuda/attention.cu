@@ -64,11 +64,6 @@ using namespace attn_tiles;
 // ---------------------------------------------------------------------------
 // PTX helpers of the mma.sync kernels
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 4 : 0));
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -402,17 +397,12 @@ static __global__ void __launch_bounds__(WARPS * 32, MINB)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
-    // 1-D grid, the key blocks of one (batch, head) adjacent, most query tiles
-    // first: blocks that read the same Q, dO and add into the same dQ rows run
-    // together, so those stay in L2 (hit rate 36% -> 75%, kernel 3% faster)
-    const int n_kb = (T + BN - 1) / BN;
-    const int bh = blockIdx.x / n_kb, b = bh / NH, h = bh % NH;
-    const int k0 = (int)(blockIdx.x % n_kb) * BN;
-    const int C = NH * HS;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *qg = qkv + (size_t)b * T * ld + (size_t)h * HS;
-    const bf16 *dog = dout + (size_t)b * T * C + (size_t)h * HS;
-    const float *lse_bh = lse + (size_t)bh * T, *d_bh = dsum + (size_t)bh * T;
+    // block order: bwd_block (grouping a head's key blocks raised the L2 hit
+    // rate from 36% to 75%, kernel 3% faster)
+    const BwdBlock blk = bwd_block<HS, BN>(qkv, dout, lse, dsum, T, NH);
+    const int b = blk.b, h = blk.h, k0 = blk.k0, C = blk.C;
+    const size_t ld = blk.ld;
+    const bf16 *qg = blk.qg, *dog = blk.dog;
     const int i0 = k0 / BM, n_qt = (T + BM - 1) / BM;
 
     load_tile<BN, HS, NTH>(sK, qg + C + (size_t)k0 * ld, ld, T - k0, tid);
@@ -421,11 +411,7 @@ static __global__ void __launch_bounds__(WARPS * 32, MINB)
         const int q0 = i * BM;
         load_tile<BM, HS, NTH>(sQ + st * BM * HS, qg + (size_t)q0 * ld, ld, T - q0, tid);
         load_tile<BM, HS, NTH>(sdO + st * BM * HS, dog + (size_t)q0 * C, C, T - q0, tid);
-        if (tid < BM) {
-            const bool v = q0 + tid < T;
-            cp_async4(smem_u32(sL + st * BM + tid), lse_bh + (v ? q0 + tid : 0), v);
-            cp_async4(smem_u32(sD + st * BM + tid), d_bh + (v ? q0 + tid : 0), v);
-        }
+        load_row_stats<BM>(sL + st * BM, sD + st * BM, blk, q0, T, tid);
     };
     load_q_tile(i0, 0);
     cp_async_commit();

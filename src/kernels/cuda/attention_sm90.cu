@@ -90,11 +90,6 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t 
                  : "memory");
 }
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 4 : 0));
-}
-
 // mbarriers (shared-memory barrier objects that count arrivals and the bytes
 // of asynchronous copies) and TMA tile loads that complete on them.
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
@@ -557,16 +552,10 @@ static __global__ void __launch_bounds__(128, MINB)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
-    // the key blocks of one (batch, head) adjacent (as attention.cu: Q, dO
-    // and the dQ rows they add into stay in L2)
-    const int n_kb = (T + BN - 1) / BN;
-    const int bh = blockIdx.x / n_kb, b = bh / NH, h = bh % NH;
-    const int k0 = (int)(blockIdx.x % n_kb) * BN;
-    const int C = NH * HS;
-    const size_t ld = (size_t)3 * C;
-    const bf16 *qg = qkv + (size_t)b * T * ld + (size_t)h * HS;
-    const bf16 *dog = dout + (size_t)b * T * C + (size_t)h * HS;
-    const float *lse_bh = lse + (size_t)bh * T, *d_bh = dsum + (size_t)bh * T;
+    const BwdBlock blk = bwd_block<HS, BN>(qkv, dout, lse, dsum, T, NH);
+    const int bh = blk.bh, b = blk.b, h = blk.h, k0 = blk.k0, C = blk.C;
+    const size_t ld = blk.ld;
+    const bf16 *qg = blk.qg, *dog = blk.dog;
     const int i0 = k0 / BM, n_qt = (T + BM - 1) / BM;
 
     load_tile<BN, HS, NTH, true>(sK, qg + C + (size_t)k0 * ld, ld, T - k0, tid);
@@ -576,11 +565,7 @@ static __global__ void __launch_bounds__(128, MINB)
         bf16 *sq = sQdO + st * 2 * BM * HS;
         load_tile<BM, HS, NTH, true>(sq, qg + (size_t)q0 * ld, ld, T - q0, tid);
         load_tile<BM, HS, NTH, true>(sq + BM * HS, dog + (size_t)q0 * C, C, T - q0, tid);
-        if (tid < BM) {
-            const bool v = q0 + tid < T;
-            cp_async4(smem_u32(sL + st * BM + tid), lse_bh + (v ? q0 + tid : 0), v);
-            cp_async4(smem_u32(sD + st * BM + tid), d_bh + (v ? q0 + tid : 0), v);
-        }
+        load_row_stats<BM>(sL + st * BM, sD + st * BM, blk, q0, T, tid);
     };
     // the walk over query tiles: from the diagonal up, or (DET) from the last
     // tile down, so that all key blocks of a head reach a tile together and
@@ -713,7 +698,7 @@ static __global__ void __launch_bounds__(128, MINB)
         fence_proxy_async();
         __syncwarp();
         const int rows = min(16, T - (q0 + 16 * warp));
-        unsigned *turn = dq_order + ((size_t)bh * n_qt + i) * 4 + warp;
+        unsigned *turn = DET ? dq_order + ((size_t)bh * n_qt + i) * 4 + warp : nullptr;
         if (DET && lane == 0) turn_wait(turn, (unsigned)(k0 / BN));
         if (lane == 0 && rows > 0) {
 #pragma unroll
@@ -820,7 +805,7 @@ int sm90_head_size(int C, int NH) {
     return C / NH;
 }
 
-int g_sm90_variant = 0, g_sm90_bwd_variant = 0;
+int g_sm90_fwd_variant = 0, g_sm90_bwd_variant = 0;
 
 } // namespace
 
@@ -859,7 +844,7 @@ extern "C" int attention_sm90_supported(void) {
 }
 
 extern "C" void attention_sm90_set_variant(int fwd, int bwd) {
-    g_sm90_variant = fwd;
+    g_sm90_fwd_variant = fwd;
     g_sm90_bwd_variant = bwd;
 }
 
@@ -871,7 +856,7 @@ extern "C" int attention_forward_sm90(void *out, float *lse, const void *qkv, in
     const bf16 *x = static_cast<const bf16 *>(qkv);
     if (HS == 128) { // 2 blocks/SM: 128 registers, no spills (1 block/SM: 11% slower);
                      // 3 TMA stages would leave room for 1 block/SM only
-        switch (g_sm90_variant) {
+        switch (g_sm90_fwd_variant) {
         case 2: launch_fwd_sm90<128, 3, 64, 1>(o, lse, x, B, T, NH, stream); break;
         case 3: launch_fwd_sm90<128, 2, 64, 1>(o, lse, x, B, T, NH, stream); break;
         case 6: launch_fwd_sm90<128, 2, 64, 2>(o, lse, x, B, T, NH, stream); break;
@@ -879,7 +864,7 @@ extern "C" int attention_forward_sm90(void *out, float *lse, const void *qkv, in
         }
         return 1;
     }
-    switch (g_sm90_variant) { // 2 TMA stages: 13% slower at T = 4096
+    switch (g_sm90_fwd_variant) { // 2 TMA stages: 13% slower at T = 4096
     case 1: launch_fwd_sm90<64, 2, 128, 1>(o, lse, x, B, T, NH, stream); break;
     case 2: launch_fwd_sm90<64, 3, 64, 1>(o, lse, x, B, T, NH, stream); break;
     case 3: launch_fwd_sm90<64, 1, 64, 4>(o, lse, x, B, T, NH, stream); break;

@@ -32,6 +32,11 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool v
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(valid ? 16 : 0));
 }
+// 4 bytes global -> shared; zero-filled when !valid.
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 4 : 0));
+}
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
@@ -109,6 +114,48 @@ __device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int
                 ATOMS ? atom_off<ROWS>(r, c * 8) : r * COLS + (swz_chunk<CH>(r, c) << 3);
             cp_async16(smem_u32(s + off), g + (size_t)(v ? r : 0) * ld + c * 8, v);
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The backward's main kernels (both families)
+
+// A block of the 1-D grid: key block k0 (BN keys) of the (batch, head) pair
+// bh. The key blocks of one pair are adjacent, the most query tiles first:
+// blocks that read the same Q, dO and add into the same dQ rows run
+// together, so those stay in L2. qg: the pair's q in qkv (k at + C, v at
+// + 2 C; rows ld apart); dog: its dout (rows C apart); lse_bh, d_bh: its
+// log-sum-exp and D = rowsum(dO * O), T each.
+struct BwdBlock {
+    int bh, b, h, k0, C;
+    size_t ld;
+    const bf16 *qg, *dog;
+    const float *lse_bh, *d_bh;
+};
+template <int HS, int BN>
+__device__ __forceinline__ BwdBlock bwd_block(const bf16 *qkv, const bf16 *dout, const float *lse,
+                                              const float *dsum, int T, int NH) {
+    BwdBlock k;
+    const int n_kb = (T + BN - 1) / BN;
+    k.bh = blockIdx.x / n_kb, k.b = k.bh / NH, k.h = k.bh % NH;
+    k.k0 = (int)(blockIdx.x % n_kb) * BN;
+    k.C = NH * HS;
+    k.ld = (size_t)3 * k.C;
+    k.qg = qkv + (size_t)k.b * T * k.ld + (size_t)k.h * HS;
+    k.dog = dout + (size_t)k.b * T * k.C + (size_t)k.h * HS;
+    k.lse_bh = lse + (size_t)k.bh * T, k.d_bh = dsum + (size_t)k.bh * T;
+    return k;
+}
+
+// cp.async lse and D of the query rows q0..q0 + BM - 1 into sL, sD (zeros
+// past T), by threads 0..BM - 1.
+template <int BM>
+__device__ __forceinline__ void load_row_stats(float *sL, float *sD, const BwdBlock &k, int q0,
+                                               int T, int tid) {
+    if (tid < BM) {
+        const bool v = q0 + tid < T;
+        cp_async4(smem_u32(sL + tid), k.lse_bh + (v ? q0 + tid : 0), v);
+        cp_async4(smem_u32(sD + tid), k.d_bh + (v ? q0 + tid : 0), v);
     }
 }
 
