@@ -106,14 +106,14 @@ int main(int argc, char **argv) {
 #ifdef GPT2_ATTN_TUNING
     { // tile-shape variants (same kernels, other template arguments)
         std::vector<int> fwd_variants = {0, 6, 7, 10}; // head size 128: wgmma's 4 shapes
-        if (HS == 64) fwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+        if (HS == 64) fwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
         for (int f : fwd_variants) {
             attention_cuda_set_variant(f, 0);
             const double t = time_median(run_fwd, b, s);
             printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
         }
-        std::vector<int> bwd_variants = {0}; // head size 128: wgmma's one shape
-        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6};
+        std::vector<int> bwd_variants = {0, 7}; // head size 128: wgmma's one shape
+        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6, 7};
         for (int v : bwd_variants) {
             attention_cuda_set_variant(0, v);
             const double t = time_median(run_fwd_bwd, b, s);

@@ -303,8 +303,8 @@ int main(int argc, char **argv) {
         if (quick && tc.T > 256) continue;
 #ifdef GPT2_ATTN_TUNING
         if (tc.HS == 64) { // every tile-shape variant
-            for (int f = 0; f < 12; f++, total++) failed += !run_case(tc, f, 0);
-            for (int b = 1; b < 7; b++, total++) failed += !run_case(tc, 0, b);
+            for (int f = 0; f < 14; f++, total++) failed += !run_case(tc, f, 0);
+            for (int b = 1; b < 8; b++, total++) failed += !run_case(tc, 0, b);
             continue;
         }
         // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
@@ -312,6 +312,8 @@ int main(int argc, char **argv) {
             failed += !run_case(tc, f, 0);
             total++;
         }
+        failed += !run_case(tc, 0, 7); // the backward by cp.async
+        total++;
 #endif
         failed += !run_case(tc, 0, 0);
         total++;

@@ -670,17 +670,19 @@ extern "C" const char *attention_cuda_kernels(int HS) {
 /* Tuning builds only (bench/tests): pick tile shapes at run time.
  * fwd 0 = the default dispatch (wgmma where it runs); mma.sync, head size
  * 64, <warps, rows/warp/16, min blocks/SM>: 1 = <4,1,3>, 2 = <8,1,2>,
- * 3 = <4,1,1>, 4 = <4,2,2> (its default); wgmma 5..11 = attention_sm90.h's
- * forward variants 1..7 (head size 64: 2 x 128 keys, 3 warpgroups, 1
+ * 3 = <4,1,1>, 4 = <4,2,2> (its default); wgmma 5..13 = attention_sm90.h's
+ * forward variants 1..9 (head size 64: 2 x 128 keys, 3 warpgroups, 1
  * warpgroup, blocks ungrouped, O rescaled every tile, cp.async, 2 TMA
- * stages; 128: 6 = 3 warpgroups, 7 = 1 block/SM, 10 = cp.async).
+ * stages, pipelined with 3 stages, unpipelined; 128: 6 = 3 warpgroups,
+ * 7 = 1 block/SM, 10 = cp.async).
  * bwd 0 = the default dispatch; mma.sync, head size 64, <warps (16 keys
  * each), BM queries, min blocks>: 1 = <4,64,2>, 2 = <8,32,1>, 3 = <4,32,2>,
- * 4 = <8,64,1>, 5 = <4,32,3> (its default); 6 = wgmma at 2 blocks/SM. */
+ * 4 = <8,64,1>, 5 = <4,32,3> (its default); wgmma: 6 = 2 blocks/SM (head
+ * size 64), 7 = loads by cp.async instead of TMA. */
 extern "C" void attention_cuda_set_variant(int fwd, int bwd) {
     g_fwd_variant = fwd;
     g_bwd_variant = bwd;
-    attention_sm90_set_variant(fwd >= 5 ? fwd - 4 : 0, bwd == 6 ? 1 : 0);
+    attention_sm90_set_variant(fwd >= 5 ? fwd - 4 : 0, bwd >= 6 ? bwd - 5 : 0);
 }
 #endif
 

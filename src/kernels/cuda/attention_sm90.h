@@ -26,14 +26,17 @@ int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const v
                             const float *lse, const float *dsum, int B, int T, int C, int NH,
                             unsigned *dq_order, cudaStream_t stream);
 /* Tile shapes, for the benchmark and the test. Forward, head size 64: 0 =
- * 2 warpgroups x 64 keys, 2 blocks/SM, K and V by TMA in 3 stages
- * (default); with cp.async: 1 = 2 x 128 keys, 2 = 3 x 64, 3 = 1 x 64, 6 =
- * the default's shape; 4 = the default with the blocks longest first over
- * all heads (not grouped by 16 heads), 5 = the default rescaling O after
- * every tile, 7 = the default with 2 TMA stages. Head size 128: 0 = 2 x
- * 64, 2 blocks/SM, 2 TMA stages (default); with cp.async: 2 = 3 x 64, 3 =
- * 2 x 64 at 1 block/SM, 6 = the default's shape. Backward, head size 64:
- * 0 = 3 blocks/SM (default), 1 = 2. */
+ * 2 warpgroups x 64 keys, 2 blocks/SM, K and V by TMA in 4 stages, the
+ * pipelined walk (default); with cp.async: 1 = 2 x 128 keys, 2 = 3 x 64,
+ * 3 = 1 x 64, 6 = the default's shape; TMA, the walk unpipelined: 9 = 3
+ * stages (the previous default), 4 = 9 with the blocks longest first over
+ * all heads (not grouped by 16 heads), 5 = 9 rescaling O after every tile,
+ * 7 = 9 with 2 stages; 8 = the default with 3 stages. Head size 128: 0 =
+ * 2 x 64, 2 blocks/SM, 2 TMA stages, unpipelined (default); with cp.async:
+ * 2 = 3 x 64, 3 = 2 x 64 at 1 block/SM, 6 = the default's shape.
+ * Backward: 0 = K, V, Q, dO by TMA, 3 blocks/SM at head size 64, 2 at 128
+ * (default), 1 = head size 64 at 2 blocks/SM, 2 = the default's loads by
+ * cp.async. */
 void attention_sm90_set_variant(int fwd, int bwd);
 #ifdef __cplusplus
 }
