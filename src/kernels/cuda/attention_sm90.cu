@@ -15,9 +15,10 @@
  * barrier in the loop. At head size 64 the walk is software pipelined: a
  * warpgroup issues S of key tile j together with P V of the tile before,
  * and computes the softmax of tile j while the tensor cores do that P V
- * (0.193 -> 0.175 ms at B = 32, T = 1024; 0.595 -> 0.538 ms at B = 8,
- * T = 4096 on H100). At 128 its extra 32 registers a thread would leave
- * one block per SM, which measured slower (0.175 against 0.150 ms).
+ * (0.194 -> 0.178 ms at B = 32, T = 1024; 0.595 -> 0.564 ms at B = 8,
+ * T = 4096 on H100, side by side). At 128 its extra registers (143 a
+ * thread) leave one block per SM, which measured slower (0.175 against
+ * 0.150 ms).
  * The tiles are in the 128-byte swizzled layout of attn_tiles.cuh, which
  * is both TMA's 128-byte swizzle and the layout wgmma reads (K-major for Q
  * and K in S = Q K^T; MN-major, transposed by the instruction, for V in
@@ -569,8 +570,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // for them in wgmma accumulators while it walks the query tiles of 64 rows
 // from the diagonal to T, Q, dO, lse and D double-buffered. Thread 0 loads
 // K, V and the Q, dO tiles with TMA (tensor maps of qkv and dout), which
-// frees the registers that the cp.async addresses took: no spills at 160
-// (head size 64) and 233 (128) registers, and forward + backward 0.801 ->
+// frees the registers that the cp.async addresses took: no spills at 162
+// (head size 64) and 234 (128) registers, and forward + backward 0.801 ->
 // 0.732 ms at B = 32, T = 1024, 2.395 -> 2.112 ms at B = 8, T = 4096 on
 // H100 (cp.async, the fallback where no tensor map can be made: 168 and
 // 255 registers, 36 and 56 bytes spilled). Per tile:
@@ -952,7 +953,7 @@ extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *do
         launch_bwd_sm90<64, 3, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else if (HS == 128 && g_sm90_bwd_variant == 2)
         launch_bwd_sm90<128, 2, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (HS == 64) // 3 blocks/SM (160 registers): 2% faster than 2 at T = 4096
+    else if (HS == 64) // 3 blocks/SM (162 registers): 2% faster than 2 at T = 4096
         launch_bwd_sm90<64, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else
         launch_bwd_sm90<128, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
