@@ -131,6 +131,24 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
                  "r"(bar)
                  : "memory");
 }
+// ROWS positions from row0 of head `head` of batch b of a make_head_map
+// tensor map, NA atoms of 64 head dims (ROWS / 64 x NA boxes), into the
+// tile at s in the atom layout (attn_tiles.cuh), completing on bar.
+template <int ROWS, int NA>
+__device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int head, int row0,
+                                         int b, uint32_t bar) {
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+#pragma unroll
+        for (int r = 0; r < ROWS / 64; r++)
+            tma_load_4d(smem_u32(s + a * ROWS * 64 + r * 64 * 64), map, 64 * a, head,
+                        row0 + 64 * r, b, bar);
+}
+// Makes the mbarrier initialisations of this thread visible to the other
+// threads and to the copy engine (a block barrier must follow).
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 
 // dst[i] += src[i] for `bytes` / 4 floats, global += shared, by the bulk
 // copy engine (TMA) as one asynchronous operation of this thread's bulk
@@ -291,16 +309,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     auto tma_kv = [&](int it) {
         const int buf = it % NBUF, k0 = (n_kt - 1 - it) * BN;
         mbar_arrive_expect_tx(full_bar(buf), 2 * BN * HS * sizeof(bf16));
-#pragma unroll
-        for (int a = 0; a < NA; a++)
-#pragma unroll
-            for (int r = 0; r < BN / 64; r++) {
-                const int off = (buf * BN * HS + a * BN * 64 + r * 64 * 64) * sizeof(bf16);
-                tma_load_4d(smem_u32(sK) + off, &qkv_map, 64 * a, NH + h, k0 + 64 * r, b,
-                            full_bar(buf));
-                tma_load_4d(smem_u32(sV) + off, &qkv_map, 64 * a, 2 * NH + h, k0 + 64 * r, b,
-                            full_bar(buf));
-            }
+        tma_tile<BN, NA>(sK + buf * BN * HS, &qkv_map, NH + h, k0, b, full_bar(buf));
+        tma_tile<BN, NA>(sV + buf * BN * HS, &qkv_map, 2 * NH + h, k0, b, full_bar(buf));
     };
     if constexpr (STAGES > 0) {
         if (tid == 0) {
@@ -309,17 +319,12 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                 mbar_init(empty_bar(i), NTH / 32); // one arrival per warp
             }
             mbar_init(q_bar, 1);
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+            mbar_init_fence();
         }
         __syncthreads();
         if (tid == 0) {
             mbar_arrive_expect_tx(q_bar, BM * HS * sizeof(bf16));
-#pragma unroll
-            for (int a = 0; a < NA; a++)
-#pragma unroll
-                for (int r = 0; r < BM / 64; r++)
-                    tma_load_4d(smem_u32(sQ + a * BM * 64 + r * 64 * 64), &qkv_map, 64 * a, h,
-                                q0 + 64 * r, b, q_bar);
+            tma_tile<BM, NA>(sQ, &qkv_map, h, q0, b, q_bar);
             for (int it = 0; it < min(NBUF, n_kt); it++) tma_kv(it);
         }
     } else {
@@ -642,17 +647,11 @@ static __global__ void __launch_bounds__(128, MINB)
     const bf16 *qg = blk.qg, *dog = blk.dog;
     const int i0 = k0 / BM, n_qt = (T + BM - 1) / BM;
 
-    // 64 rows from `row` of head `head` of a map (HS / 64 boxes) to sdst
-    auto tma_rows = [&](bf16 *sdst, const CUtensorMap *map, int head, int row, uint32_t bar) {
-#pragma unroll
-        for (int a = 0; a < NA; a++)
-            tma_load_4d(smem_u32(sdst + a * 64 * 64), map, 64 * a, head, row, b, bar);
-    };
     if constexpr (TMA) {
         if (tid == 0) {
             mbar_init(full_bar0, 1);
             mbar_init(full_bar0 + 8, 1);
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+            mbar_init_fence();
         }
         __syncthreads(); // the barriers are initialised before anyone waits on them
     } else {
@@ -669,11 +668,11 @@ static __global__ void __launch_bounds__(128, MINB)
                 const int rows = with_kv ? 2 * BN + 2 * BM : 2 * BM; // of HS bf16
                 mbar_arrive_expect_tx(bar, rows * HS * sizeof(bf16));
                 if (with_kv) {
-                    tma_rows(sK, &qkv_map, NH + h, k0, bar);
-                    tma_rows(sV, &qkv_map, 2 * NH + h, k0, bar);
+                    tma_tile<BN, NA>(sK, &qkv_map, NH + h, k0, b, bar);
+                    tma_tile<BN, NA>(sV, &qkv_map, 2 * NH + h, k0, b, bar);
                 }
-                tma_rows(sq, &qkv_map, h, q0, bar);
-                tma_rows(sq + BM * HS, &dout_map, h, q0, bar);
+                tma_tile<BM, NA>(sq, &qkv_map, h, q0, b, bar);
+                tma_tile<BM, NA>(sq + BM * HS, &dout_map, h, q0, b, bar);
             }
         } else {
             load_tile<BM, HS, NTH, true>(sq, qg + (size_t)q0 * ld, ld, T - q0, tid);
