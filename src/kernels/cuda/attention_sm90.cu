@@ -41,6 +41,8 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "kernels/cuda/attn_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -61,10 +63,20 @@ using namespace attn_tiles;
 // rows starting at saddr (1024-aligned, or advanced within a row for the
 // next k step of a K-major operand): 8-row groups 1024 bytes apart (stride
 // byte offset); the leading byte offset is unused by these layouts (1).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t saddr) {
-    return (uint64_t)((saddr & 0x3FFFFu) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 |
-           (uint64_t)1 << 62;
-}
+// Sw128(saddr).at(off) is the descriptor at saddr + off: the low word
+// holds the address in 16-byte units (14 bits, no carry out of them in 228 KB
+// of shared memory), so that a descriptor costs one integer add instead of
+// the mask, shift and or of the address (about 60 fewer instructions per
+// key tile in the forward).
+struct Sw128 {
+    uint32_t lo; // (saddr >> 4) | leading byte offset 1
+    __device__ __forceinline__ explicit Sw128(uint32_t saddr)
+        : lo(((saddr & 0x3FFFFu) >> 4) | 1u << 16) {}
+    __device__ __forceinline__ uint64_t at(uint32_t off) const {
+        // high word: stride byte offset 1024 >> 4, swizzle mode 1 (128 bytes) at bit 62
+        return (uint64_t)((1024 >> 4) | 1u << 30) << 32 | (lo + (off >> 4));
+    }
+};
 
 __device__ __forceinline__ void wgmma_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -258,8 +270,8 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
 // Shared-memory byte address of k step kk (16 head dims) of a K-major tile
 // of ROWS rows in the atom layout (attn_tiles.cuh): 32 bytes a step within a
 // 64-column atom, atoms ROWS * 128 bytes apart.
-template <int ROWS> __device__ __forceinline__ uint32_t kstep_addr(uint32_t base, int kk) {
-    return base + (kk >> 2) * ROWS * 128 + 32 * (kk & 3);
+template <int ROWS> __device__ __forceinline__ constexpr uint32_t kstep_off(int kk) {
+    return (kk >> 2) * ROWS * 128 + 32 * (kk & 3);
 }
 
 // STAGES: 0 = K, V double-buffered by cp.async, the block synchronising
@@ -294,7 +306,13 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     auto empty_bar = [&](int i) { return bar0 + 8 * (NBUF + i); };
     const uint32_t q_bar = bar0 + 16 * NBUF;
 
-    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+    // PIPE: wg, warp broadcast from lane 0: the compiler then knows them
+    // warp-uniform, and keeps what derives from them (descriptors, the walk's
+    // counters) in uniform registers, as wgmma takes its descriptors (the
+    // unpipelined walk at head size 128 had its wgmma serialized that way)
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int wg = PIPE ? __shfl_sync(0xffffffffu, tid >> 7, 0) : tid >> 7;
+    const int warp = PIPE ? __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0) : (tid >> 5) & 3;
     const int n_qt = (T + BM - 1) / BM;
     int bh, qt;
     fwd_block_coords((int)blockIdx.x, (int)gridDim.x / n_qt, n_qt, group, bh, qt);
@@ -339,7 +357,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     const int wrow0 = g_row0 + 16 * warp;     // the warp's
     const bool group_active = g_row0 < T;
     const int g = lane >> 2, t4 = lane & 3;
-    const uint32_t q_addr = smem_u32(sQ + 64 * wg * 64); // the group's rows of atom 0
+    const Sw128 q_desc(smem_u32(sQ + 64 * wg * 64)); // the group's rows of atom 0
 
     float o[NO * 4]; // 32 per 64 head dims: atom a's accumulators are o[32a..32a+31]
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
@@ -348,12 +366,11 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 
     // The steps of one key tile, shared by both walks below.
     // S = Q K^T, issued (not waited for): k steps of 16 head dims.
-    auto issue_s = [&](float (&s)[NS * 4], uint32_t k_addr) {
+    auto issue_s = [&](float (&s)[NS * 4], Sw128 k_desc) {
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++) {
-            const uint64_t da = sw128_desc(kstep_addr<BM>(q_addr, kk)),
-                           db = sw128_desc(kstep_addr<BN>(k_addr, kk));
+            const uint64_t da = q_desc.at(kstep_off<BM>(kk)), db = k_desc.at(kstep_off<BN>(kk));
             if constexpr (BN == 64)
                 wgmma_m64n64k16_ss<0>(s, da, db, kk > 0);
             else
@@ -427,7 +444,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     };
     // O += P V per 64 head dims (atom a of V), issued: k steps of 16 keys =
     // 16 rows of V (2048 bytes)
-    auto issue_pv = [&](const uint32_t (&pa)[BN / 16][4], uint32_t v_addr) {
+    auto issue_pv = [&](const uint32_t (&pa)[BN / 16][4], Sw128 v_desc) {
         wgmma_fence();
         fence_regs(o);
 #pragma unroll
@@ -435,11 +452,16 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++)
                 wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(o + 32 * a), pa[kk],
-                                   sw128_desc(v_addr + a * BN * 128 + 2048 * kk));
+                                   v_desc.at(a * BN * 128 + 2048 * kk));
         wgmma_commit();
     };
-    auto k_addr = [&](int it) { return smem_u32(sK + it % NBUF * BN * HS); };
-    auto v_addr = [&](int it) { return smem_u32(sV + it % NBUF * BN * HS); };
+    const Sw128 k_desc0(smem_u32(sK)), v_desc0(smem_u32(sV));
+    auto buf_desc = [&](Sw128 d, int it) { // buffer it % NBUF's, from buffer 0's
+        d.lo += (unsigned)it % NBUF * (BN * HS * sizeof(bf16) >> 4);
+        return d;
+    };
+    auto k_tile = [&](int it) { return buf_desc(k_desc0, it); };
+    auto v_tile = [&](int it) { return buf_desc(v_desc0, it); };
 
     if constexpr (PIPE) {
         // Software pipelined (TMA only): S of tile it is issued together
@@ -464,15 +486,15 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             uint32_t pa[BN / 16][4];
             mbar_wait(q_bar, 0);
             mbar_wait(full_bar(it0 % NBUF), (it0 / NBUF) & 1);
-            issue_s(s, k_addr(it0));
+            issue_s(s, k_tile(it0));
             wgmma_wait<0>();
             fence_regs(s);
             softmax_tile(s, n_kt - 1 - it0, alpha); // O is still 0: nothing to rescale
             pack_p(s, pa);
             for (int it = it0 + 1; it < n_kt; it++) {
                 mbar_wait(full_bar(it % NBUF), (it / NBUF) & 1);
-                issue_s(s, k_addr(it));
-                issue_pv(pa, v_addr(it - 1));
+                issue_s(s, k_tile(it));
+                issue_pv(pa, v_tile(it - 1));
                 wgmma_wait<1>(); // S landed; P V of the previous tile still runs
                 fence_regs(s);
                 const bool grew = softmax_tile(s, n_kt - 1 - it, alpha);
@@ -482,7 +504,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                 rescale_o(grew, alpha);
                 pack_p(s, pa);
             }
-            issue_pv(pa, v_addr(n_kt - 1));
+            issue_pv(pa, v_tile(n_kt - 1));
             wgmma_wait<0>();
             fence_regs(o);
             release(n_kt - 1);
@@ -519,13 +541,13 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             }
             float s[NS * 4], alpha[2];
             uint32_t pa[BN / 16][4];
-            issue_s(s, k_addr(it));
+            issue_s(s, k_tile(it));
             wgmma_wait<0>();
             fence_regs(s);
             const bool grew = softmax_tile(s, j, alpha);
             rescale_o(grew, alpha);
             pack_p(s, pa);
-            issue_pv(pa, v_addr(it));
+            issue_pv(pa, v_tile(it));
             wgmma_wait<0>();
             fence_regs(o);
             if (STAGES > 0 && lane == 0) mbar_arrive(empty_bar(buf)); // K, V read: warp done
@@ -573,15 +595,19 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 //
 // A block (one warpgroup) owns 64 keys of one (batch, head) and keeps dK, dV
 // for them in wgmma accumulators while it walks the query tiles of 64 rows
-// from the diagonal to T, Q, dO, lse and D double-buffered. Thread 0 loads
-// K, V and the Q, dO tiles with TMA (tensor maps of qkv and dout), which
-// frees the registers that the cp.async addresses took: no spills at 162
-// (head size 64) and 234 (128) registers, and forward + backward 0.801 ->
+// from the diagonal to T, Q, dO, lse and D in NST stages (3 at head size
+// 64: forward + backward 2.04 -> 1.95 ms at B = 8, T = 4096; 2 at 128, whose
+// third would leave room for one block per SM). Thread 0 loads K, V and the
+// Q, dO tiles with TMA (tensor maps of qkv and dout), which frees the
+// registers that the cp.async addresses took (forward + backward 0.801 ->
 // 0.732 ms at B = 32, T = 1024, 2.395 -> 2.112 ms at B = 8, T = 4096 on
-// H100 (cp.async, the fallback where no tensor map can be made: 168 and
-// 255 registers, 36 and 56 bytes spilled). Per tile:
+// H100; cp.async stays the fallback where no tensor map can be made). Per
+// tile:
 // S^T = K Q^T and dP^T = V dO^T (A and B K-major from shared memory),
-// P^T = exp(S^T - lse) masked above the diagonal, dS^T = P^T (dP^T - D);
+// P^T = exp(S^T - lse) masked above the diagonal, dS^T = P^T (dP^T - D)
+// (SPLIT: P^T computed while the tensor cores do dP^T; SPLIT 2: dV issued
+// then too, and dK before the dS barrier; measured faster at head size 128
+// only, where there are registers for it);
 // dV += P^T dO and dK += dS^T Q with P^T, dS^T as register A operands (dO, Q
 // MN-major); dS^T goes to shared memory transposed (stmatrix .trans), so
 // that dQ_tile = dS K is one more wgmma (dS K-major, K MN-major). dQ_tile
@@ -608,17 +634,17 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // top of dK's and dV's only.
 
 constexpr int BWD_BM = 64, BWD_BN = 64;
-// K, V, 2 x (Q, dO), dS (queries x keys), then 2 x (lse, D), 2 mbarriers;
+// K, V, NST x (Q, dO), dS (queries x keys), then NST x (lse, D), NST mbarriers;
 // +1024 for alignment
-template <int HS>
+template <int HS, int NST = 2>
 constexpr size_t BWD_SMEM =
-    (size_t)(2 * BWD_BN * HS + 4 * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
-    4 * BWD_BM * sizeof(float) + 2 * 8 + 1024;
+    (size_t)(2 * BWD_BN * HS + 2 * NST * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
+    2 * NST * BWD_BM * sizeof(float) + NST * 8 + 1024;
 
 // TMA: thread 0 loads K, V and each stage's Q, dO with TMA (qkv_map,
 // dout_map: make_head_map's) completing on the stage's mbarrier; else all
 // threads with cp.async. lse and D rows go by cp.async either way.
-template <int HS, int MINB, bool DET, bool TMA>
+template <int HS, int MINB, bool DET, bool TMA, int NST, int SPLIT>
 static __global__ void __launch_bounds__(128, MINB)
     attn_bwd_sm90_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                          const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
@@ -634,10 +660,10 @@ static __global__ void __launch_bounds__(128, MINB)
     // [2 stages][Q, dO] (BM * HS each): a stage's pair is also the staging
     // area of that tile's dQ in fp32 ([HS / 64 atoms][BM][64])
     bf16 *sQdO = sV + BN * HS;
-    bf16 *sdS = sQdO + 4 * BM * HS; // BM x BN: dS, queries as rows
-    float *sL = reinterpret_cast<float *>(sdS + BM * BN); // [2][BM]
-    float *sD = sL + 2 * BM;                              // [2][BM]
-    const uint32_t full_bar0 = smem_u32(sD + 2 * BM); // TMA: stage st's Q, dO landed: + 8 st
+    bf16 *sdS = sQdO + 2 * NST * BM * HS; // BM x BN: dS, queries as rows
+    float *sL = reinterpret_cast<float *>(sdS + BM * BN); // [NST][BM]
+    float *sD = sL + NST * BM;                            // [NST][BM]
+    const uint32_t full_bar0 = smem_u32(sD + NST * BM); // TMA: stage st's Q, dO landed: + 8 st
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -649,8 +675,7 @@ static __global__ void __launch_bounds__(128, MINB)
 
     if constexpr (TMA) {
         if (tid == 0) {
-            mbar_init(full_bar0, 1);
-            mbar_init(full_bar0 + 8, 1);
+            for (int st = 0; st < NST; st++) mbar_init(full_bar0 + 8 * st, 1);
             mbar_init_fence();
         }
         __syncthreads(); // the barriers are initialised before anyone waits on them
@@ -687,21 +712,34 @@ static __global__ void __launch_bounds__(128, MINB)
     auto tile_of = [&](int it) { return DET ? n_qt - 1 - it : i0 + it; };
     load_q_tile(tile_of(0), 0, true);
     cp_async_commit();
+    if (NST > 2) { // one cp.async group per tile, empty past the last
+        if (n_it > 1) load_q_tile(tile_of(1), 1, false);
+        cp_async_commit();
+    }
 
     const int kw0 = k0 + 16 * warp; // this warp's first key in the sequence
-    const uint32_t k_addr = smem_u32(sK), v_addr = smem_u32(sV), ds_addr = smem_u32(sdS);
+    const uint32_t ds_addr = smem_u32(sdS);
+    const Sw128 k_desc(smem_u32(sK)), v_desc(smem_u32(sV)), ds_desc(ds_addr);
     float dk[NO * 4], dv[NO * 4]; // atom a's accumulators: [32a..32a+31]
 #pragma unroll
     for (int i = 0; i < NO * 4; i++) dk[i] = dv[i] = 0.f;
 
-    for (int it = 0; it < n_it; it++) {
-        const int i = tile_of(it), st = it & 1, q0 = i * BM;
-        cp_async_wait_all();
-        if (TMA) mbar_wait(full_bar0 + 8 * st, (it >> 1) & 1);
-        fence_proxy_async();
+    // One query tile. MASKED: the tile on the diagonal (the walk's first,
+    // or last with DET), the only one with keys above queries. The walk
+    // peels it off rather than branching on it per tile: a branch there made
+    // ptxas serialize the wgmma.
+    auto tile_step = [&](const int it, auto masked) {
+        constexpr bool MASKED = decltype(masked)::value;
+        const int i = tile_of(it), st = it % NST, q0 = i * BM;
+        if (NST > 2)
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory"); // tile it + 1's may be pending
+        else
+            cp_async_wait_all();
+        if (TMA) mbar_wait(full_bar0 + 8 * st, (it / NST) & 1);
+        if (!TMA) fence_proxy_async(); // cp.async's writes, read by wgmma
         __syncthreads(); // tile i landed; everyone is done with sdS
-        const uint32_t q_addr = smem_u32(sQdO + st * 2 * BM * HS),
-                       do_addr = q_addr + BM * HS * (uint32_t)sizeof(bf16);
+        const Sw128 q_desc(smem_u32(sQdO + st * 2 * BM * HS)),
+            do_desc(smem_u32(sQdO + (st * 2 + 1) * BM * HS));
         const float *ls = sL + st * BM, *ds = sD + st * BM;
 
         // S^T = K Q^T, dP^T = V dO^T (64 keys x 64 queries each)
@@ -709,39 +747,75 @@ static __global__ void __launch_bounds__(128, MINB)
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_m64n64k16_ss<0>(s, sw128_desc(kstep_addr<BN>(k_addr, kk)),
-                                  sw128_desc(kstep_addr<BM>(q_addr, kk)), kk > 0);
+            wgmma_m64n64k16_ss<0>(s, k_desc.at(kstep_off<BN>(kk)), q_desc.at(kstep_off<BM>(kk)),
+                                  kk > 0);
+        if (SPLIT) wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++)
-            wgmma_m64n64k16_ss<0>(dp, sw128_desc(kstep_addr<BN>(v_addr, kk)),
-                                  sw128_desc(kstep_addr<BM>(do_addr, kk)), kk > 0);
+            wgmma_m64n64k16_ss<0>(dp, v_desc.at(kstep_off<BN>(kk)), do_desc.at(kstep_off<BM>(kk)),
+                                  kk > 0);
         wgmma_commit();
-        wgmma_wait<0>();
+        // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1)
+        // P^T = exp(S^T - lse) in place of S^T, zero above the diagonal (in
+        // a branch: only tiles that cross this warp's diagonal pay for the
+        // compares, 64 instructions); dS^T = P^T (dP^T - D) in place of dP^T
+        auto exp_p = [&] {
+#pragma unroll
+            for (int n = 0; n < QN; n++) {
+                const float2 L = *reinterpret_cast<const float2 *>(ls + n * 8 + 2 * t4);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float p = fast_exp2(
+                        fmaf(s[4 * n + e], scale_log2, -((e & 1) ? L.y : L.x) * LOG2E));
+                    s[4 * n + e] =
+                        MASKED && kw0 + g + ((e >> 1) << 3) > q0 + n * 8 + 2 * t4 + (e & 1) ? 0.f
+                                                                                          : p;
+                }
+            }
+        };
+        auto ds_of_p = [&] {
+#pragma unroll
+            for (int n = 0; n < QN; n++) {
+                const float2 Dq = *reinterpret_cast<const float2 *>(ds + n * 8 + 2 * t4);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    dp[4 * n + e] = s[4 * n + e] * (dp[4 * n + e] - ((e & 1) ? Dq.y : Dq.x));
+            }
+        };
+        uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
+        if (SPLIT) { // P^T while the tensor cores do dP^T
+            wgmma_wait<1>();
+            fence_regs(s);
+            exp_p();
+        }
+        if (SPLIT == 2) { // dV += P^T dO issued now, under dS's computation
+#pragma unroll
+            for (int kq = 0; kq < BM / 16; kq++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
+            wgmma_fence();
+            fence_regs(dv);
+#pragma unroll
+            for (int a = 0; a < NA; a++)
+#pragma unroll
+                for (int kq = 0; kq < BM / 16; kq++)
+                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dv + 32 * a), pa[kq],
+                                       do_desc.at(a * BM * 128 + 2048 * kq));
+            wgmma_commit();
+            wgmma_wait<1>(); // dP^T landed
+        } else {
+            wgmma_wait<0>();
+        }
         fence_regs(s);
         fence_regs(dp);
-
-        // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1)
-        const bool need_mask = kw0 + 15 > q0;
-#pragma unroll
-        for (int n = 0; n < QN; n++) {
-            const int qc = n * 8 + 2 * t4;
-            const float2 L = *reinterpret_cast<const float2 *>(ls + qc);
-            const float2 Dq = *reinterpret_cast<const float2 *>(ds + qc);
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float lv = (e & 1) ? L.y : L.x, dv_ = (e & 1) ? Dq.y : Dq.x;
-                float p = fast_exp2(fmaf(s[4 * n + e], scale_log2, -lv * LOG2E));
-                if (need_mask && kw0 + g + ((e >> 1) << 3) > q0 + qc + (e & 1)) p = 0.f;
-                s[4 * n + e] = p;
-                dp[4 * n + e] = p * (dp[4 * n + e] - dv_);
-            }
-        }
-        uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
+        if (!SPLIT) exp_p();
+        ds_of_p();
 #pragma unroll
         for (int kq = 0; kq < BM / 16; kq++)
 #pragma unroll
             for (int r = 0; r < 4; r++) {
-                pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
+                if (SPLIT != 2) pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
                 da[kq][r] = pack_bf16(dp[8 * kq + 2 * r], dp[8 * kq + 2 * r + 1]);
             }
         // dS (queries x keys) to shared memory: fragment da[kq][m] is the 8x8
@@ -754,6 +828,17 @@ static __global__ void __launch_bounds__(128, MINB)
                 stmatrix_x4_trans(ds_addr + q * 128 + ((chunk ^ (q & 7)) << 4), da[kq]);
             }
         }
+        if (SPLIT == 2) { // dK += dS^T Q issued before the barrier
+            wgmma_fence();
+            fence_regs(dk);
+#pragma unroll
+            for (int a = 0; a < NA; a++)
+#pragma unroll
+                for (int kq = 0; kq < BM / 16; kq++)
+                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dk + 32 * a), da[kq],
+                                       q_desc.at(a * BM * 128 + 2048 * kq));
+            wgmma_commit();
+        }
         fence_proxy_async();
         // The next tile's loads go into stage st ^ 1 once the last tile's dQ
         // rows have left it: waited for here rather than at the top of the
@@ -763,7 +848,10 @@ static __global__ void __launch_bounds__(128, MINB)
         // head size 128: 2.339 -> 2.150 ms at T = 4096 on H100)
         if (lane == 0) bulk_wait_read();
         __syncthreads(); // dS complete (all four warps' keys); stage st ^ 1 free
-        if (it + 1 < n_it) {
+        if (NST > 2) { // tile it + 2 into the stage of tile it - 1
+            if (it + 2 < n_it) load_q_tile(tile_of(it + 2), (it + 2) % NST, false);
+            cp_async_commit();
+        } else if (it + 1 < n_it) {
             load_q_tile(tile_of(it + 1), st ^ 1, false);
             cp_async_commit();
         }
@@ -772,17 +860,19 @@ static __global__ void __launch_bounds__(128, MINB)
         // = 2048 bytes of an atom of dO, Q); then dQ_tile = dS K per 64 head
         // dims (k steps of 16 keys), added to dq_acc
         wgmma_fence();
-        fence_regs(dv);
-        fence_regs(dk);
+        if (SPLIT != 2) {
+            fence_regs(dv);
+            fence_regs(dk);
 #pragma unroll
-        for (int a = 0; a < NA; a++)
+            for (int a = 0; a < NA; a++)
 #pragma unroll
-            for (int kq = 0; kq < BM / 16; kq++) {
-                wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dv + 32 * a), pa[kq],
-                                   sw128_desc(do_addr + a * BM * 128 + 2048 * kq));
-                wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dk + 32 * a), da[kq],
-                                   sw128_desc(q_addr + a * BM * 128 + 2048 * kq));
-            }
+                for (int kq = 0; kq < BM / 16; kq++) {
+                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dv + 32 * a), pa[kq],
+                                       do_desc.at(a * BM * 128 + 2048 * kq));
+                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dk + 32 * a), da[kq],
+                                       q_desc.at(a * BM * 128 + 2048 * kq));
+                }
+        }
         // dQ staging: this stage's Q and dO tiles, [HS / 64 atoms][BM rows][64]
         float *sdq = reinterpret_cast<float *>(sQdO + st * 2 * BM * HS);
 #pragma unroll
@@ -791,8 +881,8 @@ static __global__ void __launch_bounds__(128, MINB)
             if (a > 0) wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++)
-                wgmma_m64n64k16_ss<1>(dq, sw128_desc(ds_addr + 32 * kk),
-                                      sw128_desc(k_addr + a * BN * 128 + 2048 * kk), kk > 0);
+                wgmma_m64n64k16_ss<1>(dq, ds_desc.at(32 * kk), k_desc.at(a * BN * 128 + 2048 * kk),
+                                      kk > 0);
             wgmma_commit();
             wgmma_wait<0>();
             if (a == 0) { // this wait completed them
@@ -832,6 +922,15 @@ static __global__ void __launch_bounds__(128, MINB)
             bulk_wait_done();
             turn_pass(turn);
         }
+    };
+    const std::true_type diagonal;
+    const std::false_type below;
+    if (DET) {
+        for (int it = 0; it < n_it - 1; it++) tile_step(it, below);
+        tile_step(n_it - 1, diagonal);
+    } else {
+        tile_step(0, diagonal);
+        for (int it = 1; it < n_it; it++) tile_step(it, below);
     }
     if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
 
@@ -908,7 +1007,7 @@ void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int N
 
 // TMA: K, V, Q and dO by the copy engine (falls back to cp.async where no
 // tensor map can be made).
-template <int HS, int MINB, bool TMA = true>
+template <int HS, int MINB, bool TMA = true, int NST = 2, int SPLIT = 0>
 void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qkv,
                      const float *lse, const float *dsum, int B, int T, int NH,
                      unsigned *dq_order, cudaStream_t stream) {
@@ -917,13 +1016,14 @@ void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qk
                  make_head_map(&dout_map, dout, B, T, NH, HS)))
         return launch_bwd_sm90<HS, MINB, false>(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, NH,
                                                 dq_order, stream);
-    auto kernel = dq_order ? attn_bwd_sm90_kernel<HS, MINB, true, TMA>
-                           : attn_bwd_sm90_kernel<HS, MINB, false, TMA>;
+    auto kernel = dq_order ? attn_bwd_sm90_kernel<HS, MINB, true, TMA, NST, SPLIT>
+                           : attn_bwd_sm90_kernel<HS, MINB, false, TMA, NST, SPLIT>;
+    constexpr size_t SMEM = BWD_SMEM<HS, NST>;
     static unsigned long long smem_done[2] = {0, 0};
-    raise_smem_limit(kernel, BWD_SMEM<HS>, smem_done[dq_order != nullptr]);
+    raise_smem_limit(kernel, SMEM, smem_done[dq_order != nullptr]);
     const unsigned grid = (unsigned)B * NH * ((T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
-    kernel<<<grid, 128, BWD_SMEM<HS>, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH, scale,
+    kernel<<<grid, 128, SMEM, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH, scale,
                                                 scale * LOG2E, dq_order, qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_sm90_kernel");
 }
@@ -946,16 +1046,25 @@ extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *do
     if (!HS || !attention_sm90_supported()) return 0;
     bf16 *dx = static_cast<bf16 *>(dqkv);
     const bf16 *dy = static_cast<const bf16 *>(dout), *x = static_cast<const bf16 *>(qkv);
+    // head size 64: 3 blocks/SM (168 registers) and 3 stages, 4% faster than 2
+    // stages at T = 4096; 128: 2 blocks/SM, P^T and dV issued under dP^T
+    // (SPLIT 2), 2.10 -> 2.00 ms at B = 8, T = 4096 (tuning variants 3, 4)
     if (HS == 64 && g_sm90_bwd_variant == 1)
-        launch_bwd_sm90<64, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+        launch_bwd_sm90<64, 2, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else if (HS == 64 && g_sm90_bwd_variant == 2)
         launch_bwd_sm90<64, 3, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (HS == 128 && g_sm90_bwd_variant == 2)
+    else if (HS == 64 && g_sm90_bwd_variant == 3)
+        launch_bwd_sm90<64, 3, true, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+    else if (HS == 64)
+        launch_bwd_sm90<64, 3, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+    else if (g_sm90_bwd_variant == 2)
         launch_bwd_sm90<128, 2, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (HS == 64) // 3 blocks/SM (162 registers): 2% faster than 2 at T = 4096
-        launch_bwd_sm90<64, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+    else if (g_sm90_bwd_variant == 3)
+        launch_bwd_sm90<128, 2, true, 2, 0>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+    else if (g_sm90_bwd_variant == 4)
+        launch_bwd_sm90<128, 2, true, 2, 1>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     else
-        launch_bwd_sm90<128, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+        launch_bwd_sm90<128, 2, true, 2, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
     return 1;
 }
 
