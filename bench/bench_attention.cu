@@ -112,8 +112,8 @@ int main(int argc, char **argv) {
             const double t = time_median(run_fwd, b, s);
             printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
         }
-        std::vector<int> bwd_variants = {0, 7, 8, 9}; // head size 128: wgmma's 4
-        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+        std::vector<int> bwd_variants = {0, 7, 8, 9, 10}; // head size 128: wgmma's 5
+        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
         for (int v : bwd_variants) {
             attention_cuda_set_variant(0, v);
             const double t = time_median(run_fwd_bwd, b, s);

@@ -304,7 +304,7 @@ int main(int argc, char **argv) {
 #ifdef GPT2_ATTN_TUNING
         if (tc.HS == 64) { // every tile-shape variant
             for (int f = 0; f < 14; f++, total++) failed += !run_case(tc, f, 0);
-            for (int b = 1; b < 9; b++, total++) failed += !run_case(tc, 0, b);
+            for (int b = 1; b < 11; b++, total++) failed += !run_case(tc, 0, b);
             continue;
         }
         // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
@@ -312,7 +312,7 @@ int main(int argc, char **argv) {
             failed += !run_case(tc, f, 0);
             total++;
         }
-        for (int b : {7, 8, 9}) { // the backward by cp.async, unsplit, split without dV
+        for (int b : {7, 8, 9, 10}) { // cp.async, unsplit, split without dV, pair by pair
             failed += !run_case(tc, 0, b);
             total++;
         }

@@ -677,9 +677,10 @@ extern "C" const char *attention_cuda_kernels(int HS) {
  * 7 = 1 block/SM, 10 = cp.async).
  * bwd 0 = the default dispatch; mma.sync, head size 64, <warps (16 keys
  * each), BM queries, min blocks>: 1 = <4,64,2>, 2 = <8,32,1>, 3 = <4,32,2>,
- * 4 = <8,64,1>, 5 = <4,32,3> (its default); wgmma 6..9 = attention_sm90.h's
- * backward variants 1..4 (head size 64: 2 blocks/SM, cp.async, 2 stages;
- * 128: 7 = cp.async, 8 = products in order, 9 = only P^T under dP^T). */
+ * 4 = <8,64,1>, 5 = <4,32,3> (its default); wgmma 6..10 = attention_sm90.h's
+ * backward variants 1..5 (head size 64: 2 blocks/SM, cp.async, 2 stages,
+ * key blocks pair by pair; 128: 7 = cp.async, 8 = products in order, 9 =
+ * only P^T under dP^T, 10 = key blocks pair by pair). */
 extern "C" void attention_cuda_set_variant(int fwd, int bwd) {
     g_fwd_variant = fwd;
     g_bwd_variant = bwd;

@@ -267,6 +267,11 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
 // ---------------------------------------------------------------------------
 // Forward, head size HS = 64 or 128
 
+// Compile-time flags of the backward's tile step: the tile that may cross
+// the diagonal (masked) or one known to be below it.
+typedef std::true_type Diagonal;
+typedef std::false_type Below;
+
 // Shared-memory byte address of k step kk (16 head dims) of a K-major tile
 // of ROWS rows in the atom layout (attn_tiles.cuh): 32 bytes a step within a
 // 64-column atom, atoms ROWS * 128 bytes apart.
@@ -293,6 +298,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                          const bf16 *__restrict__ qkv, int T, int NH, float scale_log2,
                          int group, const __grid_constant__ CUtensorMap qkv_map) {
 #ifdef ATTN_SM90_DEVICE
+    static_assert(BN == 64 || BN == 128, "key tiles of whole 64-row atoms");
     typedef Sm90FwdCfg<HS, NWG, BN, STAGES> Cfg;
     constexpr int BM = Cfg::BM, NTH = Cfg::NTH, NS = BN / 8, NO = HS / 8, NA = HS / 64;
     constexpr int NBUF = Cfg::NBUF;
@@ -380,9 +386,10 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     };
     // Key tile j's mask and online softmax, base 2: s becomes p = 2^(s*scale*log2e - m),
     // m and l move on, alpha is O's factor; returns whether a row max of this thread went up.
-    auto softmax_tile = [&](float (&s)[NS * 4], int j, float (&alpha)[2]) {
+    // may_cross = false: the caller knows the tile below every row of the warp.
+    auto softmax_tile = [&](float (&s)[NS * 4], int j, float (&alpha)[2], bool may_cross) {
         // s[4n + e]: row wrow0 + g + 8 (e >> 1), key j BN + 8n + 2 t4 + (e & 1)
-        if (j * BN + BN - 1 > wrow0) { // the tile crosses this warp's diagonal
+        if (may_cross && j * BN + BN - 1 > wrow0) { // crosses the diagonal
 #pragma unroll
             for (int n = 0; n < NS; n++)
 #pragma unroll
@@ -489,7 +496,9 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             issue_s(s, k_tile(it0));
             wgmma_wait<0>();
             fence_regs(s);
-            softmax_tile(s, n_kt - 1 - it0, alpha); // O is still 0: nothing to rescale
+            // the warpgroup's diagonal tile first; the later ones are below all its
+            // rows (its first row and the tiles are multiples of 64): unmasked
+            softmax_tile(s, n_kt - 1 - it0, alpha, true); // O is still 0: no rescale
             pack_p(s, pa);
             for (int it = it0 + 1; it < n_kt; it++) {
                 mbar_wait(full_bar(it % NBUF), (it / NBUF) & 1);
@@ -497,7 +506,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                 issue_pv(pa, v_tile(it - 1));
                 wgmma_wait<1>(); // S landed; P V of the previous tile still runs
                 fence_regs(s);
-                const bool grew = softmax_tile(s, n_kt - 1 - it, alpha);
+                const bool grew = softmax_tile(s, n_kt - 1 - it, alpha, false);
                 wgmma_wait<0>();
                 fence_regs(o);
                 release(it - 1);
@@ -544,7 +553,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
             issue_s(s, k_tile(it));
             wgmma_wait<0>();
             fence_regs(s);
-            const bool grew = softmax_tile(s, j, alpha);
+            const bool grew = softmax_tile(s, j, alpha, true);
             rescale_o(grew, alpha);
             pack_p(s, pa);
             issue_pv(pa, v_tile(it));
@@ -650,7 +659,7 @@ static __global__ void __launch_bounds__(128, MINB)
                          const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                          const float *__restrict__ lse, const float *__restrict__ dsum, int T,
                          int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order,
-                         const __grid_constant__ CUtensorMap qkv_map,
+                         int group, const __grid_constant__ CUtensorMap qkv_map,
                          const __grid_constant__ CUtensorMap dout_map) {
 #ifdef ATTN_SM90_DEVICE
     constexpr int BM = BWD_BM, BN = BWD_BN, NTH = 128, QN = BM / 8, NO = HS / 8, NA = HS / 64;
@@ -667,7 +676,7 @@ static __global__ void __launch_bounds__(128, MINB)
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
-    const BwdBlock blk = bwd_block<HS, BN>(qkv, dout, lse, dsum, T, NH);
+    const BwdBlock blk = bwd_block<HS, BN>(qkv, dout, lse, dsum, T, NH, group);
     const int bh = blk.bh, b = blk.b, h = blk.h, k0 = blk.k0, C = blk.C;
     const size_t ld = blk.ld;
     const bf16 *qg = blk.qg, *dog = blk.dog;
@@ -923,14 +932,12 @@ static __global__ void __launch_bounds__(128, MINB)
             turn_pass(turn);
         }
     };
-    const std::true_type diagonal;
-    const std::false_type below;
     if (DET) {
-        for (int it = 0; it < n_it - 1; it++) tile_step(it, below);
-        tile_step(n_it - 1, diagonal);
+        for (int it = 0; it < n_it - 1; it++) tile_step(it, Below());
+        tile_step(n_it - 1, Diagonal());
     } else {
-        tile_step(0, diagonal);
-        for (int it = 1; it < n_it; it++) tile_step(it, below);
+        tile_step(0, Diagonal());
+        for (int it = 1; it < n_it; it++) tile_step(it, Below());
     }
     if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
 
@@ -1010,12 +1017,12 @@ void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int N
 template <int HS, int MINB, bool TMA = true, int NST = 2, int SPLIT = 0>
 void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qkv,
                      const float *lse, const float *dsum, int B, int T, int NH,
-                     unsigned *dq_order, cudaStream_t stream) {
+                     unsigned *dq_order, cudaStream_t stream, int group = 1) {
     CUtensorMap qkv_map = {}, dout_map = {};
     if (TMA && !(make_head_map(&qkv_map, qkv, B, T, 3 * NH, HS) &&
                  make_head_map(&dout_map, dout, B, T, NH, HS)))
         return launch_bwd_sm90<HS, MINB, false>(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, NH,
-                                                dq_order, stream);
+                                                dq_order, stream, group);
     auto kernel = dq_order ? attn_bwd_sm90_kernel<HS, MINB, true, TMA, NST, SPLIT>
                            : attn_bwd_sm90_kernel<HS, MINB, false, TMA, NST, SPLIT>;
     constexpr size_t SMEM = BWD_SMEM<HS, NST>;
@@ -1024,7 +1031,7 @@ void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qk
     const unsigned grid = (unsigned)B * NH * ((T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
     kernel<<<grid, 128, SMEM, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH, scale,
-                                                scale * LOG2E, dq_order, qkv_map, dout_map);
+                                        scale * LOG2E, dq_order, group, qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_sm90_kernel");
 }
 
@@ -1048,23 +1055,30 @@ extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *do
     const bf16 *dy = static_cast<const bf16 *>(dout), *x = static_cast<const bf16 *>(qkv);
     // head size 64: 3 blocks/SM (168 registers) and 3 stages, 4% faster than 2
     // stages at T = 4096; 128: 2 blocks/SM, P^T and dV issued under dP^T
-    // (SPLIT 2), 2.10 -> 2.00 ms at B = 8, T = 4096 (tuning variants 3, 4)
-    if (HS == 64 && g_sm90_bwd_variant == 1)
-        launch_bwd_sm90<64, 2, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (HS == 64 && g_sm90_bwd_variant == 2)
-        launch_bwd_sm90<64, 3, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (HS == 64 && g_sm90_bwd_variant == 3)
-        launch_bwd_sm90<64, 3, true, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+    // (SPLIT 2), 2.10 -> 2.00 ms at B = 8, T = 4096. The key blocks of 16
+    // pairs longest first (bwd_block): 1% faster at T = 4096 than each pair's
+    // key blocks in turn; groups of 8 and 32 measured no better, and slower.
+    constexpr int G = 16;
+    const int v = g_sm90_bwd_variant;
+    if (HS == 64 && v == 1)
+        launch_bwd_sm90<64, 2, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
+                                        G);
+    else if (HS == 64 && v == 2)
+        launch_bwd_sm90<64, 3, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
+    else if (HS == 64 && v == 3)
+        launch_bwd_sm90<64, 3, true, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
+                                        G);
     else if (HS == 64)
-        launch_bwd_sm90<64, 3, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (g_sm90_bwd_variant == 2)
-        launch_bwd_sm90<128, 2, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (g_sm90_bwd_variant == 3)
-        launch_bwd_sm90<128, 2, true, 2, 0>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
-    else if (g_sm90_bwd_variant == 4)
-        launch_bwd_sm90<128, 2, true, 2, 1>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+        launch_bwd_sm90<64, 3, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
+                                        v == 4 ? 1 : G);
+    else if (v == 2)
+        launch_bwd_sm90<128, 2, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
+    else if (v == 3 || v == 4)
+        (v == 3 ? launch_bwd_sm90<128, 2, true, 2, 0> : launch_bwd_sm90<128, 2, true, 2, 1>)(
+            dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
     else
-        launch_bwd_sm90<128, 2, true, 2, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream);
+        launch_bwd_sm90<128, 2, true, 2, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order,
+                                            stream, v == 5 ? 1 : G);
     return 1;
 }
 

@@ -35,10 +35,11 @@ int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const v
  * 2 x 64, 2 blocks/SM, 2 TMA stages, unpipelined (default); with cp.async:
  * 2 = 3 x 64, 3 = 2 x 64 at 1 block/SM, 6 = the default's shape.
  * Backward: 0 = K, V, Q, dO by TMA; head size 64: 3 blocks/SM, 3 stages;
- * 128: 2 blocks/SM, 2 stages, P^T and dV under dP^T (default); 2 = loads by
- * cp.async, 2 stages, in order; head size 64: 1 = the default at 2
- * blocks/SM, 3 = with 2 stages (the previous default); 128: 3 = the
- * products in order (the previous default), 4 = only P^T under dP^T. */
+ * 128: 2 blocks/SM, 2 stages, P^T and dV under dP^T; the key blocks of 16
+ * pairs longest first (default); 2 = loads by cp.async, 2 stages, in order;
+ * head size 64: 1 = the default at 2 blocks/SM, 3 = with 2 stages, 4 =
+ * each pair's key blocks in turn; 128: 3 = the products in order, 4 = only
+ * P^T under dP^T, 5 = each pair's key blocks in turn. */
 void attention_sm90_set_variant(int fwd, int bwd);
 #ifdef __cplusplus
 }

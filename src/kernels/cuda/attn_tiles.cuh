@@ -121,9 +121,10 @@ __device__ __forceinline__ void load_tile(bf16 *s, const bf16 *g, size_t ld, int
 // The backward's main kernels (both families)
 
 // A block of the 1-D grid: key block k0 (BN keys) of the (batch, head) pair
-// bh. The key blocks of one pair are adjacent, the most query tiles first:
-// blocks that read the same Q, dO and add into the same dQ rows run
-// together, so those stay in L2. qg: the pair's q in qkv (k at + C, v at
+// bh. The pairs go in groups of G (fwd_block_coords' order), the key blocks
+// with the most query tiles first: blocks that read the same Q, dO and add
+// into the same dQ rows run together, so those stay in L2. G = 1: the key
+// blocks of one pair adjacent. qg: the pair's q in qkv (k at + C, v at
 // + 2 C; rows ld apart); dog: its dout (rows C apart); lse_bh, d_bh: its
 // log-sum-exp and D = rowsum(dO * O), T each.
 struct BwdBlock {
@@ -134,11 +135,13 @@ struct BwdBlock {
 };
 template <int HS, int BN>
 __device__ __forceinline__ BwdBlock bwd_block(const bf16 *qkv, const bf16 *dout, const float *lse,
-                                              const float *dsum, int T, int NH) {
+                                              const float *dsum, int T, int NH, int G = 1) {
     BwdBlock k;
     const int n_kb = (T + BN - 1) / BN;
-    k.bh = blockIdx.x / n_kb, k.b = k.bh / NH, k.h = k.bh % NH;
-    k.k0 = (int)(blockIdx.x % n_kb) * BN;
+    int rev_kb; // n_kb - 1 - key block
+    fwd_block_coords((int)blockIdx.x, (int)gridDim.x / n_kb, n_kb, G, k.bh, rev_kb);
+    k.b = k.bh / NH, k.h = k.bh % NH;
+    k.k0 = (n_kb - 1 - rev_kb) * BN;
     k.C = NH * HS;
     k.ld = (size_t)3 * k.C;
     k.qg = qkv + (size_t)k.b * T * k.ld + (size_t)k.h * HS;
