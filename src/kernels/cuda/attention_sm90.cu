@@ -66,8 +66,8 @@ using namespace attn_tiles;
 // Sw128(saddr).at(off) is the descriptor at saddr + off: the low word
 // holds the address in 16-byte units (14 bits, no carry out of them in 228 KB
 // of shared memory), so that a descriptor costs one integer add instead of
-// the mask, shift and or of the address (about 60 fewer instructions per
-// key tile in the forward).
+// the mask, shift and or of the address (with the forward's warpgroup index
+// made warp-uniform, 361 -> 316 instructions per key tile in its SASS).
 struct Sw128 {
     uint32_t lo; // (saddr >> 4) | leading byte offset 1
     __device__ __forceinline__ explicit Sw128(uint32_t saddr)
@@ -262,15 +262,25 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
                    "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
+
+// acc (NA atoms of 64 columns, 32 accumulators each) += A B, issued: A from
+// registers (frag[k], the A fragment of k step k: 16 rows of B), B the
+// MN-major tile at desc, its atoms ROWS * 128 bytes apart (P V in the
+// forward; dV += P^T dO, dK += dS^T Q in the backward).
+template <int NA, int KS, int ROWS>
+__device__ __forceinline__ void wgmma_rs_tile(float *acc, const uint32_t (&frag)[KS][4],
+                                              Sw128 desc) {
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+#pragma unroll
+        for (int k = 0; k < KS; k++)
+            wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(acc + 32 * a), frag[k],
+                               desc.at(a * ROWS * 128 + 2048 * k));
+}
 #endif
 
 // ---------------------------------------------------------------------------
 // Forward, head size HS = 64 or 128
-
-// Compile-time flags of the backward's tile step: the tile that may cross
-// the diagonal (masked) or one known to be below it.
-typedef std::true_type Diagonal;
-typedef std::false_type Below;
 
 // Shared-memory byte address of k step kk (16 head dims) of a K-major tile
 // of ROWS rows in the atom layout (attn_tiles.cuh): 32 bytes a step within a
@@ -454,12 +464,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
     auto issue_pv = [&](const uint32_t (&pa)[BN / 16][4], Sw128 v_desc) {
         wgmma_fence();
         fence_regs(o);
-#pragma unroll
-        for (int a = 0; a < NA; a++)
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-                wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(o + 32 * a), pa[kk],
-                                   v_desc.at(a * BN * 128 + 2048 * kk));
+        wgmma_rs_tile<NA, BN / 16, BN>(o, pa, v_desc);
         wgmma_commit();
     };
     const Sw128 k_desc0(smem_u32(sK)), v_desc0(smem_u32(sV));
@@ -643,6 +648,10 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // top of dK's and dV's only.
 
 constexpr int BWD_BM = 64, BWD_BN = 64;
+// Compile-time flags of the backward's tile step: the tile that may cross
+// the diagonal (masked) or one known to be below it.
+typedef std::true_type Diagonal;
+typedef std::false_type Below;
 // K, V, NST x (Q, dO), dS (queries x keys), then NST x (lse, D), NST mbarriers;
 // +1024 for alignment
 template <int HS, int NST = 2>
@@ -666,7 +675,7 @@ static __global__ void __launch_bounds__(128, MINB)
     extern __shared__ unsigned char smem_raw[];
     bf16 *sK = reinterpret_cast<bf16 *>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
     bf16 *sV = sK + BN * HS;
-    // [2 stages][Q, dO] (BM * HS each): a stage's pair is also the staging
+    // [NST stages][Q, dO] (BM * HS each): a stage's pair is also the staging
     // area of that tile's dQ in fp32 ([HS / 64 atoms][BM][64])
     bf16 *sQdO = sV + BN * HS;
     bf16 *sdS = sQdO + 2 * NST * BM * HS; // BM x BN: dS, queries as rows
@@ -765,9 +774,9 @@ static __global__ void __launch_bounds__(128, MINB)
                                   kk > 0);
         wgmma_commit();
         // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1)
-        // P^T = exp(S^T - lse) in place of S^T, zero above the diagonal (in
-        // a branch: only tiles that cross this warp's diagonal pay for the
-        // compares, 64 instructions); dS^T = P^T (dP^T - D) in place of dP^T
+        // P^T = exp(S^T - lse) in place of S^T, zero above the diagonal (the
+        // compares, 64 instructions, in the MASKED tile only); dS^T = P^T
+        // (dP^T - D) in place of dP^T
         auto exp_p = [&] {
 #pragma unroll
             for (int n = 0; n < QN; n++) {
@@ -805,12 +814,7 @@ static __global__ void __launch_bounds__(128, MINB)
                     pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
             wgmma_fence();
             fence_regs(dv);
-#pragma unroll
-            for (int a = 0; a < NA; a++)
-#pragma unroll
-                for (int kq = 0; kq < BM / 16; kq++)
-                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dv + 32 * a), pa[kq],
-                                       do_desc.at(a * BM * 128 + 2048 * kq));
+            wgmma_rs_tile<NA, BM / 16, BM>(dv, pa, do_desc);
             wgmma_commit();
             wgmma_wait<1>(); // dP^T landed
         } else {
@@ -840,12 +844,7 @@ static __global__ void __launch_bounds__(128, MINB)
         if (SPLIT == 2) { // dK += dS^T Q issued before the barrier
             wgmma_fence();
             fence_regs(dk);
-#pragma unroll
-            for (int a = 0; a < NA; a++)
-#pragma unroll
-                for (int kq = 0; kq < BM / 16; kq++)
-                    wgmma_m64n64k16_rs(*reinterpret_cast<float(*)[32]>(dk + 32 * a), da[kq],
-                                       q_desc.at(a * BM * 128 + 2048 * kq));
+            wgmma_rs_tile<NA, BM / 16, BM>(dk, da, q_desc);
             wgmma_commit();
         }
         fence_proxy_async();
