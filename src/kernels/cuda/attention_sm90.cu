@@ -263,6 +263,16 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 }
 
+// The A fragments of wgmma's register operand from fp32 accumulators of the
+// same rows (the mma.sync layout: two n-tiles of 8 columns = one k step of 16).
+template <int KS>
+__device__ __forceinline__ void pack_a_frags(const float (&x)[KS * 8], uint32_t (&frag)[KS][4]) {
+#pragma unroll
+    for (int k = 0; k < KS; k++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) frag[k][r] = pack_bf16(x[8 * k + 2 * r], x[8 * k + 2 * r + 1]);
+}
+
 // acc (NA atoms of 64 columns, 32 accumulators each) += A B, issued: A from
 // registers (frag[k], the A fragment of k step k: 16 rows of B), B the
 // MN-major tile at desc, its atoms ROWS * 128 bytes apart (P V in the
@@ -449,15 +459,9 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                 o[4 * n + 2 * r + 1] *= alpha[r];
             }
     };
-    // two n-tiles of S accumulators = one A fragment of P
+    // P as the A fragments of P V
     auto pack_p = [&](const float (&s)[NS * 4], uint32_t (&pa)[BN / 16][4]) {
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) {
-            pa[kk][0] = pack_bf16(s[8 * kk + 0], s[8 * kk + 1]);
-            pa[kk][1] = pack_bf16(s[8 * kk + 2], s[8 * kk + 3]);
-            pa[kk][2] = pack_bf16(s[8 * kk + 4], s[8 * kk + 5]);
-            pa[kk][3] = pack_bf16(s[8 * kk + 6], s[8 * kk + 7]);
-        }
+        pack_a_frags<BN / 16>(s, pa);
     };
     // O += P V per 64 head dims (atom a of V), issued: k steps of 16 keys =
     // 16 rows of V (2048 bytes)
@@ -749,10 +753,7 @@ static __global__ void __launch_bounds__(128, MINB)
     auto tile_step = [&](const int it, auto masked) {
         constexpr bool MASKED = decltype(masked)::value;
         const int i = tile_of(it), st = it % NST, q0 = i * BM;
-        if (NST > 2)
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory"); // tile it + 1's may be pending
-        else
-            cp_async_wait_all();
+        cp_async_wait<NST - 2>(); // tile it's; with 3 stages, tile it + 1's may be pending
         if (TMA) mbar_wait(full_bar0 + 8 * st, (it / NST) & 1);
         if (!TMA) fence_proxy_async(); // cp.async's writes, read by wgmma
         __syncthreads(); // tile i landed; everyone is done with sdS
@@ -807,11 +808,7 @@ static __global__ void __launch_bounds__(128, MINB)
             exp_p();
         }
         if (SPLIT == 2) { // dV += P^T dO issued now, under dS's computation
-#pragma unroll
-            for (int kq = 0; kq < BM / 16; kq++)
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-                    pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
+            pack_a_frags<BM / 16>(s, pa);
             wgmma_fence();
             fence_regs(dv);
             wgmma_rs_tile<NA, BM / 16, BM>(dv, pa, do_desc);
