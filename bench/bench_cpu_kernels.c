@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/fail.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/classifier.h"
@@ -27,12 +28,6 @@ enum { VOCAB = 50257, VOCAB_PADDED = 50304, MAX_RUNS = 101 };
 static int runs = 5;
 static const char *filter = ""; /* only lines whose label contains this */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -46,9 +41,9 @@ static int cmp_double(const void *a, const void *b) {
         double times_[MAX_RUNS];                                                                   \
         stmt;                                                                                      \
         for (int r_ = 0; r_ < runs; r_++) {                                                        \
-            const double t0_ = now_s();                                                            \
+            const double t0_ = clock_s();                                                            \
             stmt;                                                                                  \
-            times_[r_] = now_s() - t0_;                                                            \
+            times_[r_] = clock_s() - t0_;                                                            \
         }                                                                                          \
         qsort(times_, (size_t)runs, sizeof(double), cmp_double);                                   \
         const double med_ = times_[runs / 2];                                                      \

@@ -8,11 +8,12 @@
 #endif
 
 #include "dist/dist.h"
-#include "dist/fail.h"
+#include "base/fail.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
-#include "train/config.h"
+#include "config/config.h"
+#include "train/backend.h"
 #include "train/train.h"
 
 static void print_usage(FILE *out) {
@@ -91,9 +92,8 @@ int main(int argc, char **argv) {
 
     config cfg;
     config_load(&cfg, config_path, argc - arg, argv + arg);
-    /* A dry run may plan for another rank count than the one launched. */
-    int planned_world = cfg.dry_run && cfg.dry_run_ranks > 0 ? cfg.dry_run_ranks : dist.world;
-    config_validate(&cfg, planned_world);
+    config_validate(&cfg, dist.world);
+    backend_resolve_device(&cfg);
     if (print_only) {
         if (dist.rank == 0) {
             static char text[16384];

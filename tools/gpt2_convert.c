@@ -16,8 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dist/fail.h"
-#include "io/files.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
 #if GPT2_HAVE_HF
 #include "io/hf_config.h"
 #include "io/hf_gpt2.h"

@@ -10,7 +10,8 @@
 
 #include "data/loader.h"
 #include "data/tokenizer.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "io/model_io.h"
 #include "eval/hellaswag.h"
 #include "eval/val_loss.h"

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "data/tokenizer.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "io/model_io.h"
 #include "model/generate.h"
 

@@ -13,15 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "data/doc_reader.h"
+#include "base/clock.h"
 #include "data/encode_pool.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "dist/fail.h"
-#include "io/files.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
 
 #define TOOL "gpt2_tokenize"
 #define DEFAULT_SHARD_TOKENS 100000000LL
@@ -398,14 +399,8 @@ typedef struct {
     int next_quarter;
 } progress;
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void progress_update(progress *p, const doc_batch *b, bool final) {
-    double t = now_seconds(), el = t - p->t0;
+    double t = clock_s(), el = t - p->t0;
     double frac = p->disk_bytes > 0 ? (double)b->disk_bytes / (double)p->disk_bytes : 1.0;
     if (final || frac > 1.0) frac = 1.0;
     double mb = (double)b->text_bytes / 1e6, rate = el > 0 ? mb / el : 0.0;
@@ -487,7 +482,7 @@ static int run_shards(const tool_args *a) {
         .val_documents = a->val_files,
     };
     stderr_tty = isatty(STDERR_FILENO) == 1;
-    progress prog = {stderr_tty, files.n, total_bytes(&files), now_seconds(), 0, 1};
+    progress prog = {stderr_tty, files.n, total_bytes(&files), clock_s(), 0, 1};
     /* A few batches per thread in flight keep every thread busy while the
      * main thread reads ahead and writes behind. */
     const int depth = 2 * a->threads + 2;
@@ -495,7 +490,7 @@ static int run_shards(const tool_args *a) {
     encode_pool *pool = encode_pool_start(a->threads, depth, a->encoder_json, a->vocab_bpe,
                                           a->jsonl_field, err, sizeof err);
     if (!pool) die(EXIT_FATAL, "%s", err);
-    prog.t0 = now_seconds(); /* speeds are of tokenizing, without loading the BPE files */
+    prog.t0 = clock_s(); /* speeds are of tokenizing, without loading the BPE files */
     doc_reader *reader = doc_reader_open(files.paths, files.n);
     doc_batch **spare = xcalloc((size_t)depth + 1, sizeof *spare);
     int n_spare = 0;
@@ -535,7 +530,7 @@ static int run_shards(const tool_args *a) {
             out.val_documents, out.documents);
     writer_finish(&out.val);
     writer_finish(&out.train);
-    const double secs = now_seconds() - prog.t0, mb = (double)last.text_bytes / 1e6;
+    const double secs = clock_s() - prog.t0, mb = (double)last.text_bytes / 1e6;
     fprintf(stderr,
             TOOL ": %" PRId64 " documents, %.2f MB -> %" PRId64 " tokens in %.2f s (%.2f MB/s, "
                  "%d thread%s); val: %" PRId64 " documents, %" PRId64 " tokens; train: %" PRId64

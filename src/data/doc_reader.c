@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "dist/fail.h"
-#include "io/files.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
 
 #define READ_CHUNK (1 << 20)
 

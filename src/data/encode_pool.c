@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "data/tokenizer.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "io/json_util.h"
 
 struct encode_pool {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 
 /* JavaScript's \s, spelled out: the oracle's regex runs in V8, and PCRE2's
  * Unicode \s differs from it (it adds U+0085 and U+180E, lacks U+FEFF). */

@@ -5,15 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "dist/fail.h"
-
-double buckets_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/fail.h"
 
 void buckets_init(bucket_plan *p, size_t n_elements, size_t elem_bytes, double bucket_mb,
                   communicator *comm, const shard_map *map) {
@@ -41,7 +36,7 @@ void buckets_arm(bucket_plan *p, void *grads, void *shard_grads) {
     p->next = 0;
     p->grads = grads;
     p->shard_grads = shard_grads;
-    p->armed_at_ms = buckets_now_ms();
+    p->armed_at_ms = clock_ms();
 }
 
 void buckets_on_ready(void *ctx, size_t ready_end) {
@@ -50,7 +45,7 @@ void buckets_on_ready(void *ctx, size_t ready_end) {
     communicator *c = p->comm;
     while (p->next < p->n_buckets && p->buckets[p->next].end <= ready_end) {
         grad_bucket *b = &p->buckets[p->next++];
-        b->posted_ms = buckets_now_ms() - p->armed_at_ms;
+        b->posted_ms = clock_ms() - p->armed_at_ms;
         if (p->map)
             c->ops->reduce_scatter_async(c, p->grads, b->begin, b->end, p->map, p->shard_grads);
         else
@@ -61,7 +56,7 @@ void buckets_on_ready(void *ctx, size_t ready_end) {
 
 void buckets_finish(bucket_plan *p) {
     if (!p->armed) return;
-    p->backward_end_ms = buckets_now_ms() - p->armed_at_ms;
+    p->backward_end_ms = clock_ms() - p->armed_at_ms;
     CHECK(p->next == p->n_buckets, "backward ended with %d of %d buckets posted", p->next,
           p->n_buckets);
     p->comm->ops->wait_all(p->comm);

@@ -49,5 +49,4 @@ void buckets_finish(bucket_plan *p);
  * step's exposed communication (timing). */
 void buckets_write_trace(const bucket_plan *p, const char *path, int step);
 
-double buckets_now_ms(void);
 #endif

@@ -6,10 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dist/comm.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/fail.h"
 
 typedef struct {
     MPI_Comm comm;
@@ -22,12 +23,6 @@ typedef struct {
 } mpi_impl;
 
 static mpi_impl *impl_of(communicator *c) { return c->impl; }
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static MPI_Request *new_request(mpi_impl *m) {
     if (m->n_requests == m->cap_requests) {
@@ -73,14 +68,14 @@ static void mpi_all_gather_async(communicator *c, void *buf, const shard_map *ma
     (void)pieces;
     (void)n_pieces;
     mpi_impl *m = impl_of(c);
-    const double t0 = now_ms();
+    const double t0 = clock_ms();
     for (int r = 0; r < c->world; r++) {
         m->counts[r] = to_count(map->hi[r] - map->lo[r]);
         m->displs[r] = to_count(map->lo[r]);
     }
     MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, m->counts, m->displs,
                              MPI_FLOAT, m->comm));
-    m->timing.gather_ms = now_ms() - t0;
+    m->timing.gather_ms = clock_ms() - t0;
 }
 
 static void mpi_gather_wait(communicator *c, size_t begin, size_t end) {
@@ -90,10 +85,10 @@ static void mpi_gather_wait(communicator *c, size_t begin, size_t end) {
 }
 
 static double mpi_sum_scalar(communicator *c, double value) {
-    const double t0 = now_ms();
+    const double t0 = clock_ms();
     double sum = 0.0;
     MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, impl_of(c)->comm));
-    impl_of(c)->timing.scalar_ms += now_ms() - t0;
+    impl_of(c)->timing.scalar_ms += clock_ms() - t0;
     return sum;
 }
 
@@ -112,10 +107,10 @@ static bool mpi_progress(communicator *c) {
 
 static void mpi_wait_all(communicator *c) {
     mpi_impl *m = impl_of(c);
-    const double t0 = now_ms();
+    const double t0 = clock_ms();
     MPI_CHECK(MPI_Waitall(m->n_requests, m->requests, MPI_STATUSES_IGNORE));
     m->n_requests = 0;
-    m->timing.reduce_tail_ms = now_ms() - t0;
+    m->timing.reduce_tail_ms = clock_ms() - t0;
 }
 
 static bool mpi_timing(communicator *c, comm_timing *out) {

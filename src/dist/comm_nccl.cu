@@ -30,19 +30,7 @@
  * reduced in fp32 and the owner's part cast back, so that the sum over ranks
  * is rounded once.
  *
- * Failure. A rank that dies or stops responding leaves the others' NCCL
- * kernels waiting forever, and their host blocked in some stream
- * synchronisation, or in an MPI call of the loop (the per-step stop
- * agreement, checkpoint barriers). A watchdog thread keeps an event after
- * every collective and the host time it was posted. It gives up when an
- * operation is still pending after timeout_s, when a blocking call (init,
- * destroy) lasts as long, when the host has not called the communicator for
- * as long (every step calls it several times: a longer silence is a wait on
- * a peer outside NCCL), or on an asynchronous NCCL error: it prints which
- * and why, aborts the communicator (ncclCommAbort) and ends the process with
- * EXIT_FATAL; the launcher (mpirun, srun --kill-on-bad-exit) then ends the
- * other ranks. timeout_s must therefore exceed the longest stretch between
- * two steps' collectives: a step with its accumulation, a checkpoint save. */
+ * Failure: nccl_watchdog.h (a collective pending too long ends the job). */
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -56,7 +44,10 @@
 #include <unistd.h>
 
 #include "dist/comm.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/fail.h"
+#include "dist/nccl_watchdog.h"
 #include "kernels/cuda/cuda_check.h"
 
 /* Names the failed statement, NCCL's message and its last error text. */
@@ -67,183 +58,6 @@
             fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s (%s)", #stmt,           \
                     ncclGetErrorString(nccl_rc_), ncclGetLastError(NULL));                 \
     } while (0)
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ------------------------------------------------------------ watchdog */
-
-enum { WATCH_RING = 256, WHAT_MAX = 96 };
-
-typedef struct {
-    cudaEvent_t done; /* recorded on the comm stream after the operation */
-    bool recording;   /* reserved, event not recorded yet: counts as pending */
-    double posted_s;
-    char what[WHAT_MAX];
-} watched_op;
-
-typedef struct {
-    pthread_t thread;
-    bool running;
-    pthread_mutex_t lock;
-    watched_op ring[WATCH_RING]; /* pending operations: [head, head + count) */
-    int head, count;
-    double blocking_since; /* host time a blocking call began; 0 when none */
-    double last_call_s;    /* host time of the last call into the communicator; 0: unarmed */
-    char blocking_what[WHAT_MAX];
-    double timeout_s;
-    int stop;          /* read and written with __atomic builtins */
-    ncclComm_t nccl;   /* NULL before init and from destroy on (__atomic, set under lock) */
-    int device, rank, world;
-} watchdog;
-
-/* Drops the operations that completed, oldest first. Caller holds the lock. */
-static void watchdog_retire(watchdog *w) {
-    while (w->count > 0 && !w->ring[w->head].recording) {
-        const cudaError_t st = cudaEventQuery(w->ring[w->head].done);
-        if (st == cudaErrorNotReady) return;
-        /* Another error is sticky and the host thread reports it at its next
-         * CUDA call; here it only means the operation is no longer pending. */
-        if (st != cudaSuccess) cudaGetLastError();
-        w->head = (w->head + 1) % WATCH_RING;
-        w->count--;
-    }
-}
-
-[[noreturn]] static void watchdog_fire(watchdog *w, const char *why) {
-    /* Backstop: should the message or the abort block (a lock the stuck host
-     * thread holds), SIGALRM's default action still ends the process. */
-    alarm(30);
-    char host[256];
-    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
-    host[sizeof host - 1] = '\0';
-    fprintf(stderr,
-            "gpt2_ddp [rank %d/%d %s]: error: %s. Another rank died, hangs or stopped "
-            "responding (or nccl_timeout_s is too short for this job): aborting the NCCL "
-            "communicator (ncclCommAbort) and exiting\n",
-            w->rank, w->world, host, why);
-    fflush(stderr); /* not stdout: the host thread may hold its lock */
-    ncclComm_t nccl = __atomic_load_n(&w->nccl, __ATOMIC_ACQUIRE);
-    if (nccl) ncclCommAbort(nccl);
-    /* Not exit(): the host thread may be inside CUDA or MPI calls. A rank that
-     * exits non-zero makes the launcher end the job. */
-    _exit(EXIT_FATAL);
-}
-
-/* One look: the reason to give up, or "" when all is well. */
-static void watchdog_check(watchdog *w, char *why, size_t len) {
-    why[0] = '\0';
-    const double now = now_s();
-    pthread_mutex_lock(&w->lock);
-    watchdog_retire(w);
-    ncclResult_t async = ncclSuccess;
-    if (w->count > 0 && now - w->ring[w->head].posted_s > w->timeout_s)
-        snprintf(why, len, "NCCL operation '%s' did not complete within nccl_timeout_s = %g s",
-                 w->ring[w->head].what, w->timeout_s);
-    else if (w->blocking_since > 0 && now - w->blocking_since > w->timeout_s)
-        snprintf(why, len, "%s did not return within nccl_timeout_s = %g s", w->blocking_what,
-                 w->timeout_s);
-    else if (w->last_call_s > 0 && now - w->last_call_s > w->timeout_s)
-        snprintf(why, len,
-                 "no collective call on this rank for nccl_timeout_s = %g s: it waits for "
-                 "another rank outside NCCL (an MPI call) or is stuck", w->timeout_s);
-    else if (w->nccl && ncclCommGetAsyncError(w->nccl, &async) == ncclSuccess &&
-             async != ncclSuccess && async != ncclInProgress)
-        snprintf(why, len, "NCCL reported an asynchronous error: %s (%s)",
-                 ncclGetErrorString(async), ncclGetLastError(w->nccl));
-    pthread_mutex_unlock(&w->lock);
-}
-
-static void *watchdog_main(void *arg) {
-    watchdog *w = (watchdog *)arg;
-    cudaSetDevice(w->device); /* events belong to this rank's device */
-    double poll = w->timeout_s / 20;
-    poll = poll < 0.01 ? 0.01 : poll > 1.0 ? 1.0 : poll;
-    const struct timespec nap = {(time_t)poll, (long)((poll - (time_t)poll) * 1e9)};
-    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-        nanosleep(&nap, NULL);
-        char why[512];
-        watchdog_check(w, why, sizeof why);
-        if (why[0]) watchdog_fire(w, why);
-    }
-    return NULL;
-}
-
-static void watchdog_start(watchdog *w, double timeout_s, int device, int rank, int world) {
-    w->timeout_s = timeout_s;
-    w->device = device;
-    w->rank = rank;
-    w->world = world;
-    CHECK(pthread_mutex_init(&w->lock, NULL) == 0, "pthread_mutex_init failed");
-    for (int i = 0; i < WATCH_RING; i++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&w->ring[i].done, cudaEventDisableTiming));
-    CHECK(pthread_create(&w->thread, NULL, watchdog_main, w) == 0,
-          "cannot start the NCCL watchdog thread");
-    w->running = true;
-}
-
-static void watchdog_stop(watchdog *w) {
-    if (!w->running) return;
-    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(w->thread, NULL);
-    w->running = false;
-    for (int i = 0; i < WATCH_RING; i++) CUDA_CHECK(cudaEventDestroy(w->ring[i].done));
-    pthread_mutex_destroy(&w->lock);
-}
-
-/* Brackets a call that blocks the host (init, destroy) with the same limit. */
-static void watchdog_block(watchdog *w, const char *what) {
-    pthread_mutex_lock(&w->lock);
-    snprintf(w->blocking_what, sizeof w->blocking_what, "%s", what);
-    w->blocking_since = now_s();
-    pthread_mutex_unlock(&w->lock);
-}
-
-static void watchdog_unblock(watchdog *w) {
-    pthread_mutex_lock(&w->lock);
-    w->blocking_since = 0;
-    pthread_mutex_unlock(&w->lock);
-}
-
-/* Every call into the communicator: the host is alive and in step. */
-static void watchdog_touch(watchdog *w) {
-    pthread_mutex_lock(&w->lock);
-    w->last_call_s = now_s();
-    pthread_mutex_unlock(&w->lock);
-}
-
-/* After an operation was enqueued on `stream`: watch it until it completes. */
-__attribute__((format(printf, 3, 4))) static void watchdog_post(watchdog *w, cudaStream_t stream,
-                                                                const char *fmt, ...) {
-    pthread_mutex_lock(&w->lock);
-    watchdog_retire(w);
-    while (w->count == WATCH_RING) {
-        /* Full: wait for the oldest (should it hang, the thread fires). */
-        cudaEvent_t oldest = w->ring[w->head].done;
-        pthread_mutex_unlock(&w->lock);
-        CUDA_CHECK(cudaEventSynchronize(oldest));
-        pthread_mutex_lock(&w->lock);
-        watchdog_retire(w);
-    }
-    watched_op *op = &w->ring[(w->head + w->count) % WATCH_RING];
-    op->recording = true;
-    op->posted_s = w->last_call_s = now_s();
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(op->what, sizeof op->what, fmt, ap);
-    va_end(ap);
-    w->count++;
-    pthread_mutex_unlock(&w->lock);
-    /* Outside the lock: a record can block (a full launch queue on a stuck
-     * stream), and the thread must still be able to look. */
-    CUDA_CHECK(cudaEventRecord(op->done, stream));
-    pthread_mutex_lock(&w->lock);
-    op->recording = false;
-    pthread_mutex_unlock(&w->lock);
-}
 
 /* ------------------------------------------------------------ casts (fp32 reduction) */
 
@@ -495,9 +309,9 @@ static double scalar_all_reduce(nccl_impl *m, double value, const char *what) {
 
 static double nccl_sum_scalar(communicator *c, double value) {
     nccl_impl *m = impl_of(c);
-    const double t0 = now_s();
+    const double t0 = clock_s();
     const double sum = scalar_all_reduce(m, value, "sum of a scalar");
-    m->scalar_ms += (now_s() - t0) * 1e3;
+    m->scalar_ms += (clock_s() - t0) * 1e3;
     return sum;
 }
 
@@ -562,10 +376,7 @@ static void nccl_destroy(communicator *c) {
     CUDA_CHECK(cudaStreamSynchronize(m->stream));
     /* Destroy finalises: it waits for the peers to be quiescent too. From
      * here on the watchdog only ends the process, it never touches the comm. */
-    pthread_mutex_lock(&m->wd.lock);
-    __atomic_store_n(&m->wd.nccl, (ncclComm_t)NULL, __ATOMIC_RELEASE);
-    m->wd.last_call_s = 0;
-    pthread_mutex_unlock(&m->wd.lock);
+    watchdog_detach(&m->wd);
     watchdog_block(&m->wd, "ncclCommDestroy");
     NCCL_CHECK(ncclCommDestroy(m->nccl));
     watchdog_unblock(&m->wd);
@@ -611,9 +422,7 @@ static void nccl_init_world(nccl_impl *m, int rank, int world) {
     watchdog_block(&m->wd, "ncclCommInitRank (NCCL start-up)");
     NCCL_CHECK(ncclCommInitRank(&m->nccl, world, id, rank));
     watchdog_unblock(&m->wd);
-    pthread_mutex_lock(&m->wd.lock);
-    __atomic_store_n(&m->wd.nccl, m->nccl, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&m->wd.lock);
+    watchdog_attach(&m->wd, m->nccl);
 }
 
 static void create_stream_and_events(nccl_impl *m) {

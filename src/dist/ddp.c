@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_t n_elements,
               int zero_stage, double bucket_mb, void *grads, const comm_range *gather_pieces,

@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif

@@ -3,7 +3,8 @@
 
 #include <stdlib.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 void zero_shard_map(shard_map *map, size_t n_elements, int world) {
     CHECK(n_elements % ZERO_ALIGN == 0, "buffer of %zu elements is not %d-aligned", n_elements,

@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 /* ------------------------------------------------------------ the file */
 

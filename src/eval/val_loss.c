@@ -4,7 +4,8 @@
 #include <mpi.h>
 #include <stdlib.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
                      int rank, int world, int32_t *inputs, int32_t *targets) {

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 /* 64 KiB of fp32 per chunk (a Fletcher32 checksum each). HDF5 allocates a
  * buffer per chunk it filters: at 64 KiB malloc serves it from the heap,

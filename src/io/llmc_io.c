@@ -9,7 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "model/bf16.h"
 
 #define LLMC_HEADER_INTS 256

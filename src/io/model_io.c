@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dist/fail.h"
-#include "io/files.h"
+#include "base/fail.h"
+#include "base/files.h"
 #include "io/llmc_io.h"
 #include "io/weights_h5.h"
 

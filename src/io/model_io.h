@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "dist/ckpt_dir.h"
+#include "io/ckpt_dir.h"
 #include "model/layout.h"
 
 typedef enum {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 #include "io/json_util.h"
 #include "model/bf16.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 #include "io/h5_io.h"
 
 static const char *const SIZE_ATTRS[] = {"n_layer",    "n_embd",

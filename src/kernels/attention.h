@@ -4,6 +4,12 @@
 #ifndef GPT2_KERNELS_ATTENTION_H
 #define GPT2_KERNELS_ATTENTION_H
 
+#include <stdbool.h>
+
+/* The head sizes HS = C/NH the CUDA kernels are built for; the CPU
+ * reference takes any. */
+static inline bool attention_cuda_head_size_ok(int HS) { return HS == 64 || HS == 128; }
+
 /* qkv (B,T,3C) packed as [q | k | v], each C = NH heads of HS = C/NH.
  * out (B,T,C) heads concatenated; lse (B,NH,T) = log sum_s exp(q.k_s/sqrt(HS)). */
 void attention_forward_cpu(float *out, float *lse, const float *qkv, int B, int T, int C,

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"
 #include "kernels/classifier.h"

@@ -13,9 +13,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "dist/fail.h"
+#include "base/clock.h"
+#include "base/fail.h"
 
 enum { MAX_ENTRIES = 256, LABEL_LEN = 64 };
 
@@ -36,12 +36,6 @@ static struct {
     double step_ms;      /* wall time of the counted steps */
 } prof;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 static op_entry *entry(const char *label) {
     for (int i = 0; i < prof.n_entries; i++)
         if (strcmp(prof.entries[i].label, label) == 0) return &prof.entries[i];
@@ -54,13 +48,13 @@ static op_entry *entry(const char *label) {
 /* The queue is drained first, so the clock then measures this op alone. */
 static double op_begin(void) {
     prof.inner->synchronize();
-    return now_ms();
+    return clock_ms();
 }
 
 static void op_end(const char *label, double t0, double flops, double bytes) {
     prof.inner->synchronize();
     op_entry *e = entry(label);
-    e->pending_ms += now_ms() - t0;
+    e->pending_ms += clock_ms() - t0;
     e->pending_calls++;
     e->pending_flops += flops;
     e->pending_bytes += bytes;
@@ -294,7 +288,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
 }
 
 void ops_profile_step_done(void) {
-    const double now = now_ms();
+    const double now = clock_ms();
     const int counted = prof.marks > 0; /* the first step is warm-up */
     for (int i = 0; i < prof.n_entries; i++) {
         op_entry *e = &prof.entries[i];

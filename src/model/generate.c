@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 int32_t sample_pick_token(float *logits, int V, const sample_options *opt, rng_state *rng) {
     int best = 0;

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "model/rng.h"
 
 

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 typedef struct {
     gpt2_layout *lay;

@@ -6,13 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "kernels/attention.h"
 #include "kernels/ops_profile.h"
 #if GPT2_HAVE_CUDA
-#include "kernels/attention.h"
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"
 #endif
+
+void backend_resolve_device(config *cfg) {
+    if (strcmp(cfg->device, "auto") == 0) {
+#if GPT2_HAVE_CUDA
+        strcpy(cfg->device, cuda_device_count() > 0 ? "cuda" : "cpu");
+#else
+        strcpy(cfg->device, "cpu");
+#endif
+    }
+    if (strcmp(cfg->device, "cuda") != 0) return;
+    if (!GPT2_HAVE_CUDA && !cfg->dry_run)
+        fail_collective(EXIT_USAGE,
+                        "device=cuda but this binary was built without the CUDA backend "
+                        "(configure where nvcc is found, or use device=cpu)");
+    const int head_size = cfg->n_embd / cfg->n_head;
+    if (!attention_cuda_head_size_ok(head_size))
+        fail_collective(EXIT_USAGE,
+                        "device=cuda: head size n_embd / n_head = %d / %d = %d, but the CUDA "
+                        "attention supports head sizes 64 and 128",
+                        cfg->n_embd, cfg->n_head, head_size);
+}
 
 const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
     if (strcmp(cfg->device, "cpu") == 0) return &ops_cpu;

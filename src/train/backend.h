@@ -10,8 +10,15 @@
 #include "dist/comm.h"
 #include "dist/dist.h"
 #include "kernels/ops.h"
-#include "train/config.h"
-#include "train/memory.h"
+#include "config/config.h"
+#include "train/safety/memory.h"
+
+/* Resolves device=auto (cuda when this build has the CUDA backend and a GPU
+ * is visible, else cpu) and checks that the build and the model suit the
+ * device: device=cuda needs the CUDA backend (a dry run may plan for GPUs on
+ * any build) and a head size its attention kernels run. Collective; exit
+ * code 2 naming the problem. */
+void backend_resolve_device(config *cfg);
 
 /* Fails (naming the problem) when the device cannot be used: no GPU visible,
  * more ranks on this node than GPUs, a backend missing from the build. */

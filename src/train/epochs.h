@@ -5,7 +5,7 @@
 #define GPT2_TRAIN_EPOCHS_H
 
 #include "data/loader.h"
-#include "train/config.h"
+#include "config/config.h"
 
 /* Runs of more epochs than this get the warning. */
 #define EPOCHS_WARN_ABOVE 10.0

@@ -5,7 +5,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 #include "io/model_io.h"
 
 enum { MSG_MAX = 3 * CKPT_PATH_MAX + 1024 };

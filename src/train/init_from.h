@@ -5,7 +5,7 @@
 #define GPT2_TRAIN_INIT_FROM_H
 
 #include "model/layout.h"
-#include "train/config.h"
+#include "config/config.h"
 
 /* Collective. Rank 0 reads cfg->init_from into host_params (flat fp32 in
  * lay) and broadcasts it to every rank. A path that is no model, or a model

@@ -10,14 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "data/loader.h"
-#include "dist/ckpt.h"
-#include "dist/ckpt_dir.h"
+#include "ckpt/ckpt.h"
+#include "io/ckpt_dir.h"
 #include "dist/comm.h"
 #include "dist/ddp.h"
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
 #include "eval/val_loss.h"
 #include "io/weights_h5.h"
 #include "kernels/ops.h"
@@ -25,24 +27,18 @@
 #include "model/gpt2.h"
 #include "train/backend.h"
 #include "train/epochs.h"
-#include "train/eta.h"
+#include "train/observe/eta.h"
 #include "train/init_from.h"
-#include "train/memory.h"
-#include "train/metrics.h"
-#include "train/nonfinite.h"
-#include "train/optimizer.h"
-#include "train/preflight.h"
-#include "train/run_lock.h"
-#include "train/run_stop.h"
-#include "train/schedule.h"
-#include "train/signals.h"
-#include "train/watch.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+#include "train/safety/memory.h"
+#include "train/observe/metrics.h"
+#include "train/safety/nonfinite.h"
+#include "optim/optimizer.h"
+#include "train/safety/preflight.h"
+#include "train/safety/run_lock.h"
+#include "train/safety/run_stop.h"
+#include "optim/schedule.h"
+#include "train/safety/signals.h"
+#include "train/observe/watch.h"
 
 
 /* Expands ${NAME} from the environment, so one config can name per-node or
@@ -216,10 +212,9 @@ int train_run(const config *cfg, dist_state *dist) {
     config_format(cfg, config_text, sizeof config_text);
     char run_dir[1100];
     snprintf(run_dir, sizeof run_dir, "%s/%s", cfg->out_dir, cfg->run_name);
-    const int planned_world = cfg->dry_run && cfg->dry_run_ranks > 0 ? cfg->dry_run_ranks : dist->world;
-    memory_estimate mem = memory_estimate_for(cfg, &lay, planned_world);
+    memory_estimate mem = memory_estimate_for(cfg, &lay, cfg->world);
     if (dist->rank == 0) {
-        print_run_header(cfg, planned_world, &lay, run_dir, config_text);
+        print_run_header(cfg, cfg->world, &lay, run_dir, config_text);
         memory_print(stdout, &mem, cfg, lay.n_params);
         fflush(stdout);
     }
@@ -237,7 +232,7 @@ int train_run(const config *cfg, dist_state *dist) {
     /* Before the run directory is created: a bad HellaSwag file or tokenizer
      * ends the run here and leaves nothing behind. */
     run_watch *watch = watch_open(cfg, dist->rank, dist->world, run_dir);
-    if (dist->rank == 0) ckpt_make_dirs(run_dir);
+    if (dist->rank == 0) make_dirs_or_fail(run_dir);
     /* Before anything is read or written there: a second run ends here. */
     run_lock lock;
     run_lock_acquire(&lock, run_dir, dist->rank);
@@ -302,23 +297,23 @@ int train_run(const config *cfg, dist_state *dist) {
     /* A step's time runs from the end of the previous step (or of the
      * evaluation or checkpoint between them), so that it includes the loop's
      * own host work: logging, the stop agreement, reading the batch. */
-    double step_start = now_ms();
+    double step_start = clock_ms();
     eta_clock eta;
     eta_start(&eta, step_start);
     for (int step = progress.step; step < cfg->max_steps && !preempted; step++) {
         if (do_eval && step % cfg->eval_every == 0) {
-            double t0 = now_ms();
+            double t0 = clock_ms();
             double val = val_loss_mean(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
                                        comm->world, inputs, targets);
-            metrics_eval(&log, step, val, now_ms() - t0);
+            metrics_eval(&log, step, val, clock_ms() - t0);
             watch_hellaswag(watch, &model, comm, &log, step);
-            run_stop_note_eval(&stopper, now_ms() - t0);
-            step_start = now_ms();
+            run_stop_note_eval(&stopper, clock_ms() - t0);
+            step_start = clock_ms();
             eta_periodic(&eta, ETA_EVAL, step_start - t0, cfg->eval_every);
         }
         if (watch_sample_due(watch, step)) {
             eta_periodic(&eta, ETA_SAMPLE, watch_sample(watch, &model, step), cfg->sample_every);
-            step_start = now_ms();
+            step_start = clock_ms();
         }
         hp.lr = (float)schedule_lr(cfg, step);
         const bool logged = cfg->log_every > 0 && ((step + 1) % cfg->log_every == 0 ||
@@ -335,8 +330,8 @@ int train_run(const config *cfg, dist_state *dist) {
         ddp_step_done(&ddp);
         const bool skipped = nonfinite_step_skipped(&guard, &opt, ops);
         backend_sample_memory(ops);
-        const double ms = now_ms() - step_start;
-        step_start = now_ms();
+        const double ms = clock_ms() - step_start;
+        step_start = clock_ms();
         eta_step(&eta, ms);
         run_stop_note_step(&stopper, ms);
         if (cfg->profile_ops) ops_profile_step_done();
@@ -367,20 +362,20 @@ int train_run(const config *cfg, dist_state *dist) {
         }
         /* A skipped step's state is the last good one: saving it is safe. */
         if (preempted || checkpoint_due(cfg, step + 1)) {
-            const double t0 = now_ms();
+            const double t0 = clock_ms();
             ckpt_save(&ckpt, &progress);
-            run_stop_note_save(&stopper, (now_ms() - t0) / 1e3);
-            step_start = now_ms();
+            run_stop_note_save(&stopper, (clock_ms() - t0) / 1e3);
+            step_start = clock_ms();
             eta_periodic(&eta, ETA_CHECKPOINT, step_start - t0, cfg->checkpoint_every);
         }
     }
     ddp_params_ready(&ddp); /* what follows reads the parameters outside a forward */
     if (preempted && !gave_up) run_stop_report(&stopper, stop_reasons, progress.step);
     if (do_eval && !preempted && !gave_up) {
-        double t0 = now_ms();
+        double t0 = clock_ms();
         double val = val_loss_mean(&model, &val_ld, cfg->eval_batches, B, T, comm->rank,
                                    comm->world, inputs, targets);
-        metrics_eval(&log, cfg->max_steps, val, now_ms() - t0);
+        metrics_eval(&log, cfg->max_steps, val, clock_ms() - t0);
         watch_hellaswag(watch, &model, comm, &log, cfg->max_steps);
     }
     if (!preempted && !gave_up) watch_sample(watch, &model, cfg->max_steps); /* ends with a sample */

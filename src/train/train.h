@@ -3,7 +3,7 @@
 #define GPT2_TRAIN_TRAIN_H
 
 #include "dist/dist.h"
-#include "train/config.h"
+#include "config/config.h"
 
 /* Runs cfg to completion on this rank; returns the process exit code. */
 int train_run(const config *cfg, dist_state *dist);

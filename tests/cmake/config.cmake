@@ -122,12 +122,17 @@ config_test(bucket_mb 2
 config_test(embd_not_divisible_by_heads 2
   ARGS ${config_tiny} n_embd=65 n_head=4
   STDERR "n_embd = 65 is not divisible by n_head = 4")
-config_test(odd_head_size 2
-  ARGS ${config_tiny} n_embd=66 n_head=2
-  STDERR "n_embd / n_head = 66 / 2 = 33: the head size must be even and at most 256")
-config_test(head_size_too_large 2
-  ARGS ${config_tiny} n_embd=512 n_head=1
-  STDERR "head size must be even and at most 256")
+# The CUDA attention runs head sizes 64 and 128 (the CPU reference any): a
+# dry run plans for GPUs on any build, so the check runs everywhere.
+config_test(cuda_head_size 2
+  ARGS ${config_tiny} n_embd=66 n_head=2 device=cuda dry_run=true
+  STDERR "device=cuda: head size n_embd / n_head = 66 / 2 = 33, but the CUDA attention supports head sizes 64 and 128")
+config_test(cuda_head_size_too_large 2
+  ARGS ${config_tiny} n_embd=512 n_head=1 device=cuda dry_run=true
+  STDERR "head size n_embd / n_head = 512 / 1 = 512, but the CUDA attention supports head sizes 64 and 128")
+config_test(cpu_any_head_size 0
+  ARGS --print-config ${config_tiny} n_embd=66 n_head=2 device=cpu
+  STDOUT "^n_embd = 66$")
 config_test(seq_len_over_block_size 2
   ARGS ${config_tiny} seq_len=256
   STDERR "seq_len = 256 is larger than block_size = 128")
@@ -162,7 +167,10 @@ config_test(unknown_key_np2 2 MPI
   ONCE "error:")
 config_test(total_batch_np2_ok 0 MPI
   ARGS --print-config ${config_tiny}
-  STDOUT "^# grad_accum = 1 ")
+  STDOUT "^# grad_accum = 1 " "^# world = 2 ")
+config_test(dry_run_ranks_world 0
+  ARGS --print-config ${config_tiny} dry_run=true dry_run_ranks=4 micro_batch=4
+  STDOUT "^# world = 4 " "^# grad_accum = 1 ")
 
 # device=cuda needs the CUDA backend compiled in (GPT2_HAVE_CUDA, top level).
 if(GPT2_HAVE_CUDA)
@@ -218,7 +226,7 @@ add_test(NAME config.roundtrip_syntax
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 add_test(NAME config.help_lists_every_key
   COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/integration/config_keys.sh $<TARGET_FILE:gpt2_ddp>
-          ${PROJECT_SOURCE_DIR}/src/train/config.h ${config_tiny}
+          ${PROJECT_SOURCE_DIR}/src/config/config.h ${config_tiny}
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(config.roundtrip_tiny config.roundtrip_syntax config.help_lists_every_key
   PROPERTIES LABELS integration TIMEOUT 60)

@@ -4,13 +4,12 @@
 # bench/build_attention_standalone.sh builds both without CMake (no MPI/HDF5).
 if(GPT2_HAVE_CUDA)
   add_executable(test_attention_cuda ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_attention_cuda.cu)
-  # gpt2cuda first: its kernels call fail_at, which gpt2core (after it) defines
-  target_link_libraries(test_attention_cuda PRIVATE gpt2cuda gpt2core)
+  target_link_libraries(test_attention_cuda PRIVATE room_train)
   add_test(NAME test_attention_cuda COMMAND test_attention_cuda)
   set_tests_properties(test_attention_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
 
   add_executable(bench_attention ${PROJECT_SOURCE_DIR}/bench/bench_attention.cu)
-  target_link_libraries(bench_attention PRIVATE gpt2cuda gpt2core)
+  target_link_libraries(bench_attention PRIVATE room_train)
 endif()
 
 # The trainer's attention_deterministic: two runs the same bit for bit on

@@ -5,8 +5,7 @@
 if(GPT2_HAVE_CUDA)
   foreach(t test_ops_cuda test_model_cuda)
     add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/${t}.c)
-    # gpt2cuda first: its kernels call fail_at, which gpt2core (after it) defines
-    target_link_libraries(${t} PRIVATE gpt2cuda gpt2core)
+    target_link_libraries(${t} PRIVATE room_train)
     target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
   endforeach()
   add_test(NAME test_ops_cuda COMMAND test_ops_cuda)
@@ -16,5 +15,5 @@ if(GPT2_HAVE_CUDA)
 
   # the ops at GPT-2 124M shapes, one line each (built, not run as a test)
   add_executable(bench_ops_cuda ${PROJECT_SOURCE_DIR}/bench/bench_ops_cuda.cu)
-  target_link_libraries(bench_ops_cuda PRIVATE gpt2cuda gpt2core)
+  target_link_libraries(bench_ops_cuda PRIVATE room_train)
 endif()

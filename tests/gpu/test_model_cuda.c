@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "kernels/cuda_info.h"
 #include "kernels/ops.h"
 #include "model/gpt2.h"

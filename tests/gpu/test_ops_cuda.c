@@ -41,7 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "kernels/adamw.h"
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"

@@ -3,7 +3,7 @@
 # and printed by --print-config; derived fields are printed as comments and
 # refuse to be set. The field list comes from config.h, not from the binary,
 # so a field missing from the key table fails here.
-#   config_keys.sh GPT2_DDP src/train/config.h CONFIG.ini
+#   config_keys.sh GPT2_DDP src/config/config.h CONFIG.ini
 set -u
 bin=$1 header=$2 ini=$3
 dir=$(mktemp -d)

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "io/weights_h5.h"
 #include "kernels/ops.h"
 #include "model/gpt2.h"
-#include "train/optimizer.h"
+#include "optim/optimizer.h"
 
 static const kernel_ops *ops = &ops_cpu;
 

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dist/ckpt_dir.h"
-#include "dist/fail.h"
+#include "io/ckpt_dir.h"
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
 #include "io/llmc_io.h"
 #include "expect.h"
 
@@ -27,7 +29,7 @@ static void write_file(const char *dir, const char *name, size_t bytes) {
 static void make_step(const char *run, int step, int marked) {
     char dir[CKPT_PATH_MAX];
     ckpt_step_dir(dir, sizeof dir, run, step);
-    ckpt_make_dirs(dir);
+    make_dirs_or_fail(dir);
     write_file(dir, "shard_00000.h5", 100 + (size_t)step);
     if (marked) ckpt_marker_write(dir, step, 1);
 }
@@ -46,7 +48,7 @@ static void test_directories(const char *run) {
     make_step(run, 6, 0); /* crashed before its marker */
     char tmp[CKPT_PATH_MAX];
     ckpt_tmp_dir(tmp, sizeof tmp, run, 8);
-    ckpt_make_dirs(tmp);
+    make_dirs_or_fail(tmp);
     EXPECT(ckpt_find_newest(run, dir, sizeof dir) == 4, "newest complete is step 4");
 
     int64_t bytes = 0;
@@ -64,7 +66,7 @@ static void test_directories(const char *run) {
 
     make_step(run, 10, 0);
     ckpt_tmp_dir(tmp, sizeof tmp, run, 12);
-    ckpt_make_dirs(tmp);
+    make_dirs_or_fail(tmp);
     write_file(tmp, "shard_00000.h5", 10);
     ckpt_marker_write(tmp, 12, 1);
     ckpt_step_dir(dir, sizeof dir, run, 12);
@@ -135,7 +137,7 @@ int main(void) {
     CHECK(mkdtemp(run), "mkdtemp failed");
     test_directories(run);
     test_llmc(run);
-    ckpt_remove_tree(run);
+    remove_tree(run);
     if (failures) return 1;
     printf("checkpoint directories and llm.c files: OK\n");
     return 0;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "train/eta.h"
+#include "train/observe/eta.h"
 
 static int failures;
 

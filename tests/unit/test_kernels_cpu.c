@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "gradcheck.h"
 #include "kernels/adamw.h"
 #include "kernels/attention.h"

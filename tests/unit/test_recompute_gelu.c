@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 #include "kernels/ops.h"
 #include "model/gpt2.h"
 #include "model/layout.h"

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "model/layout.h"
-#include "train/config.h"
-#include "train/memory.h"
-#include "train/preflight.h"
-#include "train/run_stop.h"
+#include "config/config.h"
+#include "train/safety/memory.h"
+#include "train/safety/preflight.h"
+#include "train/safety/run_stop.h"
 
 static int failures, checks;
 

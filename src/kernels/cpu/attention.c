@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 /* The build targets baseline x86-64 (SSE2); GCC also compiles the per-head
  * work for AVX2+FMA and picks the clone at load time. */

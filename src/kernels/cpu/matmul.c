@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/fail.h"
+#include "base/alloc.h"
+#include "base/fail.h"
 
 /* MR x 16 with 8-float vectors keeps 12 AVX2 accumulators + 2 B vectors +
  * 1 broadcast in 16 registers (MR x 8 does the same with SSE's 4-float

@@ -1,13 +1,13 @@
 /* Check macros for the CUDA runtime and cuBLAS(Lt): each names the failed
  * statement, the library's message and file:line, then ends every rank
  * through fail_at (dist/fail.h). For .cu files only (C++). */
-#ifndef GPT2_KERNELS_CUDA_CHECK_H
-#define GPT2_KERNELS_CUDA_CHECK_H
+#ifndef GPT2_KERNELS_CUDA_CUDA_CHECK_H
+#define GPT2_KERNELS_CUDA_CUDA_CHECK_H
 
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
-#include "dist/fail.h"
+#include "base/fail.h"
 
 #define CUDA_CHECK(stmt)                                                                   \
     do {                                                                                   \

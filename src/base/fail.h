@@ -1,0 +1,67 @@
+/* Fatal errors: one place that names the problem with rank, host and
+ * file:line, then ends every rank (MPI_Abort) so that no rank is left hanging. */
+#ifndef GPT2_BASE_FAIL_H
+#define GPT2_BASE_FAIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+#define FAIL_NORETURN [[noreturn]]
+extern "C" {
+#else
+#define FAIL_NORETURN _Noreturn
+#endif
+
+/* Exit codes the trainer and tools document. */
+enum {
+    EXIT_FATAL = 1,     /* runtime error: I/O, data, a failed library call */
+    EXIT_USAGE = 2,     /* bad config, bad command line */
+    EXIT_PREEMPTED = 3, /* stopped (signal, STOP file, time limit) after saving a checkpoint */
+    EXIT_NONFINITE = 4, /* max_bad_steps steps in a row had a NaN/Inf loss or gradient norm */
+};
+
+/* Prints "gpt2_ddp [rank R/N host]: file:line: message" to stderr and ends
+ * the process (and, under MPI with more than one rank, the whole job). */
+FAIL_NORETURN void fail_at(const char *file, int line, int exit_code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* An error every rank detects identically (a bad config): rank 0 prints the
+ * message once, every rank finalizes MPI and exits with exit_code. */
+FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define FAIL(...) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__)
+
+/* Checks for the libraries we call; each names the failed statement. */
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (!(cond)) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__);      \
+    } while (0)
+
+#define MPI_CHECK(stmt)                                                         \
+    do {                                                                        \
+        int mpi_rc_ = (stmt);                                                   \
+        if (mpi_rc_ != MPI_SUCCESS) {                                           \
+            char mpi_msg_[MPI_MAX_ERROR_STRING];                                \
+            int mpi_len_ = 0;                                                   \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                     \
+            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s", #stmt,    \
+                    mpi_msg_);                                                  \
+        }                                                                       \
+    } while (0)
+
+#define H5_CHECK(stmt)                                                          \
+    do {                                                                        \
+        if ((stmt) < 0) fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed", #stmt); \
+    } while (0)
+
+/* For functions that return an error to their caller instead of ending the
+ * process: writes the message into err (when err is not NULL) and returns -1. */
+int set_error(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

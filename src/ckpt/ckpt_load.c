@@ -1,0 +1,211 @@
+/* Resuming from a checkpoint (see ckpt.h): which one, whether this config can
+ * continue it, and the re-sliced read of the optimizer state. */
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt/ckpt.h"
+#include "base/clock.h"
+#include "io/ckpt_dir.h"
+#include "io/ckpt_h5.h"
+#include "base/fail.h"
+#include "io/h5_io.h"
+#include "io/weights_h5.h"
+
+#define ERR_MAX (3 * CKPT_PATH_MAX)
+
+/* ------------------------------------------------------ which checkpoint */
+
+static bool same_dir(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* resume = <path>: a step directory, or a run directory (its newest). */
+static int resolve_path(const char *path, char *dir, size_t len, char *err, size_t err_len) {
+    if (ckpt_is_complete(path)) {
+        snprintf(dir, len, "%s", path);
+        return 1;
+    }
+    if (ckpt_find_newest(path, dir, len) >= 0) return 1;
+    return set_error(err, err_len,
+                   "resume = %s: no complete checkpoint there (neither a step directory with a %s "
+                   "marker nor a run directory holding one)",
+                   path, CKPT_MARKER);
+}
+
+/* Rank 0: 1 and dir to resume, 0 to start fresh, -1 with err. The run
+ * directory's checkpoints must stay one history: a fresh start or another
+ * run's checkpoint would interleave with them. */
+static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, size_t len,
+                           char *err, size_t err_len) {
+    char newest[CKPT_PATH_MAX];
+    const bool has_own = ckpt_find_newest(run_dir, newest, sizeof newest) >= 0;
+    if (strcmp(cfg->resume, "auto") == 0) {
+        if (has_own) snprintf(dir, len, "%s", newest);
+        return has_own;
+    }
+    if (strcmp(cfg->resume, "none") == 0) {
+        if (!has_own) return 0;
+        return set_error(err, err_len,
+                       "resume = none, but %s already holds checkpoints (newest %s): resume=auto "
+                       "continues that run; choose another run_name or out_dir for a new one",
+                       run_dir, newest);
+    }
+    if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
+    if (has_own && !same_dir(dir, newest))
+        return set_error(err, err_len,
+                       "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
+                       "from another one would mix two histories there; use resume=auto, or "
+                       "another run_name",
+                       cfg->resume, run_dir, newest);
+    return 1;
+}
+
+static int world_rank(void) {
+    int rank = 0;
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+    return rank;
+}
+
+/* Rank 0 decided (status < 0: failed, with the reason in err): every rank
+ * learns the outcome, so all stop together with rank 0's message. */
+static int agree_with_root(int status, const char *err, int exit_code) {
+    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (status < 0) fail_collective(exit_code, "%s", err);
+    return status;
+}
+
+bool ckpt_resolve_resume(const config *cfg, const char *run_dir, char *dir, size_t len) {
+    static char err[ERR_MAX];
+    int status = 0;
+    if (world_rank() == 0) status = resolve_on_root(cfg, run_dir, dir, len, err, sizeof err);
+    status = agree_with_root(status, err, EXIT_USAGE);
+    MPI_CHECK(MPI_Bcast(dir, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD));
+    return status == 1;
+}
+
+/* ---------------------------------------------------------- compatibility */
+
+/* What a run must keep to continue: the model (its flat layout), the
+ * samples (seq_len, data set, shuffle seed) and the global batch. */
+static void check_continuable(const ckpt_ctx *c, const ckpt_state *st, const char *path) {
+    const config *cfg = c->cfg;
+    const struct {
+        const char *key;
+        long long ours, theirs;
+    } same[] = {
+        {"n_layer", cfg->n_layer, st->n_layer},
+        {"n_embd", cfg->n_embd, st->n_embd},
+        {"n_head", cfg->n_head, st->n_head},
+        {"vocab_size", cfg->vocab_size, st->vocab_size},
+        {"block_size", cfg->block_size, st->block_size},
+        {"seq_len", cfg->seq_len, st->seq_len},
+        {"total_batch", cfg->total_batch, st->total_batch},
+        {"train_data (samples)", c->train_samples, st->train_samples},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
+        if (same[i].ours != same[i].theirs)
+            fail_collective(EXIT_USAGE,
+                            "%s: cannot continue this run: the config has %s = %lld, the "
+                            "checkpoint %lld (a resume keeps the model, seq_len, total_batch, "
+                            "seed and data; init_from=<checkpoint> starts a new run from its "
+                            "weights)",
+                            path, same[i].key, same[i].ours, same[i].theirs);
+    if (cfg->seed != st->seed)
+        fail_collective(EXIT_USAGE,
+                        "%s: cannot continue this run: the config has seed = %llu, the "
+                        "checkpoint %llu (the data order follows the seed)",
+                        path, (unsigned long long)cfg->seed, (unsigned long long)st->seed);
+    if ((size_t)st->n_elements != c->lay->n_elements)
+        fail_collective(EXIT_USAGE, "%s: flat buffer of %lld elements, this build lays out %zu",
+                        path, (long long)st->n_elements, c->lay->n_elements);
+}
+
+/* The old shard map must tile [0, n_elements). */
+static void check_shard_map(const ckpt_state *st, const char *path) {
+    int64_t next = 0;
+    for (int64_t r = 0; r < st->world; r++) {
+        if (st->shard_lo[r] != next || st->shard_hi[r] < st->shard_lo[r])
+            FAIL("%s: shard map entry %lld [%lld, %lld) does not continue at %lld", path,
+                 (long long)r, (long long)st->shard_lo[r], (long long)st->shard_hi[r],
+                 (long long)next);
+        next = st->shard_hi[r];
+    }
+    if (next != st->n_elements)
+        FAIL("%s: shard map ends at %lld of %lld elements", path, (long long)next,
+             (long long)st->n_elements);
+}
+
+/* ---------------------------------------------------------------- reading */
+
+/* Elements [lo, hi) of dataset name, from every old shard that overlaps. */
+static void read_range(const char *dir, const ckpt_state *st, const char *name, size_t lo,
+                       size_t hi, float *out) {
+    for (int64_t k = 0; k < st->world; k++) {
+        int64_t a = (int64_t)lo > st->shard_lo[k] ? (int64_t)lo : st->shard_lo[k];
+        int64_t b = (int64_t)hi < st->shard_hi[k] ? (int64_t)hi : st->shard_hi[k];
+        if (a >= b) continue;
+        const ckpt_shard_header expect = {
+            .format_version = CKPT_FORMAT_VERSION, .rank = k, .world = st->world,
+            .step = st->step, .lo = st->shard_lo[k], .hi = st->shard_hi[k],
+            .n_elements = st->n_elements, .optimizer_step = st->optimizer_step};
+        char path[CKPT_PATH_MAX + 32];
+        ckpt_shard_path(path, sizeof path, dir, (int)k);
+        hid_t file = ckpt_h5_shard_open(path, &expect);
+        h5_read_f32_range(file, path, name, expect.hi - expect.lo, a - expect.lo, b - a,
+                          out + (a - (int64_t)lo));
+        H5Fclose(file);
+    }
+}
+
+/* master, m and v of this rank's optimizer range; params from master. */
+static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state *st,
+                           void *params) {
+    adamw_state *opt = c->opt;
+    const size_t n = opt->hi - opt->lo;
+    const char *names[3] = {"master", "m", "v"};
+    float *state[3] = {opt->master, opt->m, opt->v};
+    float *stage = c->host_scratch + opt->lo; /* no fresh buffer to page in */
+    for (int i = 0; i < 3; i++) {
+        read_range(dir, st, names[i], opt->lo, opt->hi, stage);
+        c->ops->upload(state[i], stage, n * sizeof(float));
+        if (i == 0) c->ops->upload_f32(ops_at(c->ops, params, opt->lo), stage, n);
+    }
+    opt->step = (int)st->optimizer_step;
+}
+
+void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *p) {
+    const double t0 = clock_s();
+    const int rank = c->ddp->comm->rank;
+    static char err[ERR_MAX + CKPT_PATH_MAX + 64], why[ERR_MAX];
+    int64_t bytes = 0;
+    int status = 0;
+    if (rank == 0 && (status = ckpt_marker_check(dir, &bytes, why, sizeof why)) != 0)
+        snprintf(err, sizeof err, "cannot resume from %s: %s", dir, why);
+    agree_with_root(status, err, EXIT_FATAL);
+    char model_path[CKPT_PATH_MAX + 32];
+    ckpt_model_path(model_path, sizeof model_path, dir);
+    ckpt_state st;
+    ckpt_h5_state_read(model_path, &st);
+    check_continuable(c, &st, model_path);
+    check_shard_map(&st, model_path);
+    load_optimizer(c, dir, &st, params);
+    ddp_gather_params(c->ddp, params);
+    /* The weights are not needed to resume (the master is), but reading
+     * them checks their checksums: a damaged rank-0 file is found now. */
+    if (rank == 0) weights_load(model_path, c->lay, c->host_scratch);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    *p = (ckpt_progress){.step = (int)st.step, .samples_consumed = st.samples_consumed,
+                         .lr = st.lr};
+    if (rank == 0) {
+        printf("resumed from %s: step %lld, %lld samples consumed, written by %lld rank(s), "
+               "now %d (%.1f MiB, %.2f s)\n",
+               dir, (long long)st.step, (long long)st.samples_consumed, (long long)st.world,
+               c->ddp->comm->world, bytes / 1048576.0, clock_s() - t0);
+        fflush(stdout);
+    }
+    ckpt_state_free(&st);
+}

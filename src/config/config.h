@@ -1,0 +1,104 @@
+/* Run configuration: an .ini file plus key=value overrides, validated with
+ * errors that name the key, printed once and stored in every checkpoint. */
+#ifndef GPT2_CONFIG_CONFIG_H
+#define GPT2_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CONFIG_STR_MAX 512
+
+typedef struct {
+    /* model */
+    int n_layer;           /* transformer blocks */
+    int n_embd;            /* width C */
+    int n_head;            /* heads; n_embd % n_head == 0 */
+    int vocab_size;        /* real vocabulary, 50257 for GPT-2 */
+    int padded_vocab_size; /* derived: vocab_size rounded up to a multiple of 128 */
+    int block_size;        /* maximum context (rows of wpe) */
+
+    /* batch */
+    int micro_batch;     /* B: sequences per rank per micro-step */
+    int seq_len;         /* T <= block_size */
+    int64_t total_batch; /* tokens per optimizer step over all ranks */
+    int grad_accum;      /* derived: total_batch / (micro_batch * seq_len * world) */
+    int world;           /* derived: ranks the batch is planned for (dry_run_ranks or launched) */
+
+    /* optimizer and schedule */
+    double lr;            /* peak learning rate */
+    double min_lr_frac;   /* final lr = lr * min_lr_frac */
+    int warmup_steps;     /* linear warm-up from lr/warmup_steps to lr */
+    char lr_schedule[16]; /* cosine | linear | constant (after warm-up) */
+    double weight_decay;  /* decoupled, 2-D tensors only */
+    double beta1, beta2, eps;
+    double grad_clip; /* global-norm clip; 0 disables */
+    int max_steps;
+
+    /* intervals (0 disables) */
+    int eval_every;
+    int eval_batches; /* val micro-batches per evaluation, over all ranks together */
+    int log_every;
+    int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
+    int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
+    int max_bad_steps;    /* consecutive non-finite (skipped) steps that end the run */
+
+    /* what users watch besides the loss (both need the tokenizer) */
+    int hellaswag_examples; /* per evaluation: the first N of hellaswag_data (0: all) */
+    int sample_every;       /* steps between text samples, plus one at the end (0: none) */
+    int sample_tokens;      /* tokens per sample */
+    char sample_prompt[CONFIG_STR_MAX];
+
+    /* data, device, output */
+    char train_data[CONFIG_STR_MAX]; /* glob pattern of .bin shards */
+    char val_data[CONFIG_STR_MAX];
+    char hellaswag_data[CONFIG_STR_MAX]; /* hellaswag_val.jsonl, scored at every evaluation */
+    char tokenizer_dir[CONFIG_STR_MAX];  /* encoder.json + vocab.bpe (HellaSwag, samples) */
+    char device[16]; /* auto | cpu | cuda */
+    uint64_t seed;
+    char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */
+    char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
+    char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
+    char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5, llm.c .bin, HF dir */
+    double time_limit_min; /* wall-clock budget; 0: the Slurm job's end, if any; < 0: none */
+
+    /* distributed */
+    int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
+    double bucket_mb;
+    bool comm_trace; /* record bucket post times and the end of backward */
+    char grad_reduce_dtype[8]; /* bf16 | fp32: precision of the GPU gradient reduction */
+    double nccl_timeout_s;     /* a pending NCCL collective this old ends the job */
+    bool dry_run;      /* print the memory report and exit */
+    int dry_run_ranks; /* with dry_run: plan for this many ranks (0: the launched world) */
+
+    /* performance and diagnostics */
+    bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
+    bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    bool matmul_autotune; /* device=cuda: GEMM algorithms chosen by timing the candidates */
+    bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */
+    bool attention_deterministic; /* device=cuda: dq added in a fixed order (wgmma kernels) */
+    bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
+} config;
+
+/* Loads defaults, then the .ini file at path (may be NULL), then each
+ * "key=value" in overrides. Any problem fails every rank with exit code 2 and
+ * a message naming the key (fail_collective). config_file_stem is stored in
+ * run_name when run_name is left empty. */
+void config_load(config *cfg, const char *path, int n_overrides, char *const *overrides);
+
+/* Checks ranges and consistency and fills in the derived fields, for a job
+ * of launched_world ranks (a dry run with dry_run_ranks plans for that many
+ * instead); fails with exit code 2 naming the key and value. What a backend
+ * can run (device=auto, the head sizes of its attention) is the backend's
+ * to check (train/backend.h). */
+void config_validate(config *cfg, int launched_world);
+
+/* "key = value" lines for every key, in table order; returns bytes written
+ * (like snprintf). The text parses back into the same config. */
+size_t config_format(const config *cfg, char *buf, size_t len);
+
+/* Every key with its default and meaning, for --help. */
+void config_print_help(FILE *out);
+#endif

@@ -1,0 +1,56 @@
+/* The checkpoint directory protocol, on the file system only (no MPI, no
+ * HDF5): names, the completion marker, atomic publication, `latest`, finding
+ * the newest complete checkpoint, keep_last pruning and clean-up of partial
+ * directories.
+ *
+ *   <run_dir>/step_00000030/        a complete checkpoint:
+ *       model.h5                    rank 0: weights by name + run state
+ *       shard_00000.h5 ...          one per rank: master, m, v of [lo, hi)
+ *       COMPLETE                    marker: step, world, every file and its size
+ *   <run_dir>/step_00000040.tmp/    being written (or left by a crash): ignored
+ *   <run_dir>/latest -> step_00000030
+ *
+ * A directory without COMPLETE is never loaded; COMPLETE is written only
+ * after every rank's files are closed and fsync'd, and the directory is
+ * renamed into place after it. */
+#ifndef GPT2_IO_CKPT_DIR_H
+#define GPT2_IO_CKPT_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CKPT_PATH_MAX 2048
+#define CKPT_MARKER "COMPLETE"
+#define CKPT_MODEL_FILE "model.h5"
+
+/* run_dir/step_%08d and run_dir/step_%08d.tmp */
+void ckpt_step_dir(char *out, size_t len, const char *run_dir, int step);
+void ckpt_tmp_dir(char *out, size_t len, const char *run_dir, int step);
+/* dir/shard_%05d.h5 and dir/model.h5 */
+void ckpt_shard_path(char *out, size_t len, const char *dir, int rank);
+void ckpt_model_path(char *out, size_t len, const char *dir);
+
+/* Has dir a completion marker? */
+bool ckpt_is_complete(const char *dir);
+/* The newest complete step directory under run_dir into out; its step, or
+ * -1 when there is none (or run_dir does not exist). */
+int ckpt_find_newest(const char *run_dir, char *out, size_t len);
+
+/* Writes dir/COMPLETE listing every file in dir with its size, fsync'd. */
+void ckpt_marker_write(const char *dir, int step, int world);
+/* Reads dir/COMPLETE and checks every file it lists is present with the
+ * recorded size. Returns 0, or -1 with a message naming the file and the
+ * problem in err. bytes (may be NULL) receives the total size. */
+int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len);
+
+/* Renames tmp_dir to final_dir, then points run_dir/latest at it (through
+ * a renamed symlink), fsync'ing the run directory after each step. */
+void ckpt_publish(const char *run_dir, const char *tmp_dir, const char *final_dir);
+/* Removes complete step directories of run_dir beyond the newest keep_last
+ * (0 keeps all). */
+void ckpt_prune(const char *run_dir, int keep_last);
+/* Removes every partial (step_*.tmp) directory of run_dir; returns how many. */
+int ckpt_remove_partial(const char *run_dir);
+
+#endif

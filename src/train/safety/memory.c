@@ -1,0 +1,72 @@
+/* Memory estimate per rank (see memory.h). */
+#include "train/safety/memory.h"
+
+#include <string.h>
+
+#include "dist/zero.h"
+#include "model/gpt2.h"
+
+static size_t counted_bytes;
+static char counting_arena[64]; /* every counted allocation points here; none is touched */
+
+static void *count_alloc(size_t bytes) {
+    counted_bytes += bytes;
+    return counting_arena;
+}
+static void count_release(void *p) { (void)p; }
+static void count_zero(void *p, size_t bytes) { (void)p, (void)bytes; }
+
+memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, int world) {
+    memory_estimate m;
+    memset(&m, 0, sizeof m);
+    m.world = world;
+    m.zero_stage = cfg->zero_stage;
+    m.elem_bytes = strcmp(cfg->device, "cuda") == 0 ? 2 : 4;
+    const size_t n = lay->n_elements;
+    m.params = n * m.elem_bytes;
+    m.grads = n * m.elem_bytes;
+    shard_map map;
+    zero_shard_map(&map, n, world);
+    size_t shard = map.hi[0] - map.lo[0];
+    zero_shard_map_free(&map);
+    m.optimizer_full = 3 * sizeof(float) * n;
+    if (cfg->zero_stage == 1 && world > 1) {
+        m.shard_grads = shard * m.elem_bytes;
+        m.optimizer = 3 * sizeof(float) * shard;
+    } else {
+        m.optimizer = m.optimizer_full;
+    }
+
+    /* The model's own allocations, on a backend that only counts. */
+    kernel_ops counting = ops_cpu;
+    counting.elem_bytes = m.elem_bytes;
+    counting.alloc = count_alloc;
+    counting.release = count_release;
+    counting.zero = count_zero;
+    counted_bytes = 0;
+    gpt2_model model;
+    const gpt2_options opt = {.recompute_gelu = cfg->recompute_gelu};
+    gpt2_create_with(&model, lay, &counting, cfg->micro_batch, cfg->seq_len, &opt);
+    gpt2_free(&model);
+    m.activations = counted_bytes - m.params - m.grads;
+    m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations;
+    return m;
+}
+
+static double gib(size_t bytes) { return (double)bytes / 1073741824.0; }
+
+void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t n_params) {
+    fprintf(out, "memory per rank (estimate): %d rank(s), zero_stage %d, %s storage, %zu params\n",
+            m->world, m->zero_stage, m->elem_bytes == 2 ? "bf16" : "fp32", n_params);
+    fprintf(out, "  parameters       %9.3f GiB\n", gib(m->params));
+    fprintf(out, "  gradients        %9.3f GiB", gib(m->grads));
+    if (m->shard_grads) fprintf(out, " + %.3f GiB reduced shard", gib(m->shard_grads));
+    fprintf(out, "\n  optimizer state  %9.3f GiB (%zu bytes: fp32 master, m, v)", gib(m->optimizer),
+            m->optimizer);
+    if (m->optimizer < m->optimizer_full)
+        fprintf(out, ": ZeRO-1 saves %.3f GiB against zero_stage 0",
+                gib(m->optimizer_full - m->optimizer - m->shard_grads));
+    fprintf(out, "\n  activations      %9.3f GiB (micro-batch %d x %d)\n", gib(m->activations),
+            cfg->micro_batch, cfg->seq_len);
+    fprintf(out, "  total            %9.3f GiB\n", gib(m->total));
+}

@@ -1,0 +1,28 @@
+/* Memory per rank, estimated before anything is allocated: parameters,
+ * gradients, optimizer state and activations, and what ZeRO-1 saves. The
+ * activation figure comes from running the model's own allocation code
+ * against a backend that only counts bytes, so it cannot drift from it. */
+#ifndef GPT2_TRAIN_SAFETY_MEMORY_H
+#define GPT2_TRAIN_SAFETY_MEMORY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "model/layout.h"
+#include "config/config.h"
+
+typedef struct {
+    int world, zero_stage;
+    size_t elem_bytes;      /* storage of params/grads/activations on the device */
+    size_t params, grads;   /* bytes */
+    size_t shard_grads;     /* ZeRO-1 reduced-gradient shard */
+    size_t optimizer;       /* fp32 master, m, v for this rank's range */
+    size_t optimizer_full;  /* the same at zero_stage 0, for comparison */
+    size_t activations;     /* model buffers for one micro-batch */
+    size_t total;
+} memory_estimate;
+
+/* For rank 0 (the largest shard) of a world of `world` ranks. */
+memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, int world);
+void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t n_params);
+#endif

@@ -1,0 +1,129 @@
+/* Memory pre-flight on GPUs (see preflight.h). */
+#include "train/safety/preflight.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/fail.h"
+#include "train/safety/memory.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
+
+#define GIB 1073741824.0
+
+size_t preflight_reserve(int world) {
+    return (size_t)(1.5 * GIB) + (world > 1 ? (size_t)(1.0 * GIB) : 0);
+}
+
+/* The estimate for cfg with another micro_batch and recompute_gelu. */
+static size_t estimate_with(const config *cfg, const gpt2_layout *lay, int world, int micro_batch,
+                            bool recompute) {
+    config c = *cfg;
+    c.micro_batch = micro_batch;
+    c.recompute_gelu = recompute;
+    return memory_estimate_for(&c, lay, world).total;
+}
+
+/* The largest micro_batch <= below that divides the sequences per rank per
+ * step and fits in room; 0 when none. */
+static int largest_fitting(const config *cfg, const gpt2_layout *lay, int world, int below,
+                           bool recompute, size_t room, size_t *need) {
+    const int64_t per_rank = cfg->total_batch / ((int64_t)cfg->seq_len * world);
+    for (int mb = below; mb >= 1; mb--) {
+        if (per_rank % mb != 0) continue;
+        const size_t n = estimate_with(cfg, lay, world, mb, recompute) + preflight_reserve(world);
+        if (n <= room) {
+            *need = n;
+            return mb;
+        }
+    }
+    return 0;
+}
+
+preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int world,
+                                  size_t free_bytes) {
+    preflight_plan p;
+    memset(&p, 0, sizeof p);
+    p.free = free_bytes;
+    p.reserve = preflight_reserve(world);
+    p.estimate = estimate_with(cfg, lay, world, cfg->micro_batch, cfg->recompute_gelu);
+    p.fits = p.estimate + p.reserve <= free_bytes;
+    if (p.fits) return p;
+    p.micro_batch = largest_fitting(cfg, lay, world, cfg->micro_batch - 1, cfg->recompute_gelu,
+                                    free_bytes, &p.micro_batch_need);
+    if (!cfg->recompute_gelu) {
+        p.recompute_need = estimate_with(cfg, lay, world, cfg->micro_batch, true) + p.reserve;
+        p.recompute_fits = p.recompute_need <= free_bytes;
+        if (!p.recompute_fits)
+            p.recompute_micro_batch = largest_fitting(cfg, lay, world, cfg->micro_batch - 1, true,
+                                                      free_bytes, &p.recompute_need);
+    }
+    return p;
+}
+
+void preflight_describe(const preflight_plan *p, const config *cfg, int world, int least_rank,
+                        char *buf, size_t len) {
+    size_t o = 0;
+    o += snprintf(buf + o, len - o,
+                  "memory pre-flight: micro_batch = %d needs about %.2f GiB per GPU (estimate "
+                  "%.2f GiB + %.2f GiB reserve for cuBLAS, kernel scratch%s), but the GPU of rank "
+                  "%d has %.2f GiB free. ",
+                  cfg->micro_batch, (p->estimate + p->reserve) / GIB, p->estimate / GIB,
+                  p->reserve / GIB, world > 1 ? " and NCCL" : "", least_rank, p->free / GIB);
+    if (o < len && p->micro_batch > 0)
+        o += snprintf(buf + o, len - o,
+                      "The largest micro_batch that fits is %d (%.2f GiB; gradient accumulation "
+                      "keeps total_batch = %lld). ",
+                      p->micro_batch, p->micro_batch_need / GIB, (long long)cfg->total_batch);
+    else if (o < len)
+        o += snprintf(buf + o, len - o, "No micro_batch fits%s. ",
+                      cfg->recompute_gelu ? "" : " as is");
+    if (o < len && !cfg->recompute_gelu) {
+        if (p->recompute_fits)
+            o += snprintf(buf + o, len - o, "recompute_gelu=1 would fit at micro_batch = %d (%.2f GiB). ",
+                          cfg->micro_batch, p->recompute_need / GIB);
+        else if (p->recompute_micro_batch > 0)
+            o += snprintf(buf + o, len - o,
+                          "recompute_gelu=1 would not fit at micro_batch = %d; with it the largest "
+                          "is %d (%.2f GiB). ",
+                          cfg->micro_batch, p->recompute_micro_batch, p->recompute_need / GIB);
+        else
+            o += snprintf(buf + o, len - o, "recompute_gelu=1 would not fit either. ");
+    }
+    if (o < len)
+        snprintf(buf + o, len - o,
+                 "(More GPUs shrink the optimizer state with zero_stage=1; memory_preflight=false "
+                 "skips this check.)");
+}
+
+void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state *dist,
+                     const kernel_ops *ops) {
+    if (strcmp(ops->name, "cuda") != 0 || !cfg->memory_preflight) return;
+    double mine = 0.0;
+#if GPT2_HAVE_CUDA
+    size_t free_b = 0, total_b = 0;
+    if (cuda_memory_info(&free_b, &total_b) == 0) mine = (double)free_b;
+    else mine = -1.0; /* unknown: nothing to compare with */
+#endif
+    /* The least free memory over the ranks, and which rank has it. */
+    struct {
+        double free;
+        int rank;
+    } in = {mine < 0 ? 1e300 : mine, dist->rank}, least;
+    MPI_CHECK(MPI_Allreduce(&in, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
+    if (least.free >= 1e300) return;
+    const preflight_plan p = preflight_plan_for(cfg, lay, dist->world, (size_t)least.free);
+    if (!p.fits) {
+        static char msg[2048];
+        preflight_describe(&p, cfg, dist->world, least.rank, msg, sizeof msg);
+        fail_collective(EXIT_USAGE, "%s", msg);
+    }
+    if (dist->rank == 0) {
+        printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve fits the %.2f GiB free "
+               "(the least over ranks: rank %d)\n",
+               p.estimate / GIB, p.reserve / GIB, p.free / GIB, least.rank);
+        fflush(stdout);
+    }
+}

@@ -1,0 +1,64 @@
+/* When a run stops before max_steps, saving a checkpoint and exiting 3
+ * (EXIT_PREEMPTED), and how the ranks agree on it. Three reasons:
+ *  - a stop signal (SIGTERM/SIGUSR1, train/signals.h) on any rank;
+ *  - a file named STOP in the run directory (rank 0 looks for it every
+ *    step; removed once the run has stopped and saved): a stop that needs
+ *    no signal, for launchers that do not forward one;
+ *  - the wall-clock budget: time_limit_min, or under Slurm the job's end
+ *    time (squeue's time left) when time_limit_min is 0 and the job has
+ *    one. Rank 0 stops the run while the next step, an evaluation due
+ *    before it, a checkpoint save and a margin (10% of the budget, at most
+ *    30 s) still fit: step times are the longest of the last few, the save
+ *    time the longest measured (before the first save, its size at 200 MB/s
+ *    plus 2 s).
+ * Every step all ranks combine their reasons in one all-reduce, queued on
+ * the host while the device runs the step, so every rank stops after the
+ * same step. */
+#ifndef GPT2_TRAIN_SAFETY_RUN_STOP_H
+#define GPT2_TRAIN_SAFETY_RUN_STOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+
+#define RUN_STOP_FILE "STOP"
+
+enum { STOP_SIGNAL = 1, STOP_FILE = 2, STOP_TIME_LIMIT = 4 };
+enum { RUN_STOP_RECENT = 8 };
+
+typedef struct {
+    int rank;
+    char stop_file[2100];
+    double deadline;      /* CLOCK_REALTIME seconds; 0: no time limit */
+    double budget_s;      /* deadline - start */
+    char deadline_source[160];
+    double recent_step_s[RUN_STOP_RECENT];
+    int n_steps;
+    double save_s; /* the longest save measured, or the estimate */
+    bool save_measured;
+    double eval_s; /* the last evaluation's time */
+    double left_s, need_s; /* at the decision that stopped the run */
+} run_stop;
+
+/* Every rank. Rank 0 reads the budget (time_limit_min, or the Slurm job's
+ * end time through squeue) and prints it; the others follow it through
+ * run_stop_agree. checkpoint_bytes:
+ * rank 0's share of a checkpoint, for the save time before one is measured. */
+void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, int rank,
+                   double checkpoint_bytes);
+void run_stop_note_step(run_stop *s, double ms);
+void run_stop_note_save(run_stop *s, double seconds);
+void run_stop_note_eval(run_stop *s, double ms);
+/* Collective: the reasons (STOP_* bits) to stop after the step now running,
+ * the same on every rank; 0 to go on. eval_next: an evaluation runs before
+ * the next step. */
+int run_stop_agree(run_stop *s, bool eval_next);
+/* Rank 0, once the stop's checkpoint is saved: says why the run stopped
+ * after step, and removes the STOP file that stopped it. */
+void run_stop_report(run_stop *s, int reasons, int step);
+
+/* "1-02:03:04", "02:03:04", "03:04" (squeue's time left) in seconds; -1
+ * when it is no duration ("UNLIMITED", "NOT_SET", "INVALID", ""). */
+double run_stop_parse_slurm_time(const char *text);
+#endif

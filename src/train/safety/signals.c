@@ -1,0 +1,28 @@
+/* Stop signals (see signals.h). */
+#include "train/safety/signals.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include "base/fail.h"
+
+static volatile sig_atomic_t received;
+
+static void on_stop_signal(int sig) { received = sig; }
+
+void signals_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART; /* system calls in progress (file I/O, MPI) carry on */
+    const int sigs[] = {SIGTERM, SIGUSR1};
+    for (int i = 0; i < 2; i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0) FAIL("cannot install the handler of signal %d", sigs[i]);
+    /* A file-size limit (ulimit -f) then fails the write with EFBIG, which
+     * the writer reports like a full disk, instead of killing the rank
+     * with a core dump. */
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+int signals_received(void) { return received; }
