@@ -15,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "config/ini.h"
 
 #ifndef GPT2_HAVE_TOKENIZER
 #define GPT2_HAVE_TOKENIZER 0
@@ -236,13 +237,8 @@ static const config_key *key_find(const char *name) {
 
 /* ------------------------------------------------------------ error output */
 
-/* Where a value came from: a file line, or a command-line override (path NULL). */
-typedef struct {
-    const char *path;
-    int line;
-} source;
-
-_Noreturn __attribute__((format(printf, 2, 3))) static void fail_source(const source *src,
+/* An error at a file line, or on the command line (an override: path NULL). */
+_Noreturn __attribute__((format(printf, 2, 3))) static void fail_source(const ini_source *src,
                                                                         const char *fmt, ...) {
     char msg[1536];
     va_list ap;
@@ -296,14 +292,20 @@ static const char *key_suggest(const char *name) {
     return NULL;
 }
 
-_Noreturn static void fail_unknown_key(const source *src, const char *name, const char *value) {
+/* Why name is not a key, naming the key it likely meant. */
+static void unknown_key(const char *name, const char *value, char *why, size_t why_len) {
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
-        if (strcmp(name, derived[i].name) == 0)
-            fail_source(src, "%s = %s: %s is derived (%s) and cannot be set", name, value, name,
-                        derived[i].rule);
+        if (strcmp(name, derived[i].name) == 0) {
+            snprintf(why, why_len, "%s = %s: %s is derived (%s) and cannot be set", name, value,
+                     name, derived[i].rule);
+            return;
+        }
     const char *guess = key_suggest(name);
-    if (guess) fail_source(src, "%s = %s: unknown key (did you mean '%s'?)", name, value, guess);
-    fail_source(src, "%s = %s: unknown key (gpt2_ddp --help lists every key)", name, value);
+    if (guess)
+        snprintf(why, why_len, "%s = %s: unknown key (did you mean '%s'?)", name, value, guess);
+    else
+        snprintf(why, why_len, "%s = %s: unknown key (gpt2_ddp --help lists every key)", name,
+                 value);
 }
 
 /* ------------------------------------------------------- values as text */
@@ -527,156 +529,59 @@ static bool key_set(config *cfg, const config_key *k, const char *text, char *wh
     return key_check(cfg, k, why, why_len);
 }
 
-/* ---------------------------------------------------------- parsing lines */
+/* ---------------------------------------------------------- loading */
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1])) *--end = '\0';
-    return s;
-}
+/* What config_load's INI callback needs: a key's error is kept in why and
+ * reported, with the reader's source, once the reader has returned. */
+typedef struct {
+    config *cfg;
+    int *first_line; /* per key: its line in this file (0: not yet); NULL for overrides */
+    char why[1536];
+} load_ctx;
 
-/* A comment starts at '#' or ';' preceded by whitespace, so that values such
- * as "runs/a#3" keep their characters. s is the text right after '='. */
-static char *find_comment(char *s) {
-    for (char *p = s; *p; p++)
-        if ((*p == '#' || *p == ';') && p > s && (p[-1] == ' ' || p[-1] == '\t')) return p;
-    return NULL;
-}
-
-static bool is_name(const char *s, const char *extra) {
-    if (!*s) return false;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && !strchr(extra, *s)) return false;
-    return true;
-}
-
-static bool is_blank_or_comment(const char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    return *s == '\0' || *s == '#' || *s == ';';
-}
-
-/* "[name]": only grouping, so the name is checked for form, not meaning. */
-static bool check_section(char *s, char *why, size_t why_len) {
-    char *close = strchr(s, ']');
-    if (close) {
-        *close = '\0';
-        if (is_name(trim(s + 1), ".-") && is_blank_or_comment(close + 1)) return true;
-        *close = ']';
-    }
-    snprintf(why, why_len, "malformed section header '%s' (expected '[name]')", s);
-    return false;
-}
-
-/* The value after '=': "quoted" with \" and \\ escapes, or bare text up to
- * a comment, trimmed. */
-static bool split_value(char *s, char **value, char *why, size_t why_len) {
-    char *v = s;
-    while (*v == ' ' || *v == '\t') v++;
-    if (*v != '"') {
-        char *comment = find_comment(s);
-        if (comment) *comment = '\0';
-        *value = trim(s);
-        return true;
-    }
-    char *src = v + 1, *dst = v;
-    for (; *src != '"'; src++) {
-        if (*src == '\0')
-            return snprintf(why, why_len, "unterminated quoted value (no closing \")"), false;
-        if (*src == '\\' && (src[1] == '"' || src[1] == '\\')) src++;
-        *dst++ = *src;
-    }
-    *dst = '\0'; /* dst < src: the rest of the line is untouched */
-    if (!is_blank_or_comment(src + 1))
-        return snprintf(why, why_len, "unexpected text after the closing quote: '%s'", src + 1),
-               false;
-    *value = v;
-    return true;
-}
-
-typedef enum { LINE_BLANK, LINE_SECTION, LINE_KEY_VALUE, LINE_ERROR } line_kind;
-
-/* Splits one line in place into key and value pointers. */
-static line_kind split_line(char *line, char **key, char **value, char *why, size_t why_len) {
-    char *s = trim(line); /* also drops "\r\n" */
-    if (*s == '\0' || *s == '#' || *s == ';') return LINE_BLANK;
-    if (*s == '[') return check_section(s, why, why_len) ? LINE_SECTION : LINE_ERROR;
-    char *eq = strchr(s, '=');
-    if (!eq) {
-        snprintf(why, why_len, "expected 'key = value' or '[section]', got '%s'", s);
-        return LINE_ERROR;
-    }
-    *eq = '\0';
-    *key = trim(s);
-    if (**key == '\0') {
-        snprintf(why, why_len, "missing key before '='");
-        return LINE_ERROR;
-    }
-    if (!is_name(*key, "")) {
-        snprintf(why, why_len, "'%s' is not a key name (expected 'key = value')", *key);
-        return LINE_ERROR;
-    }
-    return split_value(eq + 1, value, why, why_len) ? LINE_KEY_VALUE : LINE_ERROR;
-}
-
-/* Sets one key from a file line or an override. first_line (per key, 0 =
- * not yet seen) finds keys set twice in one file; NULL for overrides, where
- * the last one wins. */
-static void apply_key_value(config *cfg, const char *key, const char *value, const source *src,
-                            int *first_line) {
-    const config_key *k = key_find(key);
-    if (!k) fail_unknown_key(src, key, value);
-    if (first_line) {
-        int *seen = &first_line[k - keys];
+/* Sets one key from a file line or an override. first_line finds keys set
+ * twice in one file; among overrides the last one wins. */
+static int set_entry(void *ctx_, const ini_entry *e) {
+    load_ctx *ctx = ctx_;
+    const config_key *k = key_find(e->key);
+    if (!k) return unknown_key(e->key, e->value, ctx->why, sizeof ctx->why), 1;
+    if (ctx->first_line) {
+        int *seen = &ctx->first_line[k - keys];
         if (*seen)
-            fail_source(src,
-                        "%s = %s: duplicate key, already set on line %d (each key may appear once "
-                        "per file)",
-                        key, value, *seen);
-        *seen = src->line;
+            return snprintf(ctx->why, sizeof ctx->why,
+                            "%s = %s: duplicate key, already set on line %d (each key may appear "
+                            "once per file)",
+                            e->key, e->value, *seen),
+                   1;
+        *seen = e->where.line;
     }
     char why[512];
-    if (!key_set(cfg, k, value, why, sizeof why)) fail_source(src, "%s = %s: %s", key, value, why);
+    if (!key_set(ctx->cfg, k, e->value, why, sizeof why))
+        return snprintf(ctx->why, sizeof ctx->why, "%s = %s: %s", e->key, e->value, why), 1;
+    return 0;
 }
 
 static void load_file(config *cfg, const char *path) {
-    FILE *f = fopen(path, "r");
-    if (!f) fail_collective(EXIT_USAGE, "cannot read config file '%s': %s", path, strerror(errno));
     int first_line[N_KEYS] = {0};
-    source src = {path, 0};
-    char *line = NULL;
-    size_t cap = 0;
-    errno = 0;
-    while (getline(&line, &cap, f) >= 0) {
-        src.line++;
-        char *text = line, *key = NULL, *value = NULL, why[512];
-        if (src.line == 1 && strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* UTF-8 BOM */
-        line_kind kind = split_line(text, &key, &value, why, sizeof why);
-        if (kind == LINE_ERROR) fail_source(&src, "%s", why);
-        if (kind == LINE_KEY_VALUE) apply_key_value(cfg, key, value, &src, first_line);
-        errno = 0;
-    }
-    int err = errno;
-    bool failed = ferror(f); /* a directory opens but fails to read (EISDIR) */
-    free(line);
-    fclose(f);
-    if (failed)
-        fail_collective(EXIT_USAGE, "cannot read config file '%s': %s", path, strerror(err));
+    load_ctx ctx = {cfg, first_line, ""};
+    ini_error err;
+    ini_status status = ini_read_file(path, set_entry, &ctx, &err);
+    if (status == INI_IO_ERROR)
+        fail_collective(EXIT_USAGE, "cannot read config file '%s': %s", path, err.message);
+    if (status == INI_STOPPED) fail_source(&err.where, "%s", ctx.why);
+    if (status != INI_OK) fail_source(&err.where, "%s", err.message);
 }
 
 static void apply_override(config *cfg, const char *arg) {
-    source src = {NULL, 0};
-    size_t n = strlen(arg) + 1;
-    char *copy = xmalloc(n), *key = NULL, *value = NULL, why[512];
-    memcpy(copy, arg, n); /* split_line works in place */
-    line_kind kind =
-        strchr(arg, '=') ? split_line(copy, &key, &value, why, sizeof why) : LINE_BLANK;
-    if (kind == LINE_ERROR) fail_source(&src, "override '%s': %s", arg, why);
-    if (kind != LINE_KEY_VALUE)
-        fail_source(
-            &src, "override '%s' is not key=value (settings after CONFIG.ini are key=value)", arg);
-    apply_key_value(cfg, key, value, &src, NULL);
-    free(copy);
+    load_ctx ctx = {cfg, NULL, ""};
+    ini_error err;
+    ini_status status = ini_read_override(arg, set_entry, &ctx, &err);
+    if (status == INI_STOPPED) fail_source(&err.where, "%s", ctx.why);
+    if (status == INI_SYNTAX_ERROR) fail_source(&err.where, "override '%s': %s", arg, err.message);
+    if (status != INI_OK)
+        fail_source(&err.where,
+                    "override '%s' is not key=value (settings after CONFIG.ini are key=value)",
+                    arg);
 }
 
 /* "configs/tiny.ini" -> "tiny": the run is named after its config file. */
