@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 #include "config/ini.h"
+#include "config/suggest.h"
 
 #ifndef GPT2_HAVE_TOKENIZER
 #define GPT2_HAVE_TOKENIZER 0
@@ -249,49 +250,6 @@ _Noreturn __attribute__((format(printf, 2, 3))) static void fail_source(const in
     fail_collective(EXIT_USAGE, "command line: %s", msg);
 }
 
-static bool same_letter(char a, char b) {
-    return tolower((unsigned char)a) == tolower((unsigned char)b);
-}
-
-/* Optimal-string-alignment distance, case-insensitive: a transposition
- * ("n_haed") counts as one edit like a typo does. */
-static int edit_distance(const char *a, const char *b) {
-    size_t n = strlen(a), m = strlen(b);
-    if (n > 63 || m > 63) return INT_MAX;
-    int d[64][64];
-    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
-    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
-    for (size_t i = 1; i <= n; i++) {
-        for (size_t j = 1; j <= m; j++) {
-            int best = d[i - 1][j - 1] + !same_letter(a[i - 1], b[j - 1]);
-            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
-            bool swapped = i > 1 && j > 1 && same_letter(a[i - 1], b[j - 2]) &&
-                           same_letter(a[i - 2], b[j - 1]);
-            if (swapped && d[i - 2][j - 2] + 1 < best) best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    }
-    return d[n][m];
-}
-
-/* The known key a typo most likely meant, or NULL when none is close: a
- * few edits away, or a key that the name begins ("warmup" -> warmup_steps). */
-static const char *key_suggest(const char *name) {
-    size_t len = strlen(name);
-    int limit = len / 3 > 2 ? (int)(len / 3) : 2;
-    const char *best = NULL;
-    int best_distance = INT_MAX;
-    for (size_t i = 0; i < N_KEYS; i++) {
-        int dist = edit_distance(name, keys[i].name);
-        if (dist < best_distance) best_distance = dist, best = keys[i].name;
-    }
-    if (best_distance <= limit) return best;
-    for (size_t i = 0; len >= 4 && i < N_KEYS; i++)
-        if (strncasecmp(name, keys[i].name, len) == 0) return keys[i].name;
-    return NULL;
-}
-
 /* Why name is not a key, naming the key it likely meant. */
 static void unknown_key(const char *name, const char *value, char *why, size_t why_len) {
     for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
@@ -300,7 +258,9 @@ static void unknown_key(const char *name, const char *value, char *why, size_t w
                      name, derived[i].rule);
             return;
         }
-    const char *guess = key_suggest(name);
+    const char *names[N_KEYS];
+    for (size_t i = 0; i < N_KEYS; i++) names[i] = keys[i].name;
+    const char *guess = suggest_name(name, names, N_KEYS);
     if (guess)
         snprintf(why, why_len, "%s = %s: unknown key (did you mean '%s'?)", name, value, guess);
     else
