@@ -20,12 +20,17 @@ static const void *cfield(const config *cfg, const config_key *k) {
 /* ------------------------------------------------------- values as text */
 
 /* The shortest %g text that reads back as exactly v, so that printed
- * configs are readable ("0.0006", not "0.00059999999999999995") and exact. */
+ * configs are readable ("0.0006", not "0.00059999999999999995") and exact.
+ * Tried in a local buffer (17 digits fit): with strtod(buf), UBSan's check
+ * of strtod's nonnull argument gave GCC 12 a path with buf NULL and a false
+ * "null destination pointer" warning (an error under -Werror). */
 static void format_double(double v, char *buf, size_t len) {
+    char text[32];
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, len, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v) return;
+        snprintf(text, sizeof text, "%.*g", prec, v);
+        if (strtod(text, NULL) == v) break;
     }
+    snprintf(buf, len, "%s", text);
 }
 
 /* Strings that the parser would trim or cut at a comment are quoted. */
