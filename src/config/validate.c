@@ -1,0 +1,126 @@
+/* config_validate (see config.h): every stored value within its key's range,
+ * then the rules between keys (heads divide the width, the batch divides
+ * into micro-steps over the ranks, what HellaSwag and samples need), and the
+ * derived fields. Each failure ends every rank with exit code 2 and names
+ * the keys and values. */
+#include "config/config.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+
+#include "base/fail.h"
+#include "config/keys.h"
+#include "config/values.h"
+
+#ifndef GPT2_HAVE_TOKENIZER
+#define GPT2_HAVE_TOKENIZER 0
+#endif
+
+static void validate_keys(const config *cfg) {
+    for (size_t i = 0; i < config_n_keys; i++) {
+        const config_key *k = &config_keys[i];
+        char why[512], value[2 * CONFIG_STR_MAX + 8];
+        if (config_key_check(cfg, k, why, sizeof why)) continue;
+        config_key_format(cfg, k, false, value, sizeof value);
+        fail_collective(EXIT_USAGE, "%s = %s: %s", k->name, value, why);
+    }
+}
+
+static void validate_model(config *cfg) {
+    if (cfg->n_embd % cfg->n_head != 0)
+        fail_collective(EXIT_USAGE, "n_embd = %d is not divisible by n_head = %d", cfg->n_embd,
+                        cfg->n_head);
+    if (cfg->vocab_size > 65536)
+        fail_collective(
+            EXIT_USAGE,
+            "vocab_size = %d: token shards store uint16 ids, so vocab_size must be <= 65536",
+            cfg->vocab_size);
+    /* Padding to 128 keeps the classifier matmul on nice sizes (50257 -> 50304). */
+    cfg->padded_vocab_size = (cfg->vocab_size + 127) / 128 * 128;
+}
+
+static void validate_batch(config *cfg) {
+    const int world_size = cfg->world;
+    if (cfg->seq_len > cfg->block_size)
+        fail_collective(
+            EXIT_USAGE,
+            "seq_len = %d is larger than block_size = %d (the model has no positions beyond it)",
+            cfg->seq_len, cfg->block_size);
+    int64_t unit = 0;
+    if (__builtin_mul_overflow((int64_t)cfg->micro_batch * cfg->seq_len, (int64_t)world_size,
+                               &unit))
+        unit = INT64_MAX;
+    if (cfg->total_batch % unit != 0) {
+        int64_t below = cfg->total_batch / unit * unit, above = below + unit;
+        char hint[96] = "";
+        if (below > 0)
+            snprintf(hint, sizeof hint, "; the nearest are %" PRId64 " and %" PRId64, below, above);
+        else
+            snprintf(hint, sizeof hint, "; the smallest is %" PRId64, above);
+        fail_collective(
+            EXIT_USAGE,
+            "total_batch = %" PRId64 " tokens is not a multiple of micro_batch * seq_len * world "
+            "= %d * %d * %d = %" PRId64 " tokens (world size %d)%s",
+            cfg->total_batch, cfg->micro_batch, cfg->seq_len, world_size, unit, world_size, hint);
+    }
+    int64_t accum = cfg->total_batch / unit;
+    if (accum > INT_MAX)
+        fail_collective(EXIT_USAGE,
+                        "total_batch = %" PRId64 ": %" PRId64 " micro-steps per step is too many",
+                        cfg->total_batch, accum);
+    cfg->grad_accum = (int)accum;
+}
+
+static void validate_schedule(const config *cfg) {
+    if (cfg->warmup_steps > cfg->max_steps)
+        fail_collective(EXIT_USAGE, "warmup_steps = %d is larger than max_steps = %d",
+                        cfg->warmup_steps, cfg->max_steps);
+}
+
+/* HellaSwag runs with each evaluation; both it and samples read text. */
+static void validate_watch(const config *cfg) {
+    if (cfg->hellaswag_data[0] != '\0' && cfg->eval_every == 0)
+        fail_collective(EXIT_USAGE,
+                        "hellaswag_data is set but eval_every = 0 (HellaSwag is scored at every "
+                        "evaluation: set eval_every, or leave hellaswag_data empty)");
+    const char *needs = cfg->hellaswag_data[0] ? "hellaswag_data"
+                        : cfg->sample_every > 0  ? "sample_every"
+                                                 : NULL;
+    if (needs && !GPT2_HAVE_TOKENIZER)
+        fail_collective(EXIT_USAGE,
+                        "%s needs the GPT-2 tokenizer, which this binary was built without "
+                        "(install PCRE2 and json-c: apt-get install libpcre2-dev libjson-c-dev, "
+                        "and rebuild)", needs);
+    if (needs && cfg->tokenizer_dir[0] == '\0')
+        fail_collective(EXIT_USAGE, "tokenizer_dir is empty but %s needs the tokenizer", needs);
+}
+
+static void validate_run(const config *cfg) {
+    if (cfg->train_data[0] == '\0')
+        fail_collective(EXIT_USAGE, "train_data is empty: set it to a glob of .bin token shards");
+    if (cfg->val_data[0] == '\0' && cfg->eval_every > 0)
+        fail_collective(EXIT_USAGE,
+                        "val_data is empty but eval_every = %d (set val_data, or eval_every = 0)",
+                        cfg->eval_every);
+    validate_watch(cfg);
+    if (cfg->out_dir[0] == '\0') fail_collective(EXIT_USAGE, "out_dir is empty (use . for here)");
+    if (cfg->resume[0] == '\0')
+        fail_collective(EXIT_USAGE, "resume is empty: use auto, none or a checkpoint path");
+    /* run_name becomes one directory under out_dir, never a path out of it. */
+    if (cfg->run_name[0] == '\0' || strchr(cfg->run_name, '/') || strcmp(cfg->run_name, ".") == 0 ||
+        strcmp(cfg->run_name, "..") == 0)
+        fail_collective(EXIT_USAGE,
+                        "run_name = '%s': must be a plain directory name (no '/', not . or ..)",
+                        cfg->run_name);
+}
+
+void config_validate(config *cfg, int launched_world) {
+    if (launched_world < 1) FAIL("config_validate: world size %d", launched_world);
+    validate_keys(cfg);
+    cfg->world = cfg->dry_run && cfg->dry_run_ranks > 0 ? cfg->dry_run_ranks : launched_world;
+    validate_model(cfg);
+    validate_batch(cfg);
+    validate_schedule(cfg);
+    validate_run(cfg);
+}
