@@ -5,7 +5,7 @@
 # Env: NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc), ARCH (90a),
 # EXTRA (more nvcc flags, e.g. -DGPT2_ATTN_TUNING to build the tile-shape
 # variants into the test and the benchmark). Writes OUTDIR/ptxas.txt, the
-# register/spill/shared-memory report of attention.cu.
+# register/spill/shared-memory report of the attention kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-build-attn}
@@ -15,11 +15,15 @@ mkdir -p "$OUT"
 FLAGS=(-std=c++17 -O3 "-gencode=arch=compute_${ARCH},code=sm_${ARCH}" -Isrc
        --expt-relaxed-constexpr -Werror=all-warnings -DGPT2_ATTN_STANDALONE ${EXTRA:-})
 [ "$ARCH" = 90a ] && FLAGS+=(-DGPT2_HAVE_SM90A=1) # the wgmma kernels have bodies
-"$NVCC" "${FLAGS[@]}" -Xptxas -v -c src/kernels/cuda/attention.cu -o "$OUT/attention.o" \
-    2> "$OUT/ptxas.txt" || { cat "$OUT/ptxas.txt"; exit 1; }
-"$NVCC" "${FLAGS[@]}" -Xptxas -v -c src/kernels/cuda/attention_sm90.cu -o "$OUT/attention_sm90.o" \
-    2>> "$OUT/ptxas.txt" || { cat "$OUT/ptxas.txt"; exit 1; }
-objs=("$OUT/attention.o" "$OUT/attention_sm90.o")
+# every attention translation unit: the dispatcher and one per kernel family
+objs=()
+: > "$OUT/ptxas.txt"
+for tu in src/kernels/cuda/attention*.cu; do
+  obj="$OUT/$(basename "$tu" .cu).o"
+  "$NVCC" "${FLAGS[@]}" -Xptxas -v -c "$tu" -o "$obj" 2>> "$OUT/ptxas.txt" ||
+    { cat "$OUT/ptxas.txt"; exit 1; }
+  objs+=("$obj")
+done
 "$NVCC" "${FLAGS[@]}" tests/gpu/test_attention_cuda.cu "${objs[@]}" -o "$OUT/test_attention_cuda" &
 pid_test=$!
 "$NVCC" "${FLAGS[@]}" bench/bench_attention.cu "${objs[@]}" -o "$OUT/bench_attention" &

@@ -38,7 +38,7 @@
  * the atomic traffic (B*T*C floats per key block) lands in L2 and overlaps
  * the math. Cost: dQ sums in an arbitrary order, so it is not bitwise
  * reproducible run to run (dK, dV are; the wgmma backward of
- * attention_sm90.cu has a deterministic mode).
+ * attention_wgmma.cu has a deterministic mode).
  *
  * Tile shapes (measured on H100, B=32 NH=12 T=1024; see the launchers):
  * HS=64 forward 4 warps x 32 rows (BM=128, 255 registers, 2 blocks/SM),
@@ -53,8 +53,8 @@
 #include <stdint.h>
 
 #include "kernels/attention.h"
-#include "kernels/cuda/attention_sm90.h"
-#include "kernels/cuda/attn_tiles.cuh"
+#include "kernels/cuda/attention_families.h"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace {
@@ -597,7 +597,7 @@ size_t dq_order_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
-// hopper: the main kernel is attention_sm90.cu's where it runs (compute
+// hopper: the main kernel is attention_wgmma.cu's where it runs (compute
 // capability 9.0 in sm_90a builds); the passes around it are these.
 // deterministic: that kernel's ordered dq adds (hopper only).
 template <int HS, int WARPS, int BM, int MINB>

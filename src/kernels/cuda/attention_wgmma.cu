@@ -19,7 +19,7 @@
  * T = 4096 on H100, side by side). At 128 its extra registers (143 a
  * thread) leave one block per SM, which measured slower (0.175 against
  * 0.150 ms).
- * The tiles are in the 128-byte swizzled layout of attn_tiles.cuh, which
+ * The tiles are in the 128-byte swizzled layout of attention_tiles.cuh, which
  * is both TMA's 128-byte swizzle and the layout wgmma reads (K-major for Q
  * and K in S = Q K^T; MN-major, transposed by the instruction, for V in
  * O += P V); 128 head dims are two 64-column atoms.
@@ -33,7 +33,7 @@
  * (attention.cu) tries these first. This file's kernels have bodies only
  * when compiled for sm_90a (GPT2_CUDA_ARCHS with "90a"; the build then
  * defines GPT2_HAVE_SM90A). */
-#include "kernels/cuda/attention_sm90.h"
+#include "kernels/cuda/attention_families.h"
 
 #include <cuda.h> // CUtensorMap (the driver's function is reached through the runtime)
 #include <cuda_bf16.h>
@@ -43,7 +43,7 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/attn_tiles.cuh"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace {
@@ -145,7 +145,7 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
 }
 // ROWS positions from row0 of head `head` of batch b of a make_head_map
 // tensor map, NA atoms of 64 head dims (ROWS / 64 x NA boxes), into the
-// tile at s in the atom layout (attn_tiles.cuh), completing on bar.
+// tile at s in the atom layout (attention_tiles.cuh), completing on bar.
 template <int ROWS, int NA>
 __device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int head, int row0,
                                          int b, uint32_t bar) {
@@ -293,7 +293,7 @@ __device__ __forceinline__ void wgmma_rs_tile(float *acc, const uint32_t (&frag)
 // Forward, head size HS = 64 or 128
 
 // Shared-memory byte address of k step kk (16 head dims) of a K-major tile
-// of ROWS rows in the atom layout (attn_tiles.cuh): 32 bytes a step within a
+// of ROWS rows in the atom layout (attention_tiles.cuh): 32 bytes a step within a
 // 64-column atom, atoms ROWS * 128 bytes apart.
 template <int ROWS> __device__ __forceinline__ constexpr uint32_t kstep_off(int kk) {
     return (kk >> 2) * ROWS * 128 + 32 * (kk & 3);
@@ -645,7 +645,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // walk the query tiles from the last one down in this mode (the first tile
 // of block kb is the last of every earlier block; walking up, block kb
 // would wait a whole tile's work for block kb - 1 at every tile). The
-// accumulator's layout (dq_sm90_index, attn_tiles.cuh) makes each tile one
+// accumulator's layout (dq_sm90_index, attention_tiles.cuh) makes each tile one
 // contiguous block and the stores to shared memory free of bank conflicts.
 // Products with HS columns run per 64 (one atom of the tiles): at HS = 128
 // dQ is done half by half, so that its accumulators (32 registers) come on

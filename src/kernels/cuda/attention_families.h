@@ -1,7 +1,7 @@
-/* The Hopper (sm_90a) attention kernels (attention_sm90.cu), called by the
+/* The Hopper (sm_90a) attention kernels (attention_wgmma.cu), called by the
  * dispatch in attention.cu before the mma.sync kernels. */
-#ifndef GPT2_KERNELS_CUDA_ATTENTION_SM90_H
-#define GPT2_KERNELS_CUDA_ATTENTION_SM90_H
+#ifndef GPT2_KERNELS_CUDA_ATTENTION_FAMILIES_H
+#define GPT2_KERNELS_CUDA_ATTENTION_FAMILIES_H
 
 #include <cuda_runtime.h>
 
@@ -19,7 +19,7 @@ int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T,
 /* The backward's main kernel for head size 64 or 128 on such a device (attention.cu
  * runs the passes around it: dq_acc zeroed and dsum = rowsum(dout * out)
  * before, dq_acc * scale -> dqkv after; dq_acc in dq_sm90_index's layout,
- * attn_tiles.cuh): returns 1 when launched, else 0. dq_order: NULL, or
+ * attention_tiles.cuh): returns 1 when launched, else 0. dq_order: NULL, or
  * B * NH * ceil(T / 64) * 4 zeroed counters: the deterministic mode, which
  * adds each dq tile's contributions in the order of the key blocks. */
 int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout, const void *qkv,

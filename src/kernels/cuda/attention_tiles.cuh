@@ -1,11 +1,11 @@
 /* What the flash attention kernels share (attention.cu: mma.sync, sm_80+;
- * attention_sm90.cu: wgmma, sm_90a): cp.async, bf16 packing, exp2, the
+ * attention_wgmma.cu: wgmma, sm_90a): cp.async, bf16 packing, exp2, the
  * swizzled shared tiles and the loader that fills them, and the launchers'
  * shared-memory limit. A tile of 64 bf16 columns (128-byte rows, 16-byte
  * chunks XORed with row % 8) is exactly the 128-byte swizzle layout that
  * wgmma reads through a matrix descriptor, when its base is 1024-aligned. */
-#ifndef GPT2_KERNELS_CUDA_ATTN_TILES_CUH
-#define GPT2_KERNELS_CUDA_ATTN_TILES_CUH
+#ifndef GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
+#define GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -166,7 +166,7 @@ __device__ __forceinline__ void load_row_stats(float *sL, float *sD, const BwdBl
     }
 }
 
-// The fp32 dQ accumulator of the wgmma backward (attention_sm90.cu), for
+// The fp32 dQ accumulator of the wgmma backward (attention_wgmma.cu), for
 // dQ of batch b, head h (of NH), position t (of T), head dim d (of HS):
 // [B][NH][HS / 64][T][64], so that the 64 x 64 tile of 64 positions is one
 // contiguous 16 KB block (one bulk reduction), with the 8-float chunks of a
