@@ -3,8 +3,9 @@
 # MPI/HDF5): for GPU machines where the full configure cannot run.
 #   bench/build_attention_standalone.sh [OUTDIR]   (default build-attn)
 # Env: NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc), ARCH (90a),
-# EXTRA (more nvcc flags, e.g. -DGPT2_ATTN_TUNING to build the tile-shape
-# variants into the test and the benchmark). Writes OUTDIR/ptxas.txt, the
+# EXTRA (more nvcc flags, e.g. -DGPT2_ATTN_TUNING to build the tuning
+# variants into the kernels, the test and the benchmark, as CMake's
+# -DGPT2_ATTN_TUNING=ON does). Writes OUTDIR/ptxas.txt, the
 # register/spill/shared-memory report of the attention kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
