@@ -31,5 +31,9 @@ pid_test=$!
 pid_bench=$!
 wait "$pid_test"
 wait "$pid_bench"
-grep -E "spill|registers" "$OUT/ptxas.txt" | paste - - | grep -v " 0 bytes spill stores" || true
+# the kernels that spill, by name
+awk '/Function properties for/ { name = $NF }
+     / bytes spill stores/ && $5 + 0 > 0 { print name ":" $0 }' "$OUT/ptxas.txt" |
+  { command -v c++filt >/dev/null && c++filt || cat; } |
+  sed -E 's/\(anonymous namespace\):://g; s/^void //; s/\([^()]*\):/:/' | sort -u
 echo "built $OUT/test_attention_cuda $OUT/bench_attention"

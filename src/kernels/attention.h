@@ -65,9 +65,10 @@ void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, cons
                              const attention_cuda_options *opt, cudaStream_t stream);
 #ifdef GPT2_ATTN_TUNING
 /* Tuning builds only (CMake -DGPT2_ATTN_TUNING=ON), for bench_attention and
- * test_attention_cuda: the kernels' other tile shapes, and the wgmma
- * kernels' TMA-less fallbacks, each run by name in place of the kernel
- * production would choose. Production runs none of them by name. */
+ * test_attention_cuda: the tile shapes measured against the production
+ * ones, and the wgmma kernels' cp.async fallbacks (production runs those
+ * only where no TMA tensor map can be made), each run by name in place of
+ * the kernel the dispatcher would choose. */
 typedef struct {
     const char *name;   /* e.g. "wgmma_fwd64_tma3" */
     const char *family; /* as attention_cuda_kernels names it */
