@@ -4,11 +4,12 @@
  * After 10 warm-ups, the median of 10 samples, each the mean of 10
  * back-to-back calls between two CUDA events (bench/attention_peers.py times
  * PyTorch's the same way). Prints, for the default kernels and (on Hopper)
- * the mma.sync ones, one comparable line
+ * their deterministic mode and the mma.sync kernels, one comparable line
  *   BENCH attention impl=<wgmma|mma.sync> B= H= T= D= fwd_ms= fwdbwd_ms=
  * and a readable one with TFLOP/s on causal FLOPs (forward 4*B*NH*T*T*HS/2,
  * backward 2.5x forward). bench/bench_attention.sh puts them beside PyTorch
- * SDPA's. Exits 77 when there is no GPU. */
+ * SDPA's. Tuning builds (GPT2_ATTN_TUNING) first time every variant of the
+ * head size that runs here, by name. Exits 77 when there is no GPU. */
 #include <cuda_runtime.h>
 
 #include <stdarg.h>
@@ -40,14 +41,30 @@ struct bench_bufs {
     int B, T, C, NH;
     void *qkv, *dout, *out, *dqkv, *ws;
     float *lse;
+    const attention_cuda_options *opt; // the production kernels these select
+    const char *fwd_variant, *bwd_variant; // or tuning variants in their place (NULL: none)
 };
 
 static void run_fwd(const bench_bufs &b, cudaStream_t s) {
-    attention_forward_cuda(b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, s);
+#ifdef GPT2_ATTN_TUNING
+    if (b.fwd_variant) {
+        attention_forward_cuda_variant(b.fwd_variant, b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, s);
+        return;
+    }
+#endif
+    attention_forward_cuda(b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, b.opt, s);
 }
 static void run_fwd_bwd(const bench_bufs &b, cudaStream_t s) {
-    attention_forward_cuda(b.out, b.lse, b.qkv, b.B, b.T, b.C, b.NH, s);
-    attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.ws, s);
+    run_fwd(b, s);
+#ifdef GPT2_ATTN_TUNING
+    if (b.bwd_variant) {
+        attention_backward_cuda_variant(b.bwd_variant, b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B,
+                                        b.T, b.C, b.NH, b.ws, s);
+        return;
+    }
+#endif
+    attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.ws, b.opt,
+                            s);
 }
 
 // median over `samples` of the mean ms of `calls` back-to-back calls of fn,
@@ -79,7 +96,7 @@ int main(int argc, char **argv) {
         printf("bench_attention: no GPU, skipped\n");
         return 77;
     }
-    bench_bufs b;
+    bench_bufs b = {};
     b.B = argc > 1 ? atoi(argv[1]) : 32;
     b.NH = argc > 2 ? atoi(argv[2]) : 12;
     b.T = argc > 3 ? atoi(argv[3]) : 1024;
@@ -103,47 +120,49 @@ int main(int argc, char **argv) {
 
     const double fwd_flop = 4.0 * b.B * b.NH * (double)b.T * b.T * HS / 2;
     const double all_flop = 3.5 * fwd_flop;
-#ifdef GPT2_ATTN_TUNING
-    { // tile-shape variants (same kernels, other template arguments)
-        std::vector<int> fwd_variants = {0, 6, 7, 10}; // head size 128: wgmma's 4 shapes
-        if (HS == 64) fwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
-        for (int f : fwd_variants) {
-            attention_cuda_set_variant(f, 0);
-            const double t = time_median(run_fwd, b, s);
-            printf("  variant fwd%d: fwd %.3f ms (%.0f TFLOP/s)\n", f, t, fwd_flop / t * 1e-9);
-        }
-        std::vector<int> bwd_variants = {0, 7, 8, 9, 10}; // head size 128: wgmma's 5
-        if (HS == 64) bwd_variants = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
-        for (int v : bwd_variants) {
-            attention_cuda_set_variant(0, v);
-            const double t = time_median(run_fwd_bwd, b, s);
-            printf("  variant bwd%d: fwd+bwd %.3f ms (%.0f TFLOP/s)\n", v, t,
-                   all_flop / t * 1e-9);
-        }
-        attention_cuda_set_variant(0, 0);
-    }
-#endif
     // The default kernels, then (where they differ) the deterministic mode
     // and the mma.sync kernels
-    const bool hopper = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
+    const attention_cuda_options passes[3] = {{true, false}, {true, true}, {false, false}};
+    const bool hopper =
+        strcmp(attention_cuda_kernels(HS, &passes[0]), attention_cuda_kernels(HS, &passes[2])) != 0;
+#ifdef GPT2_ATTN_TUNING
+    // tile-shape variants by name: a forward variant timed alone, a backward
+    // one after the default forward
+    for (int i = 0; i < attention_cuda_variant_count(); i++) {
+        const attention_cuda_variant *v = attention_cuda_variant_info(i);
+        if (v->head_size != HS ||
+            (!hopper && strcmp(v->family, attention_cuda_kernels(HS, &passes[2])) != 0))
+            continue;
+        if (v->backward) {
+            b.bwd_variant = v->name;
+            const double t = time_median(run_fwd_bwd, b, s);
+            printf("  variant %-32s fwd+bwd %.3f ms (%.0f TFLOP/s)  %s\n", v->name, t,
+                   all_flop / t * 1e-9, v->what);
+        } else {
+            b.fwd_variant = v->name;
+            const double t = time_median(run_fwd, b, s);
+            printf("  variant %-32s fwd %.3f ms (%.0f TFLOP/s)  %s\n", v->name, t,
+                   fwd_flop / t * 1e-9, v->what);
+        }
+        b.fwd_variant = b.bwd_variant = NULL;
+    }
+#endif
     for (int pass = 0; pass < (hopper ? 3 : 1); pass++) {
-        attention_cuda_use_hopper(pass < 2);
-        attention_cuda_set_deterministic(pass == 1);
+        b.opt = &passes[pass];
         const double t_fwd = time_median(run_fwd, b, s);
         const double t_all = time_median(run_fwd_bwd, b, s);
         CK(cudaDeviceSynchronize());
-        const bool wgmma = strcmp(attention_cuda_kernels(HS), "wgmma (sm_90a)") == 0;
+        const bool wgmma = strcmp(attention_cuda_kernels(HS, b.opt),
+                                  attention_cuda_kernels(HS, &passes[2])) != 0;
         printf("BENCH attention impl=%s B=%d H=%d T=%d D=%d fwd_ms=%.4f fwdbwd_ms=%.4f\n",
                !wgmma ? "mma.sync" : pass == 1 ? "wgmma-det" : "wgmma", b.B, b.NH, b.T, HS, t_fwd,
                t_all);
         printf("  %s, %s%s: fwd %.3f ms (%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd "
                "%.3f ms, %.0f TFLOP/s)\n",
-               prop.name, attention_cuda_kernels(HS), pass == 1 ? ", deterministic" : "", t_fwd,
-               fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
+               prop.name, attention_cuda_kernels(HS, b.opt), pass == 1 ? ", deterministic" : "",
+               t_fwd, fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
                2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
     }
-    attention_cuda_use_hopper(1);
-    attention_cuda_set_deterministic(0);
     CK(cudaFree(b.qkv));
     CK(cudaFree(b.dqkv));
     CK(cudaFree(b.dout));

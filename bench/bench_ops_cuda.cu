@@ -72,9 +72,10 @@ static void line_mem(const char *op, const char *shape, double us, double bytes)
 
 int main(int argc, char **argv) {
     const int N = argc > 1 ? atoi(argv[1]) : 32768;
-    if (argc > 2) matmul_cuda_set_autotune(atoi(argv[2])); /* 0: the heuristic's algorithms */
+    cuda_backend_options opt = cuda_backend_defaults();
+    if (argc > 2) opt.matmul_autotune = atoi(argv[2]) != 0; /* 0: the heuristic's algorithms */
     const int C = 768, V = 50257, Vp = 50304, T = 1024, B = N / T > 0 ? N / T : 1;
-    ops_cuda_init(0);
+    ops_cuda_init(0, &opt);
     char name[256];
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

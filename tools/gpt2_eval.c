@@ -94,7 +94,7 @@ static const kernel_ops *select_backend(const char *device) {
     if (strcmp(device, "cpu") == 0) return &ops_cpu;
 #if GPT2_HAVE_CUDA
     if (cuda_device_count() == 0) FAIL("--device cuda: no GPU is visible");
-    ops_cuda_init(0);
+    ops_cuda_init(0, NULL);
     return &ops_cuda;
 #else
     fail_at(__FILE__, __LINE__, EXIT_USAGE,

@@ -18,9 +18,12 @@ void attention_forward_cpu(float *out, float *lse, const float *qkv, int B, int 
 void attention_backward_cpu(float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, int B, int T, int C, int NH);
 
-/* CUDA backend (bf16 tensors as void *, fp32 lse; see kernels/cuda/attention.cu).
- * Visible in CUDA builds of C files and in every CUDA translation unit. HS =
- * C/NH must be 64 or 128; T is any length >= 1. All calls are asynchronous on
+/* CUDA backend (bf16 tensors as void *, fp32 lse): kernels/cuda/attention.cu
+ * chooses a kernel family per call, mma.sync (attention_mma.cu, compute
+ * capability 8.0 and newer) or wgmma with TMA (attention_wgmma.cu, builds
+ * with sm_90a code on compute capability 9.0: H100, H200, GH200). Visible in
+ * CUDA builds of C files and in every CUDA translation unit. HS = C/NH must
+ * be 64 or 128; T is any length >= 1. All calls are asynchronous on
  * `stream`. */
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <stddef.h>
@@ -28,22 +31,28 @@ void attention_backward_cpu(float *dqkv, const float *dout, const float *qkv, co
 extern "C" {
 #endif
 typedef struct CUstream_st *cudaStream_t; /* as in the CUDA runtime's driver_types.h */
+/* What a caller (the CUDA backend: its options, set at ops_cuda_init) asks
+ * of the kernels; NULL wherever one is taken means the defaults,
+ * {.hopper = true, .deterministic = false}. */
+typedef struct {
+    /* true: the wgmma kernels where they run (else mma.sync); false: the
+     * mma.sync kernels everywhere, for comparisons. */
+    bool hopper;
+    /* true: the backward adds dq's contributions in a fixed order, so dqkv
+     * is the same bits run to run (the forward and dk, dv always are). Only
+     * the wgmma kernels have this mode: attention_cuda_options_supported. */
+    bool deterministic;
+} attention_cuda_options;
+/* The kernel family a call with head size HS and these options runs on the
+ * current device: "wgmma (sm_90a)" or "mma.sync (sm_80)". */
+const char *attention_cuda_kernels(int HS, const attention_cuda_options *opt);
+/* Whether the kernels the current device runs with opt honour all of it
+ * (deterministic needs the wgmma kernels). A backward asked for what they
+ * cannot do ends the program. */
+bool attention_cuda_options_supported(const attention_cuda_options *opt);
 /* out (B,T,C) bf16, lse (B,NH,T) fp32, from qkv (B,T,3C) bf16. */
 void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
-                            cudaStream_t stream);
-/* Hopper: builds with sm_90a code (GPT2_CUDA_ARCHS with "90a") run head
- * sizes 64 and 128, forward and backward, on wgmma kernels on compute
- * capability 9.0 GPUs (on by default); 0 makes every call take the mma.sync
- * kernels, for comparisons. */
-void attention_cuda_use_hopper(int on);
-/* on = 1: the backward adds dq's contributions in a fixed order, so dqkv is
- * the same bits run to run (the forward and dk, dv always are). Only the
- * wgmma kernels do this: returns 1 when the kernels this device runs honour
- * it (or on = 0), else 0 and the setting stays off. */
-int attention_cuda_set_deterministic(int on);
-/* The kernel family a call with head size HS runs on the current device:
- * "wgmma (sm_90a)" or "mma.sync (sm_80)". */
-const char *attention_cuda_kernels(int HS);
+                            const attention_cuda_options *opt, cudaStream_t stream);
 /* Device scratch the backward needs: an fp32 dq accumulator (B,T,C), the
  * row sums D = rowsum(dout * out) (B,NH,T) and the deterministic mode's
  * counters (4 per 64 positions of each head). */
@@ -53,7 +62,34 @@ size_t attention_backward_workspace_bytes(int B, int T, int C, int NH);
  * need not be initialised. */
 void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, const void *out,
                              const float *lse, int B, int T, int C, int NH, void *workspace,
-                             cudaStream_t stream);
+                             const attention_cuda_options *opt, cudaStream_t stream);
+#ifdef GPT2_ATTN_TUNING
+/* Tuning builds only (CMake -DGPT2_ATTN_TUNING=ON), for bench_attention and
+ * test_attention_cuda: the tile shapes measured against the production
+ * ones, and the wgmma kernels' cp.async fallbacks (production runs those
+ * only where no TMA tensor map can be made), each run by name in place of
+ * the kernel the dispatcher would choose. */
+typedef struct {
+    const char *name;   /* e.g. "wgmma_fwd64_tma3" */
+    const char *family; /* as attention_cuda_kernels names it */
+    int head_size;      /* the one head size it takes */
+    bool backward;      /* the backward's main kernel (else a forward) */
+    const char *what;   /* how it differs from the production kernel */
+} attention_cuda_variant;
+int attention_cuda_variant_count(void);
+/* Variant i (0 <= i < attention_cuda_variant_count()), else NULL. */
+const attention_cuda_variant *attention_cuda_variant_info(int i);
+/* attention_forward_cuda with the named forward variant; ends the program
+ * on an unknown name, another head size, or a wgmma variant where those
+ * kernels do not run. */
+void attention_forward_cuda_variant(const char *name, void *out, float *lse, const void *qkv,
+                                    int B, int T, int C, int NH, cudaStream_t stream);
+/* attention_backward_cuda (not deterministic) with the named variant as the
+ * main kernel; the passes around it stay. Ends the program as above. */
+void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
+                                     const void *qkv, const void *out, const float *lse, int B,
+                                     int T, int C, int NH, void *workspace, cudaStream_t stream);
+#endif
 #ifdef __cplusplus
 }
 #endif

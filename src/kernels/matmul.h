@@ -16,18 +16,23 @@ void bias_grad_cpu(float *dbias, const float *dout, int N, int OC);
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* CUDA (src/kernels/cuda/matmul.cu): cuBLASLt, bf16 in and out, fp32
- * accumulation; C and OC multiples of 8. The handle and its workspace belong
- * to the caller (ops_cuda). */
+ * accumulation; C and OC multiples of 8. The handle, its workspace and the
+ * autotune choice belong to the caller (ops_cuda: its state, set at
+ * ops_cuda_init). */
 typedef struct {
     cublasLtHandle_t handle;
     void *workspace;
     size_t workspace_bytes;
+    /* true: each new GEMM shape times cuBLASLt's candidate algorithms once
+     * and keeps the fastest; false: the heuristic's first */
+    bool autotune;
 } cublaslt_ctx;
 
 /* out (N,OC) = inp @ weight^T + bias; bias may be NULL. */
@@ -68,9 +73,6 @@ enum {
     MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
 };
 void matmul_cuda_set_fusion(int flags);
-/* 1 (default): each new GEMM shape times the heuristic's candidate
- * algorithms once and keeps the fastest; 0: the heuristic's first. */
-void matmul_cuda_set_autotune(int on);
 /* The measured choices so far: per GEMM plan, the heuristic's first
  * algorithm's time, the chosen one's, and its rate. */
 void matmul_cuda_print_tuning(FILE *out);

@@ -107,15 +107,35 @@ typedef struct kernel_ops {
 extern const kernel_ops ops_cpu;
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <stdbool.h>
+
+#include "kernels/attention.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* The CUDA backend (kernels/cuda/ops_cuda.cu): bf16 storage, one compute
  * stream. ops_cuda_init must run first. */
 extern const kernel_ops ops_cuda;
+/* The CUDA backend's options, fixed at ops_cuda_init and kept in its state
+ * (the trainer fills them from the config keys matmul_autotune,
+ * attention_hopper and attention_deterministic). */
+typedef struct {
+    /* true: each new GEMM shape times cuBLASLt's candidate algorithms once
+     * and keeps the fastest; false: the heuristic's first (kernels/matmul.h). */
+    bool matmul_autotune;
+    /* which attention kernels run, and the deterministic backward
+     * (kernels/attention.h; attention_cuda_options_supported says whether
+     * this device can honour them) */
+    attention_cuda_options attention;
+} cuda_backend_options;
+/* The defaults: autotuned GEMMs, the wgmma attention where it runs, not
+ * deterministic. */
+cuda_backend_options cuda_backend_defaults(void);
 /* Selects the GPU, creates the compute stream, the cuBLASLt handle and its
- * 32 MiB workspace. Once per process (again with the same device is a no-op). */
-void ops_cuda_init(int device);
+ * 32 MiB workspace, and keeps a copy of *opt (NULL: the defaults). Once per
+ * process: again with the same device and options is a no-op, with others
+ * an error. */
+void ops_cuda_init(int device, const cuda_backend_options *opt);
 /* The stream every ops_cuda call runs on (a cudaStream_t), for the
  * communicator's events and stream waits. */
 struct CUstream_st *ops_cuda_stream(void);

@@ -53,14 +53,17 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
 #endif
         /* The GPU dist_check_environment picked: the node-local rank's, or
          * the only one when the launcher bound one GPU to each rank. */
-        ops_cuda_init(dist->gpu >= 0 ? dist->gpu : dist->local_rank);
-        matmul_cuda_set_autotune(cfg->matmul_autotune);
-        attention_cuda_use_hopper(cfg->attention_hopper);
-        if (!attention_cuda_set_deterministic(cfg->attention_deterministic))
+        cuda_backend_options opt = cuda_backend_defaults();
+        opt.matmul_autotune = cfg->matmul_autotune;
+        opt.attention.hopper = cfg->attention_hopper;
+        opt.attention.deterministic = cfg->attention_deterministic;
+        ops_cuda_init(dist->gpu >= 0 ? dist->gpu : dist->local_rank, &opt);
+        if (!attention_cuda_options_supported(&opt.attention))
             fail_at(__FILE__, __LINE__, EXIT_USAGE,
                     "attention_deterministic=true needs the Hopper attention kernels: an "
                     "H100/H200, a build with sm_90a code (GPT2_CUDA_ARCHS with 90a) and "
-                    "attention_hopper=true; this run has %s", attention_cuda_kernels(64));
+                    "attention_hopper=true; this run has %s",
+                    attention_cuda_kernels(64, &opt.attention));
         return &ops_cuda;
     }
 #endif

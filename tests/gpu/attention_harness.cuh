@@ -1,7 +1,7 @@
 /* What the attention test and benchmark share (tests/gpu/test_attention_cuda.cu,
  * bench/bench_attention.cu): the fatal-error hook the kernels call when they
  * are built without the core library (bench/build_attention_standalone.sh),
- * the tuning hook, and CK, which ends the program on a failed CUDA call. */
+ * and CK, which ends the program on a failed CUDA call. */
 #ifndef GPT2_TESTS_ATTENTION_HARNESS_CUH
 #define GPT2_TESTS_ATTENTION_HARNESS_CUH
 
@@ -22,9 +22,6 @@ extern "C" [[noreturn]] void fail_at(const char *file, int line, int code, const
     va_end(ap);
     exit(code);
 }
-#endif
-#ifdef GPT2_ATTN_TUNING
-extern "C" void attention_cuda_set_variant(int fwd, int bwd);
 #endif
 
 #define CK(stmt)                                                                           \

@@ -1,4 +1,4 @@
-/* GPU test of the causal flash attention kernels (kernels/cuda/attention.cu):
+/* GPU test of the causal flash attention kernels (kernels/cuda/attention*.cu):
  * forward (out, lse) and backward (dq, dk, dv) against a float64 host
  * reference of plain causal attention, computed from the same bf16-rounded
  * inputs. Exits 77 (skipped) when there is no GPU.
@@ -11,9 +11,13 @@
  * softmax bug gives errors of order 1. lse is fp32 end to end: 1e-4.
  * Outputs and workspace are filled with NaN bytes before each call, and every
  * element must come back finite (every element written). T = 1000 and the
- * small odd lengths exercise partial tiles. Where the Hopper kernels run, the
- * deterministic mode (attention_cuda_set_deterministic) is checked too: the
- * same tolerances, and dqkv of a second backward bit for bit the first's. */
+ * small odd lengths exercise partial tiles. Every kernel production can run
+ * here is tested: the default family; where the Hopper (wgmma) kernels run,
+ * also their deterministic mode (attention_cuda_options.deterministic: the
+ * same tolerances, and dqkv of a second backward bit for bit the first's)
+ * and the mma.sync kernels (attention_hopper=false, and every other GPU's
+ * path). Tuning builds (GPT2_ATTN_TUNING) add every variant by name, the
+ * wgmma kernels' cp.async fallbacks among them. */
 #include <cuda_runtime.h>
 
 #include <math.h>
@@ -155,8 +159,11 @@ typedef struct {
     int B, T, NH, HS;
 } test_case;
 
-static int run_case(const test_case &tc, int variant_fwd, int variant_bwd,
-                    int deterministic = 0) {
+/* variant: NULL (the kernels opt selects), or a tuning variant's name, run
+ * in place of the production forward or backward main kernel. */
+static int run_case(const test_case &tc, const attention_cuda_options *opt,
+                    const char *variant = NULL) {
+    const bool deterministic = opt && opt->deterministic;
     const int B = tc.B, T = tc.T, NH = tc.NH, HS = tc.HS, C = NH * HS;
     const size_t n_qkv = (size_t)B * T * 3 * C, n_out = (size_t)B * T * C,
                  n_lse = (size_t)B * NH * T;
@@ -198,18 +205,23 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd,
     CK(cudaMemset(d_dqkv, 0xFF, n_qkv * 2));
     CK(cudaMemset(d_ws, 0xFF, ws));
 #ifdef GPT2_ATTN_TUNING
-    attention_cuda_set_variant(variant_fwd, variant_bwd);
-#else
-    (void)variant_fwd;
-    (void)variant_bwd;
+    bool variant_bwd = false;
+    for (int i = 0; variant && i < attention_cuda_variant_count(); i++)
+        if (strcmp(attention_cuda_variant_info(i)->name, variant) == 0)
+            variant_bwd = attention_cuda_variant_info(i)->backward;
+    if (variant && !variant_bwd)
+        attention_forward_cuda_variant(variant, d_out, d_lse, d_qkv, B, T, C, NH, 0);
+    else
 #endif
-    if (deterministic && !attention_cuda_set_deterministic(1)) {
-        printf("deterministic mode refused where the wgmma kernels run  FAIL\n");
-        return 0;
-    }
-    attention_forward_cuda(d_out, d_lse, d_qkv, B, T, C, NH, 0);
+        attention_forward_cuda(d_out, d_lse, d_qkv, B, T, C, NH, opt, 0);
     CK(cudaGetLastError());
-    attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, 0);
+#ifdef GPT2_ATTN_TUNING
+    if (variant_bwd)
+        attention_backward_cuda_variant(variant, d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH,
+                                        d_ws, 0);
+    else
+#endif
+        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, opt, 0);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
 
@@ -219,11 +231,10 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd,
         std::vector<uint16_t> first(n_qkv);
         CK(cudaMemcpy(first.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
         CK(cudaMemset(d_dqkv, 0xFF, n_qkv * 2));
-        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, 0);
+        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, opt, 0);
         CK(cudaGetLastError());
         CK(cudaMemcpy(g_dqkv.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
         repeats = memcmp(first.data(), g_dqkv.data(), n_qkv * 2) == 0;
-        attention_cuda_set_deterministic(0);
     }
     std::vector<float> g_lse(n_lse), f_out(n_out), f_dqkv(n_qkv);
     CK(cudaMemcpy(g_out.data(), d_out, n_out * 2, cudaMemcpyDeviceToHost));
@@ -246,8 +257,9 @@ static int run_case(const test_case &tc, int variant_fwd, int variant_bwd,
         res[2 + k] = compare(r_dqkv.data() + (size_t)k * C, 3 * (size_t)C,
                              f_dqkv.data() + (size_t)k * C, 3 * (size_t)C, (size_t)B * T, C);
     int ok = 1;
-    printf("B=%d T=%4d NH=%d HS=%3d fwd%d bwd%d [%s%s]:", B, T, NH, HS, variant_fwd,
-           variant_bwd, attention_cuda_kernels(HS), deterministic ? ", deterministic" : "");
+    printf("B=%d T=%4d NH=%d HS=%3d [%s%s]:", B, T, NH, HS,
+           variant ? variant : attention_cuda_kernels(HS, opt),
+           deterministic ? ", deterministic" : "");
     for (int k = 0; k < 5; k++) {
         const double tol = k == 1 ? TOL_LSE : TOL_BF16;
         const int good = res[k].rel <= tol && res[k].nonfinite == 0;
@@ -296,40 +308,37 @@ int main(int argc, char **argv) {
     };
     // Where the Hopper (wgmma) kernels are the default, the mma.sync ones are
     // tested too: they are the path of every other GPU.
-    const int hopper = strcmp(attention_cuda_kernels(64), "wgmma (sm_90a)") == 0;
-    printf("kernels by default: %s\n", attention_cuda_kernels(64));
+    const attention_cuda_options defaults = {true, false}, deterministic = {true, true},
+                                 mma = {false, false}, mma_deterministic = {false, true};
+    const char *family = attention_cuda_kernels(64, &defaults),
+               *mma_family = attention_cuda_kernels(64, &mma);
+    const bool hopper = strcmp(family, mma_family) != 0;
+    printf("kernels by default: %s\n", family);
     int failed = 0, total = 0;
+    if (attention_cuda_options_supported(&mma_deterministic)) { // the mma.sync kernels have none
+        printf("deterministic mode accepted for the mma.sync kernels  FAIL\n");
+        failed++;
+    }
+    if (hopper && !attention_cuda_options_supported(&deterministic)) {
+        printf("deterministic mode refused where the wgmma kernels run  FAIL\n");
+        failed++;
+    }
     for (const test_case &tc : cases) {
         if (quick && tc.T > 256) continue;
 #ifdef GPT2_ATTN_TUNING
-        if (tc.HS == 64) { // every tile-shape variant
-            for (int f = 0; f < 14; f++, total++) failed += !run_case(tc, f, 0);
-            for (int b = 1; b < 11; b++, total++) failed += !run_case(tc, 0, b);
-            continue;
-        }
-        // head size 128's wgmma variants: 3 warpgroups, 1 block/SM, cp.async
-        for (int f : {6, 7, 10}) {
-            failed += !run_case(tc, f, 0);
-            total++;
-        }
-        for (int b : {7, 8, 9, 10}) { // cp.async, unsplit, split without dV, pair by pair
-            failed += !run_case(tc, 0, b);
+        for (int i = 0; i < attention_cuda_variant_count(); i++) { // every variant that runs here
+            const attention_cuda_variant *v = attention_cuda_variant_info(i);
+            if (v->head_size != tc.HS || (!hopper && strcmp(v->family, mma_family) != 0)) continue;
+            failed += !run_case(tc, NULL, v->name);
             total++;
         }
 #endif
-        failed += !run_case(tc, 0, 0);
+        failed += !run_case(tc, &defaults);
         total++;
         if (hopper) {
-            failed += !run_case(tc, 0, 0, 1);
-            total++;
-            attention_cuda_use_hopper(0);
-            if (attention_cuda_set_deterministic(1)) { // the mma.sync kernels have no such mode
-                printf("deterministic mode accepted for the mma.sync kernels  FAIL\n");
-                failed++;
-            }
-            failed += !run_case(tc, 0, 0);
-            total++;
-            attention_cuda_use_hopper(1);
+            failed += !run_case(tc, &deterministic);
+            failed += !run_case(tc, &mma);
+            total += 2;
         }
     }
     printf("test_attention_cuda: %d/%d cases passed\n", total - failed, total);

@@ -151,7 +151,7 @@ int main(void) {
     char name[128];
     cuda_device_describe(0, name, sizeof name);
     printf("gpu_model_step on %s\n", name);
-    ops_cuda_init(0);
+    ops_cuda_init(0, NULL);
     run(2, 64, 1, 4, 64, 1337);
     run(2, 128, 2, 2, 64, 4242);
     run(2, 768, 12, 2, 64, 777); /* GPT-2 124M's width and heads */

@@ -972,7 +972,7 @@ int main(void) {
     char name[128];
     cuda_device_describe(0, name, sizeof name);
     printf("test_ops_cuda on %s\n", name);
-    ops_cuda_init(0);
+    ops_cuda_init(0, NULL);
     rng_seed(&rng, 20240520);
 
     test_memory();

@@ -38,7 +38,7 @@
  * epilogue and pointer alignment, so steady-state calls only set the
  * epilogue pointers and launch. cuBLASLt with a fixed algorithm and
  * workspace is deterministic.
- * Algorithms by measurement (matmul_cuda_set_autotune, on by default): the
+ * Algorithms by measurement (cublaslt_ctx.autotune, on by default): the
  * heuristic's first answer is often not the fastest at our shapes, so a new
  * plan asks it for up to MAX_CANDIDATES and times each once, on the call's
  * own operands (the first call of a shape: start-up), keeping the fastest
@@ -63,10 +63,8 @@ enum { MAX_CANDIDATES = 8, TUNE_REPS = 5 }; /* algorithms tried per plan; timed 
 static const float TUNE_MARGIN = 0.02f;     /* a challenger must be 2% faster */
 
 static int g_fusion = MATMUL_FUSE_DEFAULT;
-static int g_autotune = 1;
 
 extern "C" void matmul_cuda_set_fusion(int flags) { g_fusion = flags; }
-extern "C" void matmul_cuda_set_autotune(int on) { g_autotune = on; }
 
 /* ------------------------------------------------------------------ kernels */
 
@@ -264,7 +262,7 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
             p->candidates[p->n_candidates++] = results[i].algo;
     p->ok = p->ok && p->n_candidates > 0;
     if (p->ok) p->algo = p->candidates[0];
-    p->tuned = !g_autotune || p->n_candidates < 2;
+    p->tuned = !lt->autotune || p->n_candidates < 2;
     return p;
 }
 

@@ -33,8 +33,10 @@
 enum { STAGING_FLOATS = 16 << 20 };              /* 64 MiB of fp32 per conversion chunk */
 static const size_t LT_WORKSPACE_BYTES = 32u << 20; /* cuBLASLt's recommendation for Hopper */
 
+/* The backend's state, set by ops_cuda_init. */
 static struct {
     int ready, device;
+    cuda_backend_options opt; /* as given to ops_cuda_init; opt.matmul_autotune lives in lt */
     cudaStream_t stream;
     cublaslt_ctx lt;
     void *scratch;
@@ -61,12 +63,30 @@ static void need_init(void) {
     if (!g.ready) FAIL("ops_cuda used before ops_cuda_init(device)");
 }
 
-extern "C" void ops_cuda_init(int device) {
+extern "C" cuda_backend_options cuda_backend_defaults(void) {
+    cuda_backend_options o;
+    o.matmul_autotune = true;
+    o.attention.hopper = true;
+    o.attention.deterministic = false;
+    return o;
+}
+
+static bool same_options(const cuda_backend_options *a, const cuda_backend_options *b) {
+    return a->matmul_autotune == b->matmul_autotune &&
+           a->attention.hopper == b->attention.hopper &&
+           a->attention.deterministic == b->attention.deterministic;
+}
+
+extern "C" void ops_cuda_init(int device, const cuda_backend_options *opt) {
+    const cuda_backend_options o = opt ? *opt : cuda_backend_defaults();
     if (g.ready) {
         if (device != g.device)
             FAIL("ops_cuda_init(%d): already initialised on device %d", device, g.device);
+        if (!same_options(&o, &g.opt))
+            FAIL("ops_cuda_init(%d): already initialised with other options", device);
         return;
     }
+    g.opt = o;
     CUDA_CHECK(cudaSetDevice(device));
     /* A blocking stream: it also orders with the legacy default stream, which
      * any library call without a stream uses. */
@@ -74,6 +94,7 @@ extern "C" void ops_cuda_init(int device) {
     CUBLAS_CHECK(cublasLtCreate(&g.lt.handle));
     CUDA_CHECK(cudaMalloc(&g.lt.workspace, LT_WORKSPACE_BYTES));
     g.lt.workspace_bytes = LT_WORKSPACE_BYTES;
+    g.lt.autotune = o.matmul_autotune;
     CUDA_CHECK(cudaMalloc((void **)&g.norm_partials,
                           (size_t)sum_squares_cuda_blocks() * sizeof(double)));
     g.device = device;
@@ -273,14 +294,15 @@ static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, co
 
 static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
                                    int NH) {
-    attention_forward_cuda(out, lse, qkv, B, T, C, NH, g.stream);
+    attention_forward_cuda(out, lse, qkv, B, T, C, NH, &g.opt.attention, g.stream);
 }
 
 static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv,
                                     const void *out, const float *lse, int B, int T, int C,
                                     int NH) {
     const size_t bytes = attention_backward_workspace_bytes(B, T, C, NH);
-    attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch(bytes), g.stream);
+    attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch(bytes),
+                            &g.opt.attention, g.stream);
 }
 
 static void cuda_classifier(void *logits, float *losses, const int32_t *targets, int N, int V,

@@ -1,11 +1,13 @@
-/* What the flash attention kernels share (attention.cu: mma.sync, sm_80+;
- * attention_sm90.cu: wgmma, sm_90a): cp.async, bf16 packing, exp2, the
- * swizzled shared tiles and the loader that fills them, and the launchers'
+/* What the flash attention kernels share (attention_mma.cu: mma.sync, sm_80
+ * and newer; attention_wgmma.cu: wgmma, sm_90a; attention.cu: the
+ * dispatcher and the backward's passes): cp.async, bf16 packing, exp2, the
+ * block orders, the swizzled shared tiles and the loader that fills them,
+ * the layout of the wgmma backward's dQ accumulator, and the launchers'
  * shared-memory limit. A tile of 64 bf16 columns (128-byte rows, 16-byte
  * chunks XORed with row % 8) is exactly the 128-byte swizzle layout that
  * wgmma reads through a matrix descriptor, when its base is 1024-aligned. */
-#ifndef GPT2_KERNELS_CUDA_ATTN_TILES_CUH
-#define GPT2_KERNELS_CUDA_ATTN_TILES_CUH
+#ifndef GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
+#define GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -13,7 +15,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 
-namespace attn_tiles {
+namespace attention_tiles {
 
 typedef __nv_bfloat16 bf16;
 
@@ -166,15 +168,15 @@ __device__ __forceinline__ void load_row_stats(float *sL, float *sD, const BwdBl
     }
 }
 
-// The fp32 dQ accumulator of the wgmma backward (attention_sm90.cu), for
+// The fp32 dQ accumulator of the wgmma backward (attention_wgmma.cu), for
 // dQ of batch b, head h (of NH), position t (of T), head dim d (of HS):
 // [B][NH][HS / 64][T][64], so that the 64 x 64 tile of 64 positions is one
 // contiguous 16 KB block (one bulk reduction), with the 8-float chunks of a
 // row XORed with t % 8 (stores of mma-layout fragments to shared memory in
 // this layout are free of bank conflicts). The mma.sync kernels use
 // [B * T][NH * HS] instead.
-__host__ __device__ __forceinline__ size_t dq_sm90_index(int b, int h, int t, int d, int NH,
-                                                         int T, int HS) {
+__host__ __device__ __forceinline__ size_t dq_wgmma_index(int b, int h, int t, int d, int NH,
+                                                          int T, int HS) {
     const size_t tile = ((size_t)b * NH + h) * (HS / 64) + d / 64;
     return (tile * T + t) * 64 + ((((d >> 3) & 7) ^ (t & 7)) << 3) + (d & 7);
 }
@@ -192,5 +194,5 @@ void raise_smem_limit(Kernel kernel, size_t bytes, unsigned long long &done) {
     if (dev < 64) done |= 1ull << dev;
 }
 
-} // namespace attn_tiles
+} // namespace attention_tiles
 #endif

@@ -1,10 +1,13 @@
-/* Causal flash attention for Hopper (sm_90a), head size 64 or 128, forward
- * and the backward's main kernel: the FlashAttention-2 algorithm of
- * attention.cu (same lse layout and results within bf16 rounding) with the
- * matrix products on wgmma, the Hopper tensor-core instruction that a
- * warpgroup (4 warps) issues asynchronously with its operands read from
- * shared memory through matrix descriptors, and the copies on the Hopper
- * copy engine (TMA).
+/* Causal flash attention on wgmma and TMA, the kernel family of Hopper
+ * (sm_90a code, compute capability 9.0: H100, H200, GH200), head size 64 or
+ * 128, forward and the backward's main kernel: the FlashAttention-2
+ * algorithm of the mma.sync family (attention_mma.cu; same lse layout and
+ * results within bf16 rounding) with the matrix products on wgmma, the
+ * Hopper tensor-core instruction that a warpgroup (4 warps) issues
+ * asynchronously with its operands read from shared memory through matrix
+ * descriptors, and the copies on the Hopper copy engine (TMA). The
+ * dispatcher (attention.cu) runs these where they run, unless its options
+ * say otherwise, and the backward's passes around the main kernel.
  *
  * Forward: a block of NWG warpgroups owns 64 * NWG query rows of one
  * (batch, head); warpgroup w the rows 64w..64w+63. Thread 0 loads the Q
@@ -14,26 +17,28 @@
  * it, and refills a buffer once every warp is done with it; no block-wide
  * barrier in the loop. At head size 64 the walk is software pipelined: a
  * warpgroup issues S of key tile j together with P V of the tile before,
- * and computes the softmax of tile j while the tensor cores do that P V
- * (0.194 -> 0.178 ms at B = 32, T = 1024; 0.595 -> 0.564 ms at B = 8,
- * T = 4096 on H100, side by side). At 128 its extra registers (143 a
- * thread) leave one block per SM, which measured slower (0.175 against
- * 0.150 ms).
- * The tiles are in the 128-byte swizzled layout of attn_tiles.cuh, which
+ * and computes the softmax of tile j while the tensor cores do that P V.
+ * At 128 its extra registers (143 a thread) leave one block per SM, which
+ * measured slower than the unpipelined walk at two.
+ * The tiles are in the 128-byte swizzled layout of attention_tiles.cuh, which
  * is both TMA's 128-byte swizzle and the layout wgmma reads (K-major for Q
  * and K in S = Q K^T; MN-major, transposed by the instruction, for V in
  * O += P V); 128 head dims are two 64-column atoms.
  * The walk over key tiles, causal skipping per warpgroup, masking and the
- * online softmax (base 2, fp32) are attention.cu's; the wgmma accumulator
- * layout per warp is the mma.sync one, so P goes from the S accumulators
- * straight into wgmma's register A operand. Blocks go in groups of 16
- * heads, longest query tiles first (fwd_block_coords).
+ * online softmax (base 2, fp32) are the mma.sync family's; the wgmma
+ * accumulator layout per warp is the mma.sync one, so P goes from the S
+ * accumulators straight into wgmma's register A operand. Blocks go in
+ * groups of 16 heads, longest query tiles first (fwd_block_coords).
+ * Where no TMA tensor map can be made (a driver without
+ * cuTensorMapEncodeTiled), the same shapes run with cp.async loads
+ * (CpAsyncFwd, CpAsyncBwd).
  *
- * The mma.sync kernels stay the path for other GPUs; the dispatch
- * (attention.cu) tries these first. This file's kernels have bodies only
- * when compiled for sm_90a (GPT2_CUDA_ARCHS with "90a"; the build then
+ * Tile shapes: WgmmaFwd64 ... WgmmaBwd128 below; tuning builds
+ * (GPT2_ATTN_TUNING) add the other shapes measured, by name
+ * (attention_wgmma_variants, at the end). This file's kernels have bodies
+ * only when compiled for sm_90a (GPT2_CUDA_ARCHS with "90a"; the build then
  * defines GPT2_HAVE_SM90A). */
-#include "kernels/cuda/attention_sm90.h"
+#include "kernels/cuda/attention_families.h"
 
 #include <cuda.h> // CUtensorMap (the driver's function is reached through the runtime)
 #include <cuda_bf16.h>
@@ -43,22 +48,22 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/attn_tiles.cuh"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace {
 
-using namespace attn_tiles;
+using namespace attention_tiles;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define ATTN_SM90_DEVICE 1 // this device pass emits the wgmma code
+#define ATTN_WGMMA_DEVICE 1 // this device pass emits the wgmma code
 #endif
 
 // ---------------------------------------------------------------------------
 // wgmma (PTX ISA 8.0, sm_90a). Operand lists are spelled out: inline asm
 // takes no arrays.
 
-#ifdef ATTN_SM90_DEVICE
+#ifdef ATTN_WGMMA_DEVICE
 // Shared-memory matrix descriptor of a 128-byte-swizzled tile of 128-byte
 // rows starting at saddr (1024-aligned, or advanced within a row for the
 // next k step of a K-major operand): 8-row groups 1024 bytes apart (stride
@@ -67,7 +72,7 @@ using namespace attn_tiles;
 // holds the address in 16-byte units (14 bits, no carry out of them in 228 KB
 // of shared memory), so that a descriptor costs one integer add instead of
 // the mask, shift and or of the address (with the forward's warpgroup index
-// made warp-uniform, 361 -> 316 instructions per key tile in its SASS).
+// made warp-uniform, the descriptors then live in uniform registers).
 struct Sw128 {
     uint32_t lo; // (saddr >> 4) | leading byte offset 1
     __device__ __forceinline__ explicit Sw128(uint32_t saddr)
@@ -145,7 +150,7 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
 }
 // ROWS positions from row0 of head `head` of batch b of a make_head_map
 // tensor map, NA atoms of 64 head dims (ROWS / 64 x NA boxes), into the
-// tile at s in the atom layout (attn_tiles.cuh), completing on bar.
+// tile at s in the atom layout (attention_tiles.cuh), completing on bar.
 template <int ROWS, int NA>
 __device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int head, int row0,
                                          int b, uint32_t bar) {
@@ -219,9 +224,10 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc
 }
 
 // D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
-// 64 x 16 and B 128 x 16, both K-major in shared memory (descriptors).
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a,
-                                                    uint64_t desc_b, int scale_d) {
+// 64 x 16 and B 128 x 16, both K-major in shared memory (descriptors). For
+// key tiles of 128, which only a tuning variant has.
+[[maybe_unused]] __device__ __forceinline__ void
+wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -293,7 +299,7 @@ __device__ __forceinline__ void wgmma_rs_tile(float *acc, const uint32_t (&frag)
 // Forward, head size HS = 64 or 128
 
 // Shared-memory byte address of k step kk (16 head dims) of a K-major tile
-// of ROWS rows in the atom layout (attn_tiles.cuh): 32 bytes a step within a
+// of ROWS rows in the atom layout (attention_tiles.cuh): 32 bytes a step within a
 // 64-column atom, atoms ROWS * 128 bytes apart.
 template <int ROWS> __device__ __forceinline__ constexpr uint32_t kstep_off(int kk) {
     return (kk >> 2) * ROWS * 128 + 32 * (kk & 3);
@@ -303,23 +309,28 @@ template <int ROWS> __device__ __forceinline__ constexpr uint32_t kstep_off(int 
 // each tile; 2 or 3 = that many K, V buffers filled by TMA, each with a
 // "full" mbarrier (the copy landed) and an "empty" one (every warp is done
 // with it), thread 0 refilling a buffer one tile after its use.
-template <int HS, int NWG, int BN, int STAGES> struct Sm90FwdCfg {
+template <int HS, int NWG, int BN, int STAGES> struct WgmmaFwdCfg {
     static constexpr int BM = 64 * NWG, NTH = 128 * NWG, NBUF = STAGES ? STAGES : 2;
     // Q, then NBUF x (K, V), then the mbarriers; +1024 to align the base for the swizzle
     static constexpr size_t SMEM =
         (size_t)(BM + 2 * NBUF * BN) * HS * sizeof(bf16) + (2 * NBUF + 1) * 8 + 1024;
 };
 
-// qkv_map (STAGES > 0): qkv as a 4-D tensor (head dim, 3 x NH, T, B) with
-// 64 x 1 x 64 x 1 boxes, 128-byte swizzled (make_head_map).
-template <int HS, int NWG, int BN, int MINB, bool LAZY, int STAGES, bool PIPE>
-static __global__ void __launch_bounds__(NWG * 128, MINB)
-    attn_fwd_sm90_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
-                         const bf16 *__restrict__ qkv, int T, int NH, float scale_log2,
-                         int group, const __grid_constant__ CUtensorMap qkv_map) {
-#ifdef ATTN_SM90_DEVICE
+// Shape: WgmmaFwd64's members (below). qkv_map (TMA_STAGES > 0): qkv as a
+// 4-D tensor (head dim, 3 x NH, T, B) with 64 x 1 x 64 x 1 boxes, 128-byte
+// swizzled (make_head_map).
+template <class Shape>
+static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLOCKS)
+    attn_fwd_wgmma_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
+                          const bf16 *__restrict__ qkv, int T, int NH, float scale_log2,
+                          int group, const __grid_constant__ CUtensorMap qkv_map) {
+    // the shape under the body's names (unused where the body is __trap())
+    [[maybe_unused]] constexpr int HS = Shape::HS, NWG = Shape::WARPGROUPS, BN = Shape::KEYS,
+                                   STAGES = Shape::TMA_STAGES;
+    [[maybe_unused]] constexpr bool LAZY = Shape::LAZY_RESCALE, PIPE = Shape::PIPELINED;
+#ifdef ATTN_WGMMA_DEVICE
     static_assert(BN == 64 || BN == 128, "key tiles of whole 64-row atoms");
-    typedef Sm90FwdCfg<HS, NWG, BN, STAGES> Cfg;
+    typedef WgmmaFwdCfg<HS, NWG, BN, STAGES> Cfg;
     constexpr int BM = Cfg::BM, NTH = Cfg::NTH, NS = BN / 8, NO = HS / 8, NA = HS / 64;
     constexpr int NBUF = Cfg::NBUF;
     extern __shared__ unsigned char smem_raw[];
@@ -603,24 +614,23 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
                 *reinterpret_cast<const uint4 *>(sQ + atom_off<BM>(wl0 + r, c * 8));
     }
 #else
-    __trap(); // built without sm_90a code: attention_forward_sm90 never launches this
+    __trap(); // built without sm_90a code: attention_wgmma_forward never launches this
 #endif
 }
 
 // ---------------------------------------------------------------------------
-// Backward main kernel, head size HS = 64 or 128 (attention.cu runs the D = rowsum(dO*O)
-// pass before it and the dQ conversion after, as for its own main kernel).
+// Backward main kernel, head size HS = 64 or 128 (the dispatcher,
+// attention.cu, runs the D = rowsum(dO*O) pass before it and the dQ
+// conversion after, as for the mma.sync main kernel).
 //
 // A block (one warpgroup) owns 64 keys of one (batch, head) and keeps dK, dV
 // for them in wgmma accumulators while it walks the query tiles of 64 rows
 // from the diagonal to T, Q, dO, lse and D in NST stages (3 at head size
-// 64: forward + backward 2.04 -> 1.95 ms at B = 8, T = 4096; 2 at 128, whose
-// third would leave room for one block per SM). Thread 0 loads K, V and the
-// Q, dO tiles with TMA (tensor maps of qkv and dout), which frees the
-// registers that the cp.async addresses took (forward + backward 0.801 ->
-// 0.732 ms at B = 32, T = 1024, 2.395 -> 2.112 ms at B = 8, T = 4096 on
-// H100; cp.async stays the fallback where no tensor map can be made). Per
-// tile:
+// 64, measured faster than 2; 2 at 128, whose third would leave room for one
+// block per SM). Thread 0 loads K, V and the Q, dO tiles with TMA (tensor
+// maps of qkv and dout), which frees the registers that the cp.async
+// addresses took (cp.async stays the fallback where no tensor map can be
+// made). Per tile:
 // S^T = K Q^T and dP^T = V dO^T (A and B K-major from shared memory),
 // P^T = exp(S^T - lse) masked above the diagonal, dS^T = P^T (dP^T - D)
 // (SPLIT: P^T computed while the tensor cores do dP^T; SPLIT 2: dV issued
@@ -632,9 +642,7 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // goes to shared memory (into this stage's Q and dO tiles, which the
 // products have finished with) and is added to the fp32 dQ accumulator by
 // the copy engine (TMA), one bulk reduction (cp.reduce.async.bulk) per warp
-// for its 16 rows, instead of 1024 vector atomics per warp (forward +
-// backward 0.934 -> 0.837 ms at B = 32, T = 1024, 2.951 -> 2.612 ms at
-// B = 8, T = 4096 on H100).
+// for its 16 rows, instead of 1024 vector atomics per warp.
 //
 // DET (dq_order): the adds into each 16-row slice of dQ go in the order of
 // the key blocks, so that fp32 rounding is the same every run. Key block kb
@@ -645,8 +653,8 @@ static __global__ void __launch_bounds__(NWG * 128, MINB)
 // walk the query tiles from the last one down in this mode (the first tile
 // of block kb is the last of every earlier block; walking up, block kb
 // would wait a whole tile's work for block kb - 1 at every tile). The
-// accumulator's layout (dq_sm90_index, attn_tiles.cuh) makes each tile one
-// contiguous block and the stores to shared memory free of bank conflicts.
+// accumulator's layout (dq_wgmma_index, attention_tiles.cuh) makes each tile
+// one contiguous block and the stores to shared memory free of bank conflicts.
 // Products with HS columns run per 64 (one atom of the tiles): at HS = 128
 // dQ is done half by half, so that its accumulators (32 registers) come on
 // top of dK's and dV's only.
@@ -663,18 +671,22 @@ constexpr size_t BWD_SMEM =
     (size_t)(2 * BWD_BN * HS + 2 * NST * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
     2 * NST * BWD_BM * sizeof(float) + NST * 8 + 1024;
 
-// TMA: thread 0 loads K, V and each stage's Q, dO with TMA (qkv_map,
-// dout_map: make_head_map's) completing on the stage's mbarrier; else all
-// threads with cp.async. lse and D rows go by cp.async either way.
-template <int HS, int MINB, bool DET, bool TMA, int NST, int SPLIT>
-static __global__ void __launch_bounds__(128, MINB)
-    attn_bwd_sm90_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
-                         const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
-                         const float *__restrict__ lse, const float *__restrict__ dsum, int T,
-                         int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order,
-                         int group, const __grid_constant__ CUtensorMap qkv_map,
-                         const __grid_constant__ CUtensorMap dout_map) {
-#ifdef ATTN_SM90_DEVICE
+// Shape: WgmmaBwd64's members (below). Shape::TMA: thread 0 loads K, V and
+// each stage's Q, dO with TMA (qkv_map, dout_map: make_head_map's)
+// completing on the stage's mbarrier; else all threads with cp.async. lse
+// and D rows go by cp.async either way. DET: the deterministic mode.
+template <class Shape, bool DET>
+static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
+    attn_bwd_wgmma_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
+                          const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
+                          const float *__restrict__ lse, const float *__restrict__ dsum, int T,
+                          int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order,
+                          int group, const __grid_constant__ CUtensorMap qkv_map,
+                          const __grid_constant__ CUtensorMap dout_map) {
+    // the shape under the body's names (unused where the body is __trap())
+    [[maybe_unused]] constexpr int HS = Shape::HS, NST = Shape::STAGES, SPLIT = Shape::SPLIT;
+    [[maybe_unused]] constexpr bool TMA = Shape::TMA;
+#ifdef ATTN_WGMMA_DEVICE
     constexpr int BM = BWD_BM, BN = BWD_BN, NTH = 128, QN = BM / 8, NO = HS / 8, NA = HS / 64;
     extern __shared__ unsigned char smem_raw[];
     bf16 *sK = reinterpret_cast<bf16 *>(smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023));
@@ -848,9 +860,8 @@ static __global__ void __launch_bounds__(128, MINB)
         // The next tile's loads go into stage st ^ 1 once the last tile's dQ
         // rows have left it: waited for here rather than at the top of the
         // loop, the copy engine's reads of them had the products and the
-        // softmax of this tile to finish (forward + backward 0.744 -> 0.735
-        // ms at B = 32, T = 1024, 2.139 -> 2.127 ms at B = 8, T = 4096;
-        // head size 128: 2.339 -> 2.150 ms at T = 4096 on H100)
+        // softmax of this tile to finish (measured faster, most at head
+        // size 128)
         if (lane == 0) bulk_wait_read();
         __syncthreads(); // dS complete (all four warps' keys); stage st ^ 1 free
         if (NST > 2) { // tile it + 2 into the stage of tile it - 1
@@ -897,7 +908,7 @@ static __global__ void __launch_bounds__(128, MINB)
             fence_regs(dq);
 
             // dq[4n + e]: query row 16 warp + g + 8 (e >> 1) of the tile, dim
-            // 64a + 8n + 2 t4 + (e & 1); to staging in dq_sm90_index's layout
+            // 64a + 8n + 2 t4 + (e & 1); to staging in dq_wgmma_index's layout
             // (8-float chunk n of row r at n ^ (r & 7), and r & 7 = g)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
@@ -954,11 +965,10 @@ static __global__ void __launch_bounds__(128, MINB)
         }
     }
 #else
-    __trap(); // built without sm_90a code: attention_backward_sm90 never launches it
+    __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
 }
 
-// group: (batch, head) pairs per group of the block order (fwd_block_coords)
 // The TMA descriptor of a [B][T][HEADS][HS] bf16 tensor (qkv: HEADS = 3 NH,
 // q, k, v's heads in turn; dout: NH) as a 4-D tensor (HS, HEADS, T, B),
 // innermost first, read in 64 x 1 x 64 x 1 boxes (64 head dims of one head
@@ -988,97 +998,116 @@ int make_head_map(CUtensorMap *map, const bf16 *x, int B, int T, int HEADS, int 
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// LAZY: O rescaled only where a row max went up. STAGES: Sm90FwdCfg's; TMA
-// kernels fall back to STAGES = 0 where no tensor map can be made. PIPE
-// (TMA only): the software-pipelined walk.
-template <int HS, int NWG, int BN, int MINB, bool LAZY = true, int STAGES = 0, bool PIPE = false>
-void launch_fwd_sm90(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
-                     cudaStream_t stream, int group = 16) {
-    static_assert(!PIPE || STAGES > 0, "the pipelined walk waits on the TMA stages");
+// ---------------------------------------------------------------------------
+// Tile shapes
+
+// Forward: WARPGROUPS warpgroups of 64 query rows a block, key tiles of KEYS;
+// MIN_BLOCKS: blocks per SM the register allocation must allow
+// (__launch_bounds__). LAZY_RESCALE: O rescaled only where a row max went
+// up. TMA_STAGES: K, V buffers filled by TMA (WgmmaFwdCfg); 0: cp.async,
+// double buffered. PIPELINED (TMA only): the software-pipelined walk.
+// GROUP: (batch, head) pairs a group of the block order (fwd_block_coords;
+// 0: all of them, longest query tiles first over all heads).
+//
+// Head size 64: 2 blocks per SM, the walk pipelined, which holds two tiles
+// at a time: 4 stages keep two loads in flight.
+struct WgmmaFwd64 {
+    static constexpr int HS = 64, WARPGROUPS = 2, KEYS = 64, MIN_BLOCKS = 2;
+    static constexpr bool LAZY_RESCALE = true;
+    static constexpr int TMA_STAGES = 4;
+    static constexpr bool PIPELINED = true;
+    static constexpr int GROUP = 16;
+};
+// Head size 128: 2 blocks per SM (128 registers, no spills; 1 block per SM
+// measured slower), so 2 stages: a third would leave room for one block.
+struct WgmmaFwd128 {
+    static constexpr int HS = 128, WARPGROUPS = 2, KEYS = 64, MIN_BLOCKS = 2;
+    static constexpr bool LAZY_RESCALE = true;
+    static constexpr int TMA_STAGES = 2;
+    static constexpr bool PIPELINED = false;
+    static constexpr int GROUP = 16;
+};
+// A forward shape with cp.async loads: where no tensor map can be made.
+template <class Shape> struct CpAsyncFwd : Shape {
+    static constexpr int TMA_STAGES = 0;
+    static constexpr bool PIPELINED = false;
+};
+
+// Backward (a block: one warpgroup, 64 keys, query tiles of 64): TMA: K, V,
+// Q and dO by TMA, else by cp.async; STAGES: Q, dO, lse, D stages; SPLIT: 0
+// the products in order, 1 P^T computed under dP^T, 2 also dV issued under
+// dP^T and dK before the dS barrier; GROUP as the forward's (1: each pair's
+// key blocks in turn).
+//
+// Head size 64: 3 blocks per SM (168 registers) and 3 stages; head size
+// 128: 2 blocks per SM, 2 stages, SPLIT 2. The key blocks of 16 pairs
+// longest first measured faster than each pair's key blocks in turn; groups
+// of 8 and 32 no better.
+struct WgmmaBwd64 {
+    static constexpr int HS = 64, MIN_BLOCKS = 3;
+    static constexpr bool TMA = true;
+    static constexpr int STAGES = 3, SPLIT = 0, GROUP = 16;
+};
+struct WgmmaBwd128 {
+    static constexpr int HS = 128, MIN_BLOCKS = 2;
+    static constexpr bool TMA = true;
+    static constexpr int STAGES = 2, SPLIT = 2, GROUP = 16;
+};
+// A backward shape with cp.async loads: where no tensor map can be made.
+template <class Shape> struct CpAsyncBwd : Shape {
+    static constexpr bool TMA = false;
+    static constexpr int STAGES = 2, SPLIT = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Launchers
+
+template <class Shape>
+void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
+                      cudaStream_t stream) {
+    constexpr int HS = Shape::HS;
+    static_assert(!Shape::PIPELINED || Shape::TMA_STAGES > 0,
+                  "the pipelined walk waits on the TMA stages");
     CUtensorMap map = {};
-    if (STAGES > 0 && !make_head_map(&map, qkv, B, T, 3 * NH, HS))
-        return launch_fwd_sm90<HS, NWG, BN, MINB, LAZY, 0>(out, lse, qkv, B, T, NH, stream, group);
-    typedef Sm90FwdCfg<HS, NWG, BN, STAGES> Cfg;
-    auto kernel = attn_fwd_sm90_kernel<HS, NWG, BN, MINB, LAZY, STAGES, PIPE>;
+    if constexpr (Shape::TMA_STAGES > 0) {
+        if (!make_head_map(&map, qkv, B, T, 3 * NH, HS))
+            return launch_fwd_wgmma<CpAsyncFwd<Shape>>(out, lse, qkv, B, T, NH, stream);
+    }
+    typedef WgmmaFwdCfg<HS, Shape::WARPGROUPS, Shape::KEYS, Shape::TMA_STAGES> Cfg;
+    auto kernel = attn_fwd_wgmma_kernel<Shape>;
     static unsigned long long smem_done = 0;
     raise_smem_limit(kernel, Cfg::SMEM, smem_done);
     const unsigned grid = (unsigned)B * NH * ((T + Cfg::BM - 1) / Cfg::BM);
     const float scale_log2 = LOG2E / sqrtf((float)HS);
+    const int group = Shape::GROUP ? Shape::GROUP : B * NH;
     kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(out, lse, qkv, T, NH, scale_log2, group, map);
-    CUDA_CHECK_LAUNCH("attn_fwd_sm90_kernel");
+    CUDA_CHECK_LAUNCH("attn_fwd_wgmma_kernel");
 }
 
-// TMA: K, V, Q and dO by the copy engine (falls back to cp.async where no
-// tensor map can be made).
-template <int HS, int MINB, bool TMA = true, int NST = 2, int SPLIT = 0>
-void launch_bwd_sm90(bf16 *dqkv, float *dq_acc, const bf16 *dout, const bf16 *qkv,
-                     const float *lse, const float *dsum, int B, int T, int NH,
-                     unsigned *dq_order, cudaStream_t stream, int group = 1) {
+template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t stream) {
+    constexpr int HS = Shape::HS;
     CUtensorMap qkv_map = {}, dout_map = {};
-    if (TMA && !(make_head_map(&qkv_map, qkv, B, T, 3 * NH, HS) &&
-                 make_head_map(&dout_map, dout, B, T, NH, HS)))
-        return launch_bwd_sm90<HS, MINB, false>(dqkv, dq_acc, dout, qkv, lse, dsum, B, T, NH,
-                                                dq_order, stream, group);
-    auto kernel = dq_order ? attn_bwd_sm90_kernel<HS, MINB, true, TMA, NST, SPLIT>
-                           : attn_bwd_sm90_kernel<HS, MINB, false, TMA, NST, SPLIT>;
-    constexpr size_t SMEM = BWD_SMEM<HS, NST>;
+    if constexpr (Shape::TMA) {
+        if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, HS) &&
+              make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, HS)))
+            return launch_bwd_wgmma<CpAsyncBwd<Shape>>(a, stream);
+    }
+    auto kernel = a.dq_order ? attn_bwd_wgmma_kernel<Shape, true>
+                             : attn_bwd_wgmma_kernel<Shape, false>;
+    constexpr size_t SMEM = BWD_SMEM<HS, Shape::STAGES>;
     static unsigned long long smem_done[2] = {0, 0};
-    raise_smem_limit(kernel, SMEM, smem_done[dq_order != nullptr]);
-    const unsigned grid = (unsigned)B * NH * ((T + BWD_BN - 1) / BWD_BN);
+    raise_smem_limit(kernel, SMEM, smem_done[a.dq_order != nullptr]);
+    const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
-    kernel<<<grid, 128, SMEM, stream>>>(dqkv, dq_acc, dout, qkv, lse, dsum, T, NH, scale,
-                                        scale * LOG2E, dq_order, group, qkv_map, dout_map);
-    CUDA_CHECK_LAUNCH("attn_bwd_sm90_kernel");
+    kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T,
+                                        a.NH, scale, scale * LOG2E, a.dq_order, Shape::GROUP,
+                                        qkv_map, dout_map);
+    CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
-
-// the head size these kernels take (64 or 128), else 0
-int sm90_head_size(int C, int NH) {
-    if (NH <= 0 || C % NH != 0 || (C / NH != 64 && C / NH != 128)) return 0;
-    return C / NH;
-}
-
-int g_sm90_fwd_variant = 0, g_sm90_bwd_variant = 0;
 
 } // namespace
 
-extern "C" int attention_backward_sm90(void *dqkv, float *dq_acc, const void *dout,
-                                       const void *qkv, const float *lse, const float *dsum,
-                                       int B, int T, int C, int NH, unsigned *dq_order,
-                                       cudaStream_t stream) {
-    const int HS = sm90_head_size(C, NH);
-    if (!HS || !attention_sm90_supported()) return 0;
-    bf16 *dx = static_cast<bf16 *>(dqkv);
-    const bf16 *dy = static_cast<const bf16 *>(dout), *x = static_cast<const bf16 *>(qkv);
-    // head size 64: 3 blocks/SM (168 registers) and 3 stages, 4% faster than 2
-    // stages at T = 4096; 128: 2 blocks/SM, P^T and dV issued under dP^T
-    // (SPLIT 2), 2.10 -> 2.00 ms at B = 8, T = 4096. The key blocks of 16
-    // pairs longest first (bwd_block): 1% faster at T = 4096 than each pair's
-    // key blocks in turn; groups of 8 and 32 measured no better, and slower.
-    constexpr int G = 16;
-    const int v = g_sm90_bwd_variant;
-    if (HS == 64 && v == 1)
-        launch_bwd_sm90<64, 2, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
-                                        G);
-    else if (HS == 64 && v == 2)
-        launch_bwd_sm90<64, 3, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
-    else if (HS == 64 && v == 3)
-        launch_bwd_sm90<64, 3, true, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
-                                        G);
-    else if (HS == 64)
-        launch_bwd_sm90<64, 3, true, 3>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream,
-                                        v == 4 ? 1 : G);
-    else if (v == 2)
-        launch_bwd_sm90<128, 2, false>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
-    else if (v == 3 || v == 4)
-        (v == 3 ? launch_bwd_sm90<128, 2, true, 2, 0> : launch_bwd_sm90<128, 2, true, 2, 1>)(
-            dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order, stream, G);
-    else
-        launch_bwd_sm90<128, 2, true, 2, 2>(dx, dq_acc, dy, x, lse, dsum, B, T, NH, dq_order,
-                                            stream, v == 5 ? 1 : G);
-    return 1;
-}
-
-extern "C" int attention_sm90_supported(void) {
+bool attention_wgmma_supported() {
 #ifdef GPT2_HAVE_SM90A
     static signed char known[64]; // per device: 0 unknown, 1 yes, -1 no
     int dev = 0;
@@ -1087,47 +1116,137 @@ extern "C" int attention_sm90_supported(void) {
     int major = 0, minor = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    const int yes = major == 9 && minor == 0; // sm_90a code runs on compute capability 9.0 only
+    const bool yes = major == 9 && minor == 0; // sm_90a code runs on compute capability 9.0 only
     if (dev < 64) known[dev] = yes ? 1 : -1;
     return yes;
 #else
-    return 0;
+    return false;
 #endif
 }
 
-extern "C" void attention_sm90_set_variant(int fwd, int bwd) {
-    g_sm90_fwd_variant = fwd;
-    g_sm90_bwd_variant = bwd;
+void attention_wgmma_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH, int HS,
+                             cudaStream_t stream) {
+    if (HS == 64)
+        launch_fwd_wgmma<WgmmaFwd64>(out, lse, qkv, B, T, NH, stream);
+    else
+        launch_fwd_wgmma<WgmmaFwd128>(out, lse, qkv, B, T, NH, stream);
 }
 
-extern "C" int attention_forward_sm90(void *out, float *lse, const void *qkv, int B, int T, int C,
-                                      int NH, cudaStream_t stream) {
-    const int HS = sm90_head_size(C, NH);
-    if (!HS || !attention_sm90_supported()) return 0;
-    bf16 *o = static_cast<bf16 *>(out);
-    const bf16 *x = static_cast<const bf16 *>(qkv);
-    if (HS == 128) { // 2 blocks/SM: 128 registers, no spills (1 block/SM: 11% slower);
-                     // 3 TMA stages would leave room for 1 block/SM only
-        switch (g_sm90_fwd_variant) {
-        case 2: launch_fwd_sm90<128, 3, 64, 1>(o, lse, x, B, T, NH, stream); break;
-        case 3: launch_fwd_sm90<128, 2, 64, 1>(o, lse, x, B, T, NH, stream); break;
-        case 6: launch_fwd_sm90<128, 2, 64, 2>(o, lse, x, B, T, NH, stream); break;
-        default: launch_fwd_sm90<128, 2, 64, 2, true, 2>(o, lse, x, B, T, NH, stream); break;
-        }
-        return 1;
-    }
-    // the pipelined walk holds two tiles at a time: 4 stages keep two loads in flight
-    switch (g_sm90_fwd_variant) {
-    case 1: launch_fwd_sm90<64, 2, 128, 1>(o, lse, x, B, T, NH, stream); break;
-    case 2: launch_fwd_sm90<64, 3, 64, 1>(o, lse, x, B, T, NH, stream); break;
-    case 3: launch_fwd_sm90<64, 1, 64, 4>(o, lse, x, B, T, NH, stream); break;
-    case 4: launch_fwd_sm90<64, 2, 64, 2, true, 3>(o, lse, x, B, T, NH, stream, B * NH); break;
-    case 5: launch_fwd_sm90<64, 2, 64, 2, false, 3>(o, lse, x, B, T, NH, stream); break;
-    case 6: launch_fwd_sm90<64, 2, 64, 2>(o, lse, x, B, T, NH, stream); break;
-    case 7: launch_fwd_sm90<64, 2, 64, 2, true, 2>(o, lse, x, B, T, NH, stream); break;
-    case 8: launch_fwd_sm90<64, 2, 64, 2, true, 3, true>(o, lse, x, B, T, NH, stream); break;
-    case 9: launch_fwd_sm90<64, 2, 64, 2, true, 3>(o, lse, x, B, T, NH, stream); break;
-    default: launch_fwd_sm90<64, 2, 64, 2, true, 4, true>(o, lse, x, B, T, NH, stream); break;
-    }
-    return 1;
+void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream) {
+    if (a.HS == 64)
+        launch_bwd_wgmma<WgmmaBwd64>(a, stream);
+    else
+        launch_bwd_wgmma<WgmmaBwd128>(a, stream);
 }
+
+#ifdef GPT2_ATTN_TUNING
+// ---------------------------------------------------------------------------
+// Tuning variants: the shapes measured against the production ones, each
+// the production shape with the members it changes, named in
+// attention_wgmma_variants; and the cp.async fallbacks, to test them.
+
+namespace {
+// forward, head size 64
+struct WgmmaFwd64_CpAsync2x128 : CpAsyncFwd<WgmmaFwd64> {
+    static constexpr int KEYS = 128, MIN_BLOCKS = 1;
+};
+struct WgmmaFwd64_CpAsync3wg : CpAsyncFwd<WgmmaFwd64> {
+    static constexpr int WARPGROUPS = 3, MIN_BLOCKS = 1;
+};
+struct WgmmaFwd64_CpAsync1wg : CpAsyncFwd<WgmmaFwd64> {
+    static constexpr int WARPGROUPS = 1, MIN_BLOCKS = 4;
+};
+struct WgmmaFwd64_Tma3 : WgmmaFwd64 { // the unpipelined walk, 3 stages
+    static constexpr int TMA_STAGES = 3;
+    static constexpr bool PIPELINED = false;
+};
+struct WgmmaFwd64_Tma3Ungrouped : WgmmaFwd64_Tma3 {
+    static constexpr int GROUP = 0;
+};
+struct WgmmaFwd64_Tma3EagerRescale : WgmmaFwd64_Tma3 {
+    static constexpr bool LAZY_RESCALE = false;
+};
+struct WgmmaFwd64_Tma2 : WgmmaFwd64_Tma3 {
+    static constexpr int TMA_STAGES = 2;
+};
+struct WgmmaFwd64_PipelinedTma3 : WgmmaFwd64 {
+    static constexpr int TMA_STAGES = 3;
+};
+// forward, head size 128
+struct WgmmaFwd128_CpAsync3wg : CpAsyncFwd<WgmmaFwd128> {
+    static constexpr int WARPGROUPS = 3, MIN_BLOCKS = 1;
+};
+struct WgmmaFwd128_CpAsync1block : CpAsyncFwd<WgmmaFwd128> {
+    static constexpr int MIN_BLOCKS = 1;
+};
+// backward, head size 64
+struct WgmmaBwd64_2blocks : WgmmaBwd64 {
+    static constexpr int MIN_BLOCKS = 2;
+};
+struct WgmmaBwd64_Tma2 : WgmmaBwd64 {
+    static constexpr int STAGES = 2;
+};
+struct WgmmaBwd64_Ungrouped : WgmmaBwd64 {
+    static constexpr int GROUP = 1;
+};
+// backward, head size 128
+struct WgmmaBwd128_Unsplit : WgmmaBwd128 {
+    static constexpr int SPLIT = 0;
+};
+struct WgmmaBwd128_SplitP : WgmmaBwd128 {
+    static constexpr int SPLIT = 1;
+};
+struct WgmmaBwd128_Ungrouped : WgmmaBwd128 {
+    static constexpr int GROUP = 1;
+};
+constexpr const char *WGMMA = ATTN_FAMILY_WGMMA;
+} // namespace
+
+const AttnVariant attention_wgmma_variants[] = {
+    {{"wgmma_fwd64_cp_async", WGMMA, 64, false, "the fallback: loads by cp.async, double buffered"},
+     true, launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd64>>, nullptr},
+    {{"wgmma_fwd64_cp_async_2x128", WGMMA, 64, false,
+      "cp.async, 2 warpgroups x 128 keys, 1 block/SM"},
+     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync2x128>, nullptr},
+    {{"wgmma_fwd64_cp_async_3wg", WGMMA, 64, false, "cp.async, 3 warpgroups, 1 block/SM"},
+     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync3wg>, nullptr},
+    {{"wgmma_fwd64_cp_async_1wg", WGMMA, 64, false, "cp.async, 1 warpgroup, 4 blocks/SM"},
+     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync1wg>, nullptr},
+    {{"wgmma_fwd64_tma3", WGMMA, 64, false, "the walk unpipelined, 3 TMA stages"},
+     true, launch_fwd_wgmma<WgmmaFwd64_Tma3>, nullptr},
+    {{"wgmma_fwd64_tma3_ungrouped", WGMMA, 64, false,
+      "tma3 with the blocks longest first over all heads, not in groups of 16"},
+     true, launch_fwd_wgmma<WgmmaFwd64_Tma3Ungrouped>, nullptr},
+    {{"wgmma_fwd64_tma3_eager_rescale", WGMMA, 64, false, "tma3 rescaling O after every tile"},
+     true, launch_fwd_wgmma<WgmmaFwd64_Tma3EagerRescale>, nullptr},
+    {{"wgmma_fwd64_tma2", WGMMA, 64, false, "the walk unpipelined, 2 TMA stages"},
+     true, launch_fwd_wgmma<WgmmaFwd64_Tma2>, nullptr},
+    {{"wgmma_fwd64_pipelined_tma3", WGMMA, 64, false, "the pipelined walk with 3 TMA stages"},
+     true, launch_fwd_wgmma<WgmmaFwd64_PipelinedTma3>, nullptr},
+    {{"wgmma_fwd128_cp_async", WGMMA, 128, false,
+      "the fallback: loads by cp.async, double buffered"},
+     true, launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd128>>, nullptr},
+    {{"wgmma_fwd128_cp_async_3wg", WGMMA, 128, false, "cp.async, 3 warpgroups, 1 block/SM"},
+     true, launch_fwd_wgmma<WgmmaFwd128_CpAsync3wg>, nullptr},
+    {{"wgmma_fwd128_cp_async_1block", WGMMA, 128, false, "cp.async, 1 block/SM"},
+     true, launch_fwd_wgmma<WgmmaFwd128_CpAsync1block>, nullptr},
+    {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
+     true, nullptr, launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd64>>},
+    {{"wgmma_bwd64_2blocks", WGMMA, 64, true, "2 blocks/SM"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_2blocks>},
+    {{"wgmma_bwd64_tma2", WGMMA, 64, true, "2 TMA stages"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_Tma2>},
+    {{"wgmma_bwd64_ungrouped", WGMMA, 64, true, "each pair's key blocks in turn"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_Ungrouped>},
+    {{"wgmma_bwd128_cp_async", WGMMA, 128, true, "the fallback: loads by cp.async, 2 stages"},
+     true, nullptr, launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd128>>},
+    {{"wgmma_bwd128_unsplit", WGMMA, 128, true, "the products in order (SPLIT 0)"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_Unsplit>},
+    {{"wgmma_bwd128_split_p", WGMMA, 128, true, "only P^T under dP^T (SPLIT 1)"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_SplitP>},
+    {{"wgmma_bwd128_ungrouped", WGMMA, 128, true, "each pair's key blocks in turn"},
+     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_Ungrouped>},
+};
+const int attention_wgmma_variant_count =
+    (int)(sizeof attention_wgmma_variants / sizeof attention_wgmma_variants[0]);
+#endif
