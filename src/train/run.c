@@ -113,7 +113,8 @@ static void run_claim_dir(run_state *r) {
     run_lock_acquire(&r->lock, r->run_dir, rank);
     /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
      * limit's save estimate until a save is measured. */
-    run_stop_init(&r->stopper, r->cfg, r->run_dir, rank, 4.0 * r->lay.n_elements + r->mem.optimizer);
+    const double checkpoint_share = 4.0 * r->lay.n_elements + r->mem.optimizer;
+    run_stop_init(&r->stopper, r->cfg, r->run_dir, rank, checkpoint_share);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 

@@ -61,12 +61,16 @@ static double train_time_step(run_state *r) {
     return ms;
 }
 
-/* Rank 0 logs step (1-based) with the mean loss over ranks and micro-steps
- * (every rank the same). */
+/* The loss of the step just done, once its sum over ranks is: the mean over
+ * ranks and micro-steps (every rank the same). */
+static double step_mean_loss(run_state *r) {
+    return gpt2_loss_sum_read(&r->model) / ((double)r->model.loss_tokens * r->comm->world);
+}
+
+/* Rank 0 logs step (1-based). */
 static void train_log_step(run_state *r, int step, double ms) {
     const config *cfg = r->cfg;
-    const int world = r->comm->world;
-    const double loss = gpt2_loss_sum_read(&r->model) / ((double)r->model.loss_tokens * world);
+    const double loss = step_mean_loss(r);
     const double grad_norm = optimizer_grad_norm(&r->opt, r->ops);
     step_record rec = {.step = step, .loss = loss, .lr = r->hp.lr, .grad_norm = grad_norm,
                        .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1,
@@ -74,7 +78,7 @@ static void train_log_step(run_state *r, int step, double ms) {
                        .eta_s = eta_left_s(&r->eta, cfg->max_steps - step)};
     /* MFU per GPU: this rank's share of the tokens at the device's peak. */
     if (r->peak_flops > 0)
-        rec.mfu = rec.tokens_per_s / world * r->flops_per_token / r->peak_flops;
+        rec.mfu = rec.tokens_per_s / r->comm->world * r->flops_per_token / r->peak_flops;
     metrics_step(&r->log, &rec);
 }
 
@@ -100,8 +104,7 @@ static bool train_skip_step(run_state *r, int step, bool loss_summed) {
     communicator *comm = r->comm;
     const nonfinite_guard *g = &r->guard;
     if (!loss_summed && comm->world > 1) comm->ops->sum_in_place(comm, r->model.loss_sum);
-    const double loss =
-        gpt2_loss_sum_read(&r->model) / ((double)r->model.loss_tokens * comm->world);
+    const double loss = step_mean_loss(r);
     metrics_skip(&r->log, step, loss, optimizer_grad_norm(&r->opt, r->ops), g->in_a_row,
                  g->max_in_a_row, g->total);
     if (!nonfinite_give_up(g)) return true;
