@@ -1,0 +1,256 @@
+/* A training run's set-up and teardown: the backend, the run directory and
+ * its guards (lock, stop), data, model, ranks and optimizer, the state of a
+ * resumed run; freed in reverse, the run lock last. */
+#include "train/run.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/fail.h"
+#include "base/files.h"
+#include "io/weights_h5.h"
+#include "kernels/ops_profile.h"
+#include "train/backend.h"
+#include "train/epochs.h"
+#include "train/init_from.h"
+#include "train/safety/preflight.h"
+#include "train/safety/signals.h"
+
+/* Expands ${NAME} from the environment, so one config can name per-node or
+ * per-job paths (${SLURM_JOB_ID}, ${OMPI_COMM_WORLD_RANK}, ...). */
+static void expand_env(const char *key, const char *in, char *out, size_t len) {
+    size_t o = 0;
+    for (const char *p = in; *p;) {
+        if (p[0] == '$' && p[1] == '{') {
+            const char *close = strchr(p, '}');
+            if (!close) FAIL("%s = %s: unterminated ${", key, in);
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
+            const char *value = getenv(name);
+            if (!value) FAIL("%s = %s: environment variable %s is not set", key, in, name);
+            size_t n = strlen(value);
+            if (o + n >= len) FAIL("%s: expanded value too long", key);
+            memcpy(out + o, value, n);
+            o += n;
+            p = close + 1;
+        } else {
+            if (o + 1 >= len) FAIL("%s: expanded value too long", key);
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
+static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
+                         const config *cfg) {
+    char expanded[2048], err[2048];
+    expand_env(key, pattern, expanded, sizeof expanded);
+    if (dataset_open(ds, expanded, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
+        FAIL("%s: %s", key, err);
+}
+
+static void print_run_header(const run_state *r) {
+    const config *cfg = r->cfg;
+    const gpt2_layout *lay = &r->lay;
+    const int world = cfg->world;
+    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world,
+           cfg->device, r->run_dir);
+    printf("---- resolved config ----\n%s-------------------------\n", r->config_text);
+    printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters (%zu as "
+           "stored, with the padded rows)\n",
+           lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
+           layout_model_params(lay), lay->n_params);
+    printf("batch: %lld tokens/step = %d ranks x %d micro-steps x %d x %d\n",
+           (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
+}
+
+void run_path(const run_state *r, char path[RUN_PATH_MAX], const char *name_fmt, ...) {
+    const int n = snprintf(path, RUN_PATH_MAX, "%s/", r->run_dir); /* < RUN_PATH_MAX */
+    va_list ap;
+    va_start(ap, name_fmt);
+    vsnprintf(path + n, RUN_PATH_MAX - (size_t)n, name_fmt, ap);
+    va_end(ap);
+}
+
+void run_plan(run_state *r, const config *cfg, dist_state *dist) {
+    r->cfg = cfg;
+    r->dist = dist;
+    layout_build(&r->lay, cfg->n_layer, cfg->n_embd, cfg->n_head, cfg->vocab_size,
+                 cfg->padded_vocab_size, cfg->block_size);
+    config_format(cfg, r->config_text, sizeof r->config_text);
+    snprintf(r->run_dir, sizeof r->run_dir, "%s/%s", cfg->out_dir, cfg->run_name);
+    r->mem = memory_estimate_for(cfg, &r->lay, cfg->world);
+    if (dist->rank == 0) {
+        print_run_header(r);
+        memory_print(stdout, &r->mem, cfg, r->lay.n_params);
+        fflush(stdout);
+    }
+}
+
+/* Signals, the kernel table (checked against the device's memory before
+ * anything of the model is allocated) and the MFU's constants. */
+static void run_open_backend(run_state *r) {
+    const config *cfg = r->cfg;
+    signals_install();
+    r->ops = backend_select(cfg, r->dist);
+    preflight_check(cfg, &r->lay, r->dist, r->ops);
+    if (cfg->profile_ops) r->ops = ops_profile_wrap(r->ops);
+    r->peak_flops = backend_peak_flops(cfg, r->dist);
+    r->flops_per_token = layout_flops_per_token(&r->lay, cfg->seq_len);
+}
+
+/* The run directory, guarded by the lock and watched for a stop. */
+static void run_claim_dir(run_state *r) {
+    const int rank = r->dist->rank;
+    /* Before the run directory is created: a bad HellaSwag file or tokenizer
+     * ends the run here and leaves nothing behind. */
+    r->watch = watch_open(r->cfg, rank, r->dist->world, r->run_dir);
+    if (rank == 0) make_dirs_or_fail(r->run_dir);
+    /* Before anything is read or written there: a second run ends here. */
+    run_lock_acquire(&r->lock, r->run_dir, rank);
+    /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
+     * limit's save estimate until a save is measured. */
+    const double checkpoint_share = 4.0 * r->lay.n_elements + r->mem.optimizer;
+    run_stop_init(&r->stopper, r->cfg, r->run_dir, rank, checkpoint_share);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void run_open_data(run_state *r) {
+    const config *cfg = r->cfg;
+    open_dataset(&r->train_ds, "train_data", cfg->train_data, cfg);
+    epochs_warn(cfg, &r->train_ds, r->dist->rank);
+    r->do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
+    if (r->do_eval) open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+    loader_init(&r->train_ld, &r->train_ds, cfg->seed, true);
+    if (r->do_eval) loader_init(&r->val_ld, &r->val_ds, cfg->seed, false);
+}
+
+/* The weights a run starts from: GPT-2 initialisation, or init_from's model
+ * for a new run (a resumed run gets everything from its checkpoint). */
+static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resuming, int rank,
+                            float *host_params) {
+    gpt2_init_params(lay, cfg->seed, host_params); /* identical on every rank */
+    if (cfg->init_from[0] == '\0') return;
+    if (resuming) {
+        if (rank == 0) printf("init_from = %s ignored: resuming this run\n", cfg->init_from);
+        return;
+    }
+    init_from_load(cfg, lay, host_params);
+    if (rank == 0) printf("initialised from %s\n", cfg->init_from);
+}
+
+/* save_init: the weights before step 1, for reproducing the run elsewhere
+ * (tests/gpu/test_loss_curve_cuda.py starts PyTorch from them). */
+static void save_initial_weights(const run_state *r) {
+    char path[RUN_PATH_MAX];
+    run_path(r, path, "init.h5");
+    weights_save(path, &r->lay, r->host_params, r->config_text);
+    printf("saved initial weights to %s\n", path);
+}
+
+/* The model on the backend, with its initial weights. */
+static void run_build_model(run_state *r) {
+    const config *cfg = r->cfg;
+    const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu};
+    gpt2_create_with(&r->model, &r->lay, r->ops, cfg->micro_batch, cfg->seq_len, &model_opt);
+    r->host_params = xmalloc(r->lay.n_elements * sizeof(float));
+    initial_weights(cfg, &r->lay, r->resuming, r->dist->rank, r->host_params);
+    if (cfg->save_init && !r->resuming && r->dist->rank == 0) save_initial_weights(r);
+    r->ops->upload_f32(r->model.params, r->host_params, r->lay.n_elements);
+}
+
+/* The all-gather's pieces in the order forward first reads them (see
+ * gpt2.h): the embeddings [wpe, end), block 0, ..., block L-1, ln_f [0, ...).
+ * Together they cover the flat buffer. Returns how many (L + 2). */
+static int forward_gather_pieces(const gpt2_layout *lay, comm_range *pieces) {
+    int n = 0;
+    size_t end = lay->n_elements;
+    pieces[n++] = (comm_range){lay->wpe, end};
+    end = lay->wpe;
+    for (int l = 0; l < lay->n_layer; l++) {
+        pieces[n++] = (comm_range){lay->blocks[l].begin, end};
+        end = lay->blocks[l].begin;
+    }
+    pieces[n++] = (comm_range){0, end};
+    return n;
+}
+
+/* The communicator, data parallelism over it and AdamW on this rank's shard. */
+static void run_build_dist(run_state *r) {
+    const config *cfg = r->cfg;
+    const gpt2_layout *lay = &r->lay;
+    r->comm = backend_communicator(cfg, r->dist, r->ops);
+    comm_range *pieces = xmalloc(((size_t)lay->n_layer + 2) * sizeof(comm_range));
+    const int n_pieces = forward_gather_pieces(lay, pieces);
+    ddp_init(&r->ddp, r->comm, r->ops, lay->n_elements, cfg->zero_stage, cfg->bucket_mb,
+             r->model.grads, pieces, n_pieces);
+    free(pieces);
+    gpt2_set_params_needed(&r->model, ddp_params_needed, &r->ddp);
+    optimizer_init(&r->opt, lay, r->ops, r->ddp.lo, r->ddp.hi, r->host_params);
+}
+
+/* A resumed run's state from its checkpoint; then the partial checkpoints
+ * of interrupted saves go. */
+static void run_restore(run_state *r) {
+    r->ckpt = (ckpt_ctx){.cfg = r->cfg, .config_text = r->config_text, .run_dir = r->run_dir,
+                         .lay = &r->lay, .ops = r->ops, .ddp = &r->ddp, .opt = &r->opt,
+                         .host_scratch = r->host_params, .train_samples = r->train_ds.n_samples};
+    r->progress = (ckpt_progress){0};
+    if (r->resuming) ckpt_load(&r->ckpt, r->resume_dir, r->model.params, &r->progress);
+    /* Only now, with the run's state loaded: a failed load deletes nothing. */
+    if (r->dist->rank == 0 && ckpt_remove_partial(r->run_dir) > 0)
+        printf("removed partial checkpoint directories (interrupted saves) from %s\n", r->run_dir);
+}
+
+/* AdamW's constants, the logs, the batch buffers and the non-finite guard. */
+static void run_open_loop(run_state *r) {
+    const config *cfg = r->cfg;
+    r->hp = (adamw_hparams){.beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
+                            .eps = (float)cfg->eps, .weight_decay = (float)cfg->weight_decay};
+    run_path(r, r->trace_path, "trace_rank%d.jsonl", r->dist->rank);
+    if (cfg->comm_trace) remove(r->trace_path);
+    metrics_open(&r->log, r->run_dir, r->dist->rank, cfg->max_steps);
+    const size_t tokens = (size_t)cfg->micro_batch * cfg->seq_len;
+    r->inputs = xmalloc(tokens * sizeof(int32_t));
+    r->targets = xmalloc(tokens * sizeof(int32_t));
+    nonfinite_init(&r->guard, cfg->max_bad_steps);
+}
+
+void run_setup(run_state *r) {
+    run_open_backend(r);
+    run_claim_dir(r);
+    r->resuming = ckpt_resolve_resume(r->cfg, r->run_dir, r->resume_dir, sizeof r->resume_dir);
+    run_open_data(r);
+    run_build_model(r);
+    run_build_dist(r);
+    run_restore(r);
+    run_open_loop(r);
+}
+
+void run_teardown(run_state *r) {
+    watch_close(r->watch);
+    metrics_close(&r->log);
+    free(r->inputs);
+    free(r->targets);
+    free(r->host_params);
+    optimizer_free(&r->opt, r->ops);
+    ddp_free(&r->ddp);
+    r->comm->ops->destroy(r->comm);
+    gpt2_free(&r->model);
+    loader_free(&r->train_ld);
+    dataset_close(&r->train_ds);
+    if (r->do_eval) {
+        loader_free(&r->val_ld);
+        dataset_close(&r->val_ds);
+    }
+    layout_free(&r->lay);
+    run_lock_release(&r->lock);
+}
+
+int run_exit_code(const run_state *r) {
+    if (r->gave_up) return EXIT_NONFINITE;
+    return r->preempted ? EXIT_PREEMPTED : 0;
+}

@@ -1,0 +1,83 @@
+/* One training run's state, shared by its set-up and teardown (run.c), its
+ * step loop and end (train.c) and its optimizer step (step.c). run_plan and
+ * run_setup build it in an order that matters (see run.c); run_teardown
+ * frees it in reverse. */
+#ifndef GPT2_TRAIN_RUN_H
+#define GPT2_TRAIN_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckpt/ckpt.h"
+#include "config/config.h"
+#include "data/loader.h"
+#include "dist/comm.h"
+#include "dist/ddp.h"
+#include "dist/dist.h"
+#include "io/ckpt_dir.h"
+#include "kernels/ops.h"
+#include "model/gpt2.h"
+#include "optim/optimizer.h"
+#include "train/observe/eta.h"
+#include "train/observe/metrics.h"
+#include "train/observe/watch.h"
+#include "train/safety/memory.h"
+#include "train/safety/nonfinite.h"
+#include "train/safety/run_lock.h"
+#include "train/safety/run_stop.h"
+
+/* A file of the run directory: its name fits with the longest run_dir. */
+#define RUN_PATH_MAX 1200
+
+typedef struct run_state {
+    const config *cfg;
+    dist_state *dist;
+    /* run_plan: what the run would be, also for a dry run */
+    gpt2_layout lay;
+    char config_text[16384]; /* the resolved config, printed and stored with the weights */
+    char run_dir[1100];
+    memory_estimate mem;
+    /* run_setup: the backend, the run directory's guards, data, model, ranks */
+    const kernel_ops *ops;
+    double peak_flops, flops_per_token; /* for the MFU; peak_flops 0: unknown */
+    run_watch *watch;
+    run_lock lock;
+    run_stop stopper;
+    bool resuming;
+    char resume_dir[CKPT_PATH_MAX];
+    bool do_eval; /* validation loss (and HellaSwag) every eval_every steps */
+    token_dataset train_ds, val_ds;
+    data_loader train_ld, val_ld;
+    gpt2_model model;
+    float *host_params; /* lay.n_elements fp32: the initial weights, then scratch */
+    communicator *comm;
+    data_parallel ddp;
+    adamw_state opt;
+    adamw_hparams hp; /* lr set per step */
+    ckpt_ctx ckpt;
+    ckpt_progress progress;
+    char trace_path[RUN_PATH_MAX]; /* comm_trace's file of this rank */
+    metrics_log log;
+    int32_t *inputs, *targets; /* one micro-batch */
+    nonfinite_guard guard;
+    /* the loop */
+    eta_clock eta;
+    double step_start; /* clock_ms at the end of the previous step (or what followed it) */
+    bool preempted, gave_up;
+    int stop_reasons; /* STOP_* bits of the stop that ended the run */
+} run_state;
+
+/* The layout, the resolved config's text, the run directory's name and the
+ * memory estimate; rank 0 prints the run's header and the estimate. All a
+ * dry run does. */
+void run_plan(run_state *r, const config *cfg, dist_state *dist);
+/* Everything else the loop needs, the checkpoint loaded when resuming. */
+void run_setup(run_state *r);
+/* Frees what run_plan and run_setup built, releasing the run lock last. */
+void run_teardown(run_state *r);
+/* The process exit code: EXIT_NONFINITE, EXIT_PREEMPTED or 0. */
+int run_exit_code(const run_state *r);
+/* path = run_dir/NAME, NAME from the format. */
+void run_path(const run_state *r, char path[RUN_PATH_MAX], const char *name_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#endif
