@@ -5,6 +5,8 @@
 # kernel family, and its kernels renamed).
 #
 #   scripts/attention_sass_diff.sh [BASE_REV]
+#   BASE_SRC=DIR scripts/attention_sass_diff.sh   (the base's source tree, where
+#                                                 there is no git: a GPU host)
 #
 # Compiles src/kernels/cuda/attention*.cu of BASE_REV (git archive) and of the
 # working tree (uncommitted changes included) with the build's nvcc flags
@@ -31,7 +33,7 @@
 # elf, or both: the default, sass skipped where there is no cuobjdump),
 # KEEP=1 keeps the work directory (its path is printed).
 set -euo pipefail
-root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+root=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:-cb1ac21}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUOBJDUMP=${CUOBJDUMP:-$(dirname "$NVCC")/cuobjdump}
@@ -52,14 +54,18 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/attention_sass_diff.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then echo "work directory: $work"; else trap 'rm -rf "$work"' EXIT; fi
 mkdir -p "$work/base" "$work/tree"
-git -C "$root" archive "$base" src | tar -x -C "$work/base"
+if [ -n "${BASE_SRC:-}" ]; then
+  (cd "$BASE_SRC" && tar -c src) | tar -x -C "$work/base"
+else
+  git -C "$root" archive "$base" src | tar -x -C "$work/base"
+fi
 (cd "$root" && tar -c src) | tar -x -C "$work/tree"
 
 FLAGS=(-O3 -DNDEBUG -DGPT2_HAVE_CUDA=1 -DGPT2_HAVE_SM90A=1 -Werror=all-warnings
        --expt-relaxed-constexpr)
 echo "nvcc: $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*'))"
 echo "flags: ${FLAGS[*]} -Isrc -gencode=arch=compute_ARCH,code=sm_ARCH -cubin"
-echo "base: $(git -C "$root" rev-parse --short "$base"), tree: $root (working tree)"
+echo "base: ${BASE_SRC:-$(git -C "$root" rev-parse --short "$base")}, tree: $root (working tree)"
 pids=()
 for side in base tree; do
   for tu in "$work/$side"/src/kernels/cuda/attention*.cu; do

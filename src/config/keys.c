@@ -153,7 +153,7 @@ const config_key config_keys[] = {
              "sm_90a code (GPT2_CUDA_ARCHS with 90a); false: the mma.sync kernels of other GPUs"),
     BOOL_KEY("run", attention_deterministic, "false",
              "device=cuda: the attention backward adds dq in a fixed order, so that runs repeat "
-             "bit for bit (needs the Hopper kernels; README: Attention on Hopper)"),
+             "bit for bit (needs the Hopper kernels; docs/attention.md)"),
 
     INT_KEY("dist", zero_stage, "1", CLOSED(0, 1),
             "0: all-reduce DDP, 1: ZeRO-1 (each rank owns a shard of the AdamW state)"),

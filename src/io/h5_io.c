@@ -13,8 +13,7 @@
 /* 64 KiB of fp32 per chunk (a Fletcher32 checksum each). HDF5 allocates a
  * buffer per chunk it filters: at 64 KiB malloc serves it from the heap,
  * while MiB-sized chunks get fresh mmap'd pages every time, and the page
- * faults made saving 124M parameters 6x slower (measured: 92 MB/s with
- * 4 MiB chunks, about 600 MB/s here). */
+ * faults made saving 124M parameters several times slower (docs/checkpoints.md). */
 #define H5_CHUNK_ELEMS ((int64_t)1 << 14)
 
 /* HDF5 closes the files still open from an atexit handler. After a failed

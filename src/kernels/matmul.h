@@ -67,8 +67,8 @@ enum {
     MATMUL_FUSE_DGELU = 2,  /* DGELU in the backward through a gelu */
     MATMUL_FUSE_BGRADB = 4, /* BGRADB for dbias (measured slower on H100: off) */
     /* DGELU_BGRAD: dpre_colsum in the DGELU GEMM's epilogue (measured
-     * slower on H100 with cuBLAS 13.0: 997 against 599 us for fc_proj's
-     * backward at N = 32768 with the column-sum kernel: off) */
+     * slower than the column-sum kernel on H100 with cuBLAS 13.0: off;
+     * docs/gpu-training.md) */
     MATMUL_FUSE_DGELU_BGRAD = 8,
     MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
 };

@@ -28,7 +28,7 @@ void epochs_warn(const config *cfg, const token_dataset *train, int rank) {
            "  train_data and val_data at shards of a large corpus in llm.c's format: FineWeb-10B\n"
            "  (fineweb_train_*.bin, fineweb_val_*.bin from llm.c's dev/data/fineweb.py), TinyStories\n"
            "  (dev/data/tinystories.py), or your own text through gpt2_tokenize (JSONL from the\n"
-           "  Hugging Face Hub works). README: \"Data and tokenizer\".\n",
+           "  Hugging Face Hub works). docs/data.md, \"Real data\".\n",
            planned, cfg->max_steps, (long long)cfg->total_batch, cfg->train_data, have,
            (long long)train->n_samples, cfg->seq_len, epochs);
     fflush(stdout);

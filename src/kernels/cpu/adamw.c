@@ -28,7 +28,7 @@ void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_
     const float bc2_sqrt = (float)sqrt(1.0 - pow((double)beta2, t));
     const float step = (float)(-(double)lr / (1.0 - pow((double)beta1, t)));
     /* sqrtf may set errno, so GCC keeps this loop scalar unless the build has
-     * -fno-math-errno (then it vectorises: ~3.5x here). */
+     * -fno-math-errno (then it vectorises). */
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         const float g = grad[i] * grad_scale;

@@ -25,7 +25,7 @@ typedef float vec8 __attribute__((vector_size(32)));
 typedef int32_t vec8i __attribute__((vector_size(32)));
 
 /* The build targets baseline x86-64 (SSE2); GCC also compiles the exp loop
- * for AVX2+FMA and picks the clone at load time (3x faster here). */
+ * for AVX2+FMA and picks the clone at load time, where the CPU has them. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define EXP_TARGETS __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else

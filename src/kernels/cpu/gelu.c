@@ -3,7 +3,7 @@
  *
  * Design: element-wise, parallel over a flat range with a static schedule.
  * It uses the identity 0.5 (1 + tanh(u)) = sigmoid(2u) = 1 / (1 + exp(-2u)):
- * the same function, but libm's expf is ~10x faster than its tanhf here, and
+ * the same function, but libm's expf is much faster than its tanhf, and
  * the sigmoid form does not cancel where tanh(u) is close to -1 (1 + tanh
  * loses the tail of gelu for negative x). The backward follows from it:
  * d/dx [x s(2u)] = s + 2 x s (1 - s) u'(x). */

@@ -101,7 +101,7 @@ static __global__ void attn_dq_convert_kernel(bf16 *__restrict__ dqkv, const flo
 // Dispatch
 
 int head_size(int C, int NH) {
-    if (NH <= 0 || C % NH != 0 || (C / NH != 64 && C / NH != 128))
+    if (NH <= 0 || C % NH != 0 || !attention_cuda_head_size_ok(C / NH))
         fail_at(__FILE__, __LINE__, EXIT_FATAL,
                 "attention (cuda): head size C/NH = %d/%d must be 64 or 128", C, NH);
     return C / NH;

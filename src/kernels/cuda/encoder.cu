@@ -15,9 +15,9 @@
  *   tile edges (a frequent token: in text ",", " the" and "." fill thousands
  *   of the 32K positions of a batch) leaves one fp32 partial per tile it
  *   touches, and a second kernel adds them in tile order for that token:
- *   the serial depth is a tile, not the run. (One block per run, as before,
- *   left one block reading a few thousand rows alone: 0.74 ms of real text
- *   against 0.13 ms for hashed tokens.) Fixed tiles and fixed orders: one
+ *   the serial depth is a tile, not the run. (One block per run left one
+ *   block reading a few thousand rows alone on real text: several times
+ *   slower than on hashed tokens; docs/gpu-training.md.) Fixed tiles and fixed orders: one
  *   bf16 rounding per element and the same bits on every run. */
 #include <cub/device/device_radix_sort.cuh>
 
@@ -67,7 +67,7 @@ static __global__ void encoder_backward_wpe_kernel(bf16 *dwpe, const bf16 *dout,
     store8(w, old);
 }
 
-enum { WTE_TILE = 32 }; /* sorted positions per block (16: slower on text, 0.186 vs 0.175 ms) */
+enum { WTE_TILE = 32 }; /* sorted positions per block (16 measured slower on text) */
 
 /* Partials of runs that cross tile edges: slot (tile, 0) holds the piece
  * that opens the tile and belongs to a run begun in an earlier tile; slot

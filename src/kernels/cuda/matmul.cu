@@ -23,9 +23,9 @@
  *                  k = N into a vector that a small kernel adds into dbias
  *                  (BGRADB overwrites; the contract is +=). On H100 with
  *                  cuBLAS 13.0 it is offered only with a bf16 vector (an extra
- *                  rounding) and the dW GEMM it picks was slower than the plain
- *                  GEMM plus the column-sum kernel (qkv at N = 32768: 397 vs
- *                  384 us), so dbias is that kernel by default.
+ *                  rounding) and the dW GEMM it picks measured slower than the
+ *                  plain GEMM plus the column-sum kernel (docs/gpu-training.md),
+ *                  so dbias is that kernel by default.
  * dbias by kernel: a deterministic column sum (fixed chunks of BIAS_ROWS
  * rows, each summed in row order, then the chunks added in order), one extra
  * read of dout. Where cuBLASLt offers no algorithm for the GELU epilogues (or
