@@ -20,7 +20,7 @@ FLAGS=(-std=c++17 -O3 "-gencode=arch=compute_${ARCH},code=sm_${ARCH}" -Isrc
 "$NVCC" "${FLAGS[@]}" -Xptxas -v -c src/kernels/cuda/attention_sm90.cu -o "$OUT/attention_sm90.o" \
     2>> "$OUT/ptxas.txt" || { cat "$OUT/ptxas.txt"; exit 1; }
 objs=("$OUT/attention.o" "$OUT/attention_sm90.o")
-"$NVCC" "${FLAGS[@]}" tests/gpu/test_attention_cuda.cu "${objs[@]}" -o "$OUT/test_attention_cuda" &
+"$NVCC" "${FLAGS[@]}" tests/kernels/test_attention_cuda.cu "${objs[@]}" -o "$OUT/test_attention_cuda" &
 pid_test=$!
 "$NVCC" "${FLAGS[@]}" bench/bench_attention.cu "${objs[@]}" -o "$OUT/bench_attention" &
 pid_bench=$!

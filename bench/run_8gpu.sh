@@ -3,7 +3,7 @@
 #   readme   `mpirun -np 8 build/gpt2_ddp configs/124M.ini` as the README
 #            says (max_steps etc. shortened): trains, checkpoints, is stopped
 #            by SIGTERM to its ranks (exit 3) and resumes to its last step
-#   ckpt     tests/gpu/nccl_ckpt.sh: with 8 GPUs visible it also resumes an
+#   ckpt     tests/dist/nccl_ckpt.sh: with 8 GPUs visible it also resumes an
 #            8-GPU checkpoint on 4
 #   scaling  bench/bench_scaling.sh at 1 2 4 8 GPUs, ours and PyTorch DDP
 #   big      1558M, ZeRO-1, on every GPU: tokens/s, MFU, peak memory per GPU
@@ -16,8 +16,8 @@
 set -uo pipefail
 build=$(realpath "${1:-build}")
 cd "$(dirname "$0")/.."
-source tests/integration/mpi_env.sh
-source tests/integration/ckpt_lib.sh
+source tests/lib/mpi_env.sh
+source tests/lib/ckpt_lib.sh
 export NCCL_NVLS_ENABLE=0
 parts=${PARTS:-readme ckpt scaling big} np=${NP:-8} device=${DEVICE:-cuda} cfg=${CONFIG:-configs/124M.ini}
 out=${OUT:-$build.8gpu}; mkdir -p "$out"

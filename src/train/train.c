@@ -102,7 +102,7 @@ static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resu
 }
 
 /* save_init: the weights before step 1, for reproducing the run elsewhere
- * (tests/gpu/test_loss_curve_cuda.py starts PyTorch from them). */
+ * (tests/train/test_loss_curve_cuda.py starts PyTorch from them). */
 static void save_initial_weights(const char *run_dir, const gpt2_layout *lay,
                                  const float *host_params, const char *config_text) {
     char path[1200];

@@ -8,7 +8,7 @@
 # 4, remove the partial directory and train on. usage: ckpt_crash.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 run=(configs/tiny.ini warmup_steps=2 eval_every=0 log_every=1 checkpoint_every=4 out_dir="$work"
      run_name=crash)

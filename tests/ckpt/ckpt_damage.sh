@@ -6,7 +6,7 @@
 # usage: ckpt_damage.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 run=(configs/tiny.ini warmup_steps=1 eval_every=0 log_every=1 checkpoint_every=2 run_name=base)
 mpi_run -np 2 "$bin" "${run[@]}" max_steps=4 out_dir="$work/good" >"$work/good.log" 2>&1 \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checkpoints read by others, and llm.c interchange (one rank, tiny config):
 #  (1) h5py alone reads the named weights of the step-8 checkpoint's model.h5,
-#      and the PyTorch GPT-2 of tests/reference/gpt2_torch.py built from them
+#      and the PyTorch GPT-2 of tests/lib/gpt2_torch.py built from them
 #      gives the val loss the trainer logged at step 8 on the same batches;
 #  (2) gpt2_convert writes llm.c model files (fp32, bf16) holding those
 #      weights in llm.c's order, and reads one back into the same weights;
@@ -11,9 +11,9 @@
 # usage: ckpt_interchange.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
 bin=$1 convert=$2 work=$3
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
-check=(/usr/bin/python3 tests/integration/ckpt_check.py)
+check=(/usr/bin/python3 tests/lib/ckpt_check.py)
 eval_cfg=(eval_batches=2 val_data="data/nlp-corpus/nlp_val_*.bin" out_dir="$work")
 "$bin" configs/tiny.ini max_steps=8 warmup_steps=2 eval_every=8 log_every=4 checkpoint_every=8 \
   "${eval_cfg[@]}" run_name=src >"$work/src.log" 2>&1 || fail "training run" "$work/src.log"

@@ -11,7 +11,7 @@
 # usage: ckpt_resume.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 run=(configs/tiny.ini max_steps=30 warmup_steps=5 eval_every=0 log_every=1 checkpoint_every=100
      out_dir="$work")
@@ -31,8 +31,8 @@ echo "SIGTERM to one rank after step 15 was logged: all ranks stopped after step
 
 mpi_run -np 2 "$bin" "${run[@]}" run_name=cut >"$work/resume.log" 2>&1 || fail "resume" "$work/resume.log"
 grep "^resumed from" "$work/resume.log"
-/usr/bin/python3 tests/integration/ckpt_check.py losses "$work/full" "$work/cut" $((k + 1)) 30 0
-/usr/bin/python3 tests/integration/ckpt_check.py state "$work/full/step_00000030" "$work/cut/step_00000030"
+/usr/bin/python3 tests/lib/ckpt_check.py losses "$work/full" "$work/cut" $((k + 1)) 30 0
+/usr/bin/python3 tests/lib/ckpt_check.py state "$work/full/step_00000030" "$work/cut/step_00000030"
 
 mpirun --bind-to none -np 2 "$bin" "${run[@]}" max_steps=200 run_name=usr1 >"$work/usr1.log" 2>&1 &
 launcher=$!

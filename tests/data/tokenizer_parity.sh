@@ -28,7 +28,7 @@ cases=("$tmp"/cases/*.txt)
 [[ ${#docs[@]} -gt 0 ]] || fail "no documents in $corpus: run tools/prepare_data.sh first"
 
 start=$(date +%s.%N)
-"$node" "$src/tests/reference/tokenizer_oracle.js" "$package" "${docs[@]}" "${cases[@]}" >"$tmp/oracle.txt"
+"$node" "$src/tests/data/tokenizer_oracle.js" "$package" "${docs[@]}" "${cases[@]}" >"$tmp/oracle.txt"
 echo "tokenizer_parity: node oracle took $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 
 # The tool, with small shards so that documents cross shard boundaries.

@@ -6,7 +6,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work"; mkdir -p "$work"/{0,1,2}
 good=$PWD/data/nlp-corpus/nlp_train_000000.bin
 for r in 0 1 2; do ln -s "$good" "$work/$r/train_000.bin"; done

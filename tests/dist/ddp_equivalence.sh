@@ -6,7 +6,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work"
 for np in 1 2 3 4; do
   for z in 0 1; do
@@ -16,4 +16,4 @@ for np in 1 2 3 4; do
       || { cat "$work.np${np}_z$z.log"; exit 1; }
   done
 done
-/usr/bin/python3 tests/integration/ddp_compare.py "$work" np1_z0 np1_z1 np2_z0 np2_z1 np3_z0 np3_z1 np4_z0 np4_z1
+/usr/bin/python3 tests/dist/ddp_compare.py "$work" np1_z0 np1_z1 np2_z0 np2_z1 np3_z0 np3_z1 np4_z0 np4_z1

@@ -6,7 +6,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work"
 for z in 1 0; do
   mpi_run -np 2 "$bin" configs/tiny.ini max_steps=3 warmup_steps=1 eval_every=0 zero_stage=$z bucket_mb=1 \

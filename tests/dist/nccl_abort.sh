@@ -8,7 +8,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/gpu/nccl_lib.sh
+source tests/lib/nccl_lib.sh
 need_gpus 2
 rm -rf "$work"; mkdir -p "$work"
 timeout_s=15

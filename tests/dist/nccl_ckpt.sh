@@ -10,7 +10,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/gpu/nccl_lib.sh
+source tests/lib/nccl_lib.sh
 need_gpus 4
 # Measured on 4x H200: 2e-6..3e-6 between GPU counts, 7e-5..8e-5 across backends.
 RTOL_GPU=1e-4 RTOL_BACKEND=1e-3
@@ -24,7 +24,7 @@ go() {  # go NAME NP ARGS...
 }
 check() {  # check REF RUN RTOL WORLD_WRITTEN WORLD_NOW
   grep "^resumed from" "$work/$2.log"
-  py tests/integration/ckpt_check.py losses "$work/$1" "$work/$2" 5 8 "$3"
+  py tests/lib/ckpt_check.py losses "$work/$1" "$work/$2" 5 8 "$3"
   grep -q "^world $4$" "$work/$1/step_00000004/COMPLETE" && grep -q "^world $5$" "$work/$2/step_00000008/COMPLETE" \
     || fail "expected a $4-rank checkpoint resumed into a $5-rank one"
 }

@@ -8,7 +8,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/gpu/nccl_lib.sh
+source tests/lib/nccl_lib.sh
 need_gpus 2
 gpus=$(gpus_visible)
 rm -rf "$work"; mkdir -p "$work"
@@ -31,4 +31,4 @@ for np in 2 4; do
   one g${np}_fp32 "$np" grad_reduce_dtype=fp32; runs+=(g${np}_fp32)
 done
 grep -h "^GPU map" -A4 "$work/g2_z1.log" | head -5
-python3 tests/gpu/nccl_compare.py "$work" g1 "${runs[@]}"
+python3 tests/dist/nccl_compare.py "$work" g1 "${runs[@]}"

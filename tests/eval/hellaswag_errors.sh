@@ -2,13 +2,13 @@
 # A HellaSwag file that is missing or malformed ends the trainer (every rank)
 # and gpt2_eval with exit code 2 and a message naming the file and line and
 # what is wrong there; so do hellaswag_data without evaluations and bad
-# gpt2_eval arguments. The malformed lines are tests/reference/hellaswag_data.py's.
+# gpt2_eval arguments. The malformed lines are tests/lib/hellaswag_data.py's.
 # usage: hellaswag_errors.sh GPT2_DDP GPT2_EVAL WORK_DIR
 set -uo pipefail
 bin=$1 eval=$2 work=$3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work" && mkdir -p "$work"
 failed=0
 
@@ -26,7 +26,7 @@ expect() {
 # A good file of 5 examples, and one per malformed case with line 3 replaced.
 /usr/bin/python3 - "$work" <<'PY' || exit 1
 import os, sys
-sys.path.insert(0, "tests/reference")
+sys.path.insert(0, "tests/lib")
 import hellaswag_data as h
 work = sys.argv[1]
 good = h.make_examples(".", 5)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """HellaSwag scoring against PyTorch. A small file in the official format
-(tests/reference/hellaswag_data.py: 40 examples from nlp-corpus sentences,
+(tests/lib/hellaswag_data.py: 40 examples from nlp-corpus sentences,
 one with non-ASCII text, one with a context longer than seq_len) is scored
 
   - during training: gpt2_ddp trains the tiny config for 30 steps with
@@ -43,7 +43,7 @@ except ImportError:  # the GPU machines' python3 has torch; CI's Debian python3 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import gpt2_torch  # noqa: E402  (the reference model)
 import hellaswag_data  # noqa: E402
 

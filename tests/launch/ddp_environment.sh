@@ -10,7 +10,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work"; mkdir -p "$work"
 args=(configs/tiny.ini max_steps=2 warmup_steps=1 eval_every=0 out_dir="$work/out")
 fail() { echo "FAIL: $*"; exit 1; }

@@ -90,7 +90,7 @@ def val_batches(pattern, B, T, count):
 
 def cmd_torch(ckpt, run, step, pattern, n_layer, n_head, B, T, batches):
     import torch
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/lib
     import gpt2_torch
     P = gpt2_torch.load_h5(os.path.join(ckpt, "model.h5"))  # datasets only: named weights
     total = 0.0

@@ -1,7 +1,7 @@
 # Sourced by the checkpoint tests (ckpt_*.sh): moves to the repository root,
 # mpirun settings, helpers.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 
 # An empty work directory.
 fresh_dir() { rm -rf "$1"; mkdir -p "$1"; }

@@ -1,8 +1,8 @@
-# Sourced by the multi-GPU tests (tests/gpu/nccl_*.sh): how many GPUs there
+# Sourced by the multi-GPU tests (tests/dist/nccl_*.sh): how many GPUs there
 # are, skipping (exit 77) when too few, mpirun with NCCL's environment, and a
 # python3 that has h5py and numpy.
-source tests/integration/mpi_env.sh
-source tests/integration/ckpt_lib.sh
+source tests/lib/mpi_env.sh
+source tests/lib/ckpt_lib.sh
 # NVLink multicast (NVLS) stays off: on shared machines a program using it can
 # take the host's GPUs out of service. mpirun -x hands it to every rank.
 export NCCL_NVLS_ENABLE=0

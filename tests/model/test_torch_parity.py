@@ -21,8 +21,9 @@ import sys
 import numpy as np
 import torch
 
-import gpt2_torch  # the reference model (this script's directory is on sys.path)
-from gpt2_torch import load_h5
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import gpt2_torch  # noqa: E402  (the reference model)
+from gpt2_torch import load_h5  # noqa: E402
 
 L, C, NH, B, T, STEPS = 2, 64, 4, 4, 32, 3
 V, VP = 50257, 50304

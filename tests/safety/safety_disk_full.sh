@@ -14,7 +14,7 @@
 # usage: safety_disk_full.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$(realpath "$1") work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 fs=$work/fs
 mkdir -p "$fs"

@@ -17,11 +17,11 @@
 set -euo pipefail
 mode=$1 bin=$(realpath "$2") work=$3
 cd "$(dirname "$0")/../.."
-source tests/gpu/nccl_lib.sh
+source tests/lib/nccl_lib.sh
 need_gpus 1
 [[ "$("$bin" --version)" == *"cuda ("* ]] || { echo "SKIP: $bin has no CUDA backend"; exit 77; }
 fresh_dir "$work"
-check() { py tests/integration/safety_check.py "$@"; }
+check() { py tests/safety/safety_check.py "$@"; }
 
 preflight() {
   local args=(configs/124M.ini device=cuda max_steps=2 warmup_steps=1 eval_every=0 log_every=1

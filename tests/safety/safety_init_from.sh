@@ -11,7 +11,7 @@
 # usage: safety_init_from.sh GPT2_DDP WORK_DIR HAVE_NCCL NCCL_VERSION HAVE_TOKENIZER
 set -euo pipefail
 bin=$1 work=$2 have_nccl=$3 nccl_version=$4 have_tokenizer=$5
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 root=$PWD
 bin=$(realpath "$bin")
@@ -32,7 +32,7 @@ rc=$?
 set -e
 [ $rc -eq 0 ] || fail "rank 1 cannot see init_from=start.h5 and must not need to: exit $rc" "$work/mpmd.log"
 grep -q "initialised from start.h5" "$work/mpmd.log" || fail "no 'initialised from' line" "$work/mpmd.log"
-/usr/bin/python3 tests/integration/ckpt_check.py same_weights "$work/ref/model.h5" "$work/mpmd/model.h5"
+/usr/bin/python3 tests/lib/ckpt_check.py same_weights "$work/ref/model.h5" "$work/mpmd/model.h5"
 echo "init_from read by rank 0 only (rank 1's directory has no start.h5): same final weights"
 
 set +e

@@ -11,7 +11,7 @@
 # usage: safety_lock.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 run=(configs/tiny.ini max_steps=40 warmup_steps=2 eval_every=0 log_every=1 checkpoint_every=10
      out_dir="$work" run_name=shared)

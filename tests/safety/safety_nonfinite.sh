@@ -17,9 +17,9 @@
 # usage: safety_nonfinite.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
-check=(/usr/bin/python3 tests/integration/safety_check.py)
+check=(/usr/bin/python3 tests/safety/safety_check.py)
 run=(configs/tiny.ini max_steps=6 warmup_steps=1 eval_every=0 log_every=2 checkpoint_every=1
      keep_last=0 out_dir="$work")
 nan_run() { # STEPS ARGS...: a 2-rank run with the hook
@@ -35,10 +35,10 @@ grep "skipped" "$work/nan.log"
 "${check[@]}" skip_reference "$work/nan/step_00000002" "$work/ref" 3
 mpi_run -np 2 "$bin" "${run[@]}" run_name=ref >"$work/ref.log" 2>&1 || fail "reference resume" "$work/ref.log"
 grep "^resumed from" "$work/ref.log"
-/usr/bin/python3 tests/integration/ckpt_check.py same_weights "$work/ref/model.h5" "$work/nan/model.h5"
-/usr/bin/python3 tests/integration/ckpt_check.py state "$work/ref/step_00000006" "$work/nan/step_00000006"
+/usr/bin/python3 tests/lib/ckpt_check.py same_weights "$work/ref/model.h5" "$work/nan/model.h5"
+/usr/bin/python3 tests/lib/ckpt_check.py state "$work/ref/step_00000006" "$work/nan/step_00000006"
 mpi_run -np 2 "$bin" "${run[@]}" checkpoint_every=0 run_name=clean >"$work/clean.log" 2>&1 || fail "clean run" "$work/clean.log"
-if /usr/bin/python3 tests/integration/ckpt_check.py same_weights "$work/clean/model.h5" "$work/nan/model.h5" >/dev/null; then
+if /usr/bin/python3 tests/lib/ckpt_check.py same_weights "$work/clean/model.h5" "$work/nan/model.h5" >/dev/null; then
   fail "the clean run ends with the same weights: the comparison cannot tell"
 fi
 echo "a clean run ends with other weights than the run that skipped step 3"

@@ -14,7 +14,7 @@
 # usage: safety_stop.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 run=(configs/tiny.ini max_steps=30 warmup_steps=5 eval_every=0 log_every=1 checkpoint_every=100
      out_dir="$work")
@@ -39,7 +39,7 @@ grep -q "^stopped by the STOP file ($work/cut/STOP, now removed) after step $k: 
 echo "STOP file after step 5 was logged: stopped after step $k, exit 3, STOP removed"
 mpi_run -np 2 "$bin" "${run[@]}" run_name=cut >"$work/resume.log" 2>&1 || fail "resume" "$work/resume.log"
 grep "^resumed from" "$work/resume.log"
-/usr/bin/python3 tests/integration/ckpt_check.py losses "$work/full" "$work/cut" $((k + 1)) 30 0
+/usr/bin/python3 tests/lib/ckpt_check.py losses "$work/full" "$work/cut" $((k + 1)) 30 0
 
 start=$SECONDS
 set +e

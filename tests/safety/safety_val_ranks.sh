@@ -8,7 +8,7 @@
 # usage: safety_val_ranks.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
-source "$(dirname "$0")/ckpt_lib.sh"
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
 # total_batch 768 = 2 x 64 x 6: divisible by 1, 2 and 3 ranks.
 run=(configs/tiny.ini micro_batch=2 total_batch=768 max_steps=1 warmup_steps=0 eval_every=1

@@ -12,7 +12,7 @@ rm -rf "$work" && mkdir -p "$work/empty" "$work/broken"
 failed=0
 /usr/bin/python3 -c "import matplotlib" || { echo "FAIL: no matplotlib (tools/setup.sh installs python3-matplotlib)"; exit 1; }
 /usr/bin/python3 -c "
-import sys; sys.path.insert(0, 'tests/reference')
+import sys; sys.path.insert(0, 'tests/lib')
 import hellaswag_data as h; h.write_jsonl('$work/hellaswag.jsonl', h.make_examples('.', 8))" || exit 1
 common=(configs/tiny.ini max_steps=20 warmup_steps=5 eval_every=10 eval_batches=1 log_every=2 out_dir="$work")
 "$bin" "${common[@]}" run_name=lr3e-3 hellaswag_data="$work/hellaswag.jsonl" >"$work/a.log" 2>&1 || { cat "$work/a.log"; exit 1; }

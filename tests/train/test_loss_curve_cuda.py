@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Loss curve of the trainer against PyTorch, step by step: gpt2_ddp trains a
 small GPT-2 on the nlp-corpus shards; PyTorch trains the same model
-(tests/reference/gpt2_torch.py) from the trainer's own initial weights
+(tests/lib/gpt2_torch.py) from the trainer's own initial weights
 (save_init=1 -> init.h5) on the same batches with the same AdamW, learning-rate
 schedule and clipping, and the two losses must agree at every step.
 
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import gpt2_torch  # noqa: E402  (the reference model)
 
 MODES = {

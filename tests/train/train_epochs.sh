@@ -7,7 +7,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; [ -z "${2:-}" ] || cat "$2"; exit 1; }
 /usr/bin/python3 - "$work/small_train_000000.bin" <<'PY'

@@ -9,7 +9,7 @@
 set -euo pipefail
 bin=$1 sample=$2 work=$3
 cd "$(dirname "$0")/../.."
-source tests/integration/mpi_env.sh
+source tests/lib/mpi_env.sh
 rm -rf "$work" && mkdir -p "$work"
 prompt="The meaning of life is"
 args=(configs/tiny.ini max_steps=20 warmup_steps=5 eval_every=0 log_every=5 sample_every=10
