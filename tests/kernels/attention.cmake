@@ -1,7 +1,7 @@
 # Kernels area, attention on the GPU: the flash attention kernels (kernels/cuda/attention.cu)
 # against a float64 host reference (label gpu; exits 77, reported as skipped,
 # where no GPU is visible), and their benchmark (built, not run as a test).
-# bench/build_attention_standalone.sh builds both without CMake (no MPI/HDF5).
+# scripts/build_attention_standalone.sh builds both without CMake (no MPI/HDF5).
 if(GPT2_HAVE_CUDA)
   add_executable(test_attention_cuda ${CMAKE_CURRENT_SOURCE_DIR}/test_attention_cuda.cu)
   target_link_libraries(test_attention_cuda PRIVATE room_kernels)

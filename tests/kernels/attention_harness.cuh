@@ -1,6 +1,6 @@
 /* What the attention test and benchmark share (tests/kernels/test_attention_cuda.cu,
  * bench/bench_attention.cu): the fatal-error hook the kernels call when they
- * are built without the core library (bench/build_attention_standalone.sh),
+ * are built without the core library (scripts/build_attention_standalone.sh),
  * the tuning hook, and CK, which ends the program on a failed CUDA call. */
 #ifndef GPT2_TESTS_ATTENTION_HARNESS_CUH
 #define GPT2_TESTS_ATTENTION_HARNESS_CUH

@@ -3,7 +3,7 @@
 # tests (ctest -L gpu -R nccl) and bench/bench_scaling.sh, most important
 # first, each started only while DEADLINE_S allows; then a summary, last:
 # test verdicts, the scaling table, the memory table.
-#   bench/run_nccl_checks.sh [build-dir]     (default: build-nccl)
+#   scripts/run_nccl_checks.sh [build-dir]     (default: build-nccl)
 #   env: DEADLINE_S (default 420), OUT (copies of the logs), MEMORY, bench_scaling.sh's
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -4,8 +4,8 @@
 # build needs). Prints ctest's own report, then a summary table last: one row
 # per CHECK line that failed, the per-test verdicts, and the totals.
 #
-#   bench/run_gpu_checks.sh [build-dir]       (default: build-gpu)
-#   GPT2_CUDA_ARCHS=90a JOBS=16 bench/run_gpu_checks.sh
+#   scripts/run_gpu_checks.sh [build-dir]       (default: build-gpu)
+#   GPT2_CUDA_ARCHS=90a JOBS=16 scripts/run_gpu_checks.sh
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

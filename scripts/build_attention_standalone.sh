@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the flash attention test and benchmark with nvcc alone (no CMake, no
 # MPI/HDF5): for GPU machines where the full configure cannot run.
-#   bench/build_attention_standalone.sh [OUTDIR]   (default build-attn)
+#   scripts/build_attention_standalone.sh [OUTDIR]   (default build-attn)
 # Env: NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc), ARCH (90a),
 # EXTRA (more nvcc flags, e.g. -DGPT2_ATTN_TUNING to build the tile-shape
 # variants into the test and the benchmark). Writes OUTDIR/ptxas.txt, the

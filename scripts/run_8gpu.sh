@@ -10,7 +10,7 @@
 #            against the dry-run estimate
 # Prints a summary last. NP, DEVICE and CONFIG let the readme part run
 # anywhere (NP=2 DEVICE=cpu CONFIG=configs/tiny.ini checks the script itself).
-# usage: bench/run_8gpu.sh BUILD_DIR
+# usage: scripts/run_8gpu.sh BUILD_DIR
 #   env: PARTS="readme ckpt scaling big" NP=8 DEVICE=cuda CONFIG=configs/124M.ini
 #        OUT=<logs dir> (default BUILD_DIR.8gpu)
 set -uo pipefail

@@ -13,7 +13,7 @@
 # mbarriers that racecheck does not model; they are listed, not counted as
 # ours. The script fails (exit 1) on any error in our kernels, on an error
 # it cannot attribute, or on a tool that did not finish.
-# usage: [SANITIZE_TIMEOUT=400] bench/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
+# usage: [SANITIZE_TIMEOUT=400] scripts/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
 #        (default tools: memcheck racecheck; exit 124 in the table: a tool ran out of time)
 set -uo pipefail
 build=${1:-build}; shift || true
