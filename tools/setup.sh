@@ -31,7 +31,7 @@ fi
 echo "setup: building in $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$BUILD_DIR.configure.log" 2>&1 \
   || { cat "$BUILD_DIR.configure.log"; exit 1; }
-grep -A7 "feature summary" "$BUILD_DIR.configure.log" || true
+grep -A8 "feature summary" "$BUILD_DIR.configure.log" || true
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 # ./gpt2_ddp at the root, so that `mpirun -np 8 ./gpt2_ddp configs/124M.ini` works from here.
 ln -sfn "$BUILD_DIR/gpt2_ddp" gpt2_ddp
