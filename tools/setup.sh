@@ -10,7 +10,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin
           libhdf5-dev hdf5-tools libpcre2-dev libjson-c-dev zlib1g-dev nodejs npm
           python3 python3-torch python3-h5py python3-numpy python3-matplotlib # tools/plot_run.py
-          slurm-wlm munge) # slurm-wlm, munge: the Slurm tests start their own one-node cluster
+          slurm-wlm munge # slurm-wlm, munge: the Slurm tests start their own one-node cluster
+          clang-format) # 14 on Debian 12: scripts/check_format.sh
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -15,6 +15,9 @@ typedef struct {
     bool valid_utf8;
 } tokenizer_case;
 
+/* The table is laid out by hand: which escapes share a literal, and where a
+ * line breaks among the scripts and emoji, is part of reading it. */
+/* clang-format off */
 #define TOKENIZER_CASE(name, text, valid) {name, text, sizeof(text) - 1, valid}
 
 static const tokenizer_case tokenizer_hard_cases[] = {
@@ -79,6 +82,7 @@ static const tokenizer_case tokenizer_hard_cases[] = {
     TOKENIZER_CASE("invalid_utf8_end", "truncated at the end \xE2\x82", false),
     TOKENIZER_CASE("invalid_utf8_words", "na\xEFve caf\xE9 \xFFword\xFE word\xC3", false),
 };
+/* clang-format on */
 
 #define TOKENIZER_N_HARD_CASES (sizeof tokenizer_hard_cases / sizeof tokenizer_hard_cases[0])
 
