@@ -23,7 +23,7 @@
 
 #include "kernels/attention.h"
 
-#include "../tests/gpu/attention_harness.cuh"
+#include "../tests/kernels/attention_harness.cuh"
 
 // bf16 values ~ uniform(-2, 2) from a hash of the index (no host round trip)
 static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {

@@ -15,7 +15,7 @@ build=${1:-build}; shift || true
 shapes=${*:-32:12:1024:64 8:12:4096:64 32:6:1024:128 8:6:4096:128}
 python=${PYTHON:-python3}
 cd "$(dirname "$0")/.."
-# the CMake build's, or build_attention_standalone.sh's
+# the CMake build's, or scripts/build_attention_standalone.sh's
 bench=$build/tests/bench_attention
 [ -x "$bench" ] || bench=$build/bench_attention
 [ -x "$bench" ] || {

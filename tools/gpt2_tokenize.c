@@ -525,6 +525,13 @@ static int run_shards(const tool_args *a) {
     progress_update(&prog, &last, true);
     encode_pool_stop(pool);
     doc_reader_close(reader);
+    /* Freed before the exit below (LeakSanitizer checks it too): every batch
+     * is back among the spares, and the reader has let go of the paths. */
+    for (int i = 0; i < n_spare; i++) batch_free(spare[i]);
+    free(spare);
+    for (size_t i = 0; i < files.n; i++)
+        free(files.paths[i]);
+    free(files.paths);
     if (out.documents < out.val_documents)
         die(EXIT_USAGE, "--val-files %" PRId64 " is more than the %" PRId64 " documents found",
             out.val_documents, out.documents);
@@ -538,11 +545,6 @@ static int run_shards(const tool_args *a) {
             out.documents, mb, out.val.total_tokens + out.train.total_tokens, secs,
             secs > 0 ? mb / secs : 0.0, a->threads, a->threads == 1 ? "" : "s",
             out.val.documents, out.val.total_tokens, out.train.documents, out.train.total_tokens);
-    for (int i = 0; i < n_spare; i++) batch_free(spare[i]);
-    free(spare);
-    for (size_t i = 0; i < files.n; i++)
-        free(files.paths[i]);
-    free(files.paths);
     return 0;
 }
 

@@ -10,7 +10,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 PACKAGES=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin
           libhdf5-dev hdf5-tools libpcre2-dev libjson-c-dev zlib1g-dev nodejs npm
           python3 python3-torch python3-h5py python3-numpy python3-matplotlib # tools/plot_run.py
-          slurm-wlm munge) # slurm-wlm, munge: the Slurm tests start their own one-node cluster
+          slurm-wlm munge # slurm-wlm, munge: the Slurm tests start their own one-node cluster
+          clang-format) # 14 on Debian 12: scripts/check_format.sh
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -31,7 +32,7 @@ fi
 echo "setup: building in $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$BUILD_DIR.configure.log" 2>&1 \
   || { cat "$BUILD_DIR.configure.log"; exit 1; }
-grep -A7 "feature summary" "$BUILD_DIR.configure.log" || true
+grep -A8 "feature summary" "$BUILD_DIR.configure.log" || true
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 # ./gpt2_ddp at the root, so that `mpirun -np 8 ./gpt2_ddp configs/124M.ini` works from here.
 ln -sfn "$BUILD_DIR/gpt2_ddp" gpt2_ddp

@@ -235,8 +235,10 @@ int hf_open(const char *dir, hf_config *c, gpt2_layout *lay, char *err, size_t e
                  (c->vocab_size + 127) / 128 * 128, c->n_positions);
     weight_files w;
     int rc = weights_open(&w, dir, err, err_len);
-    if (rc == 0) rc = weights_check(&w, lay, config_path, err, err_len);
-    if (rc == 0) weights_close(&w);
+    if (rc == 0) {
+        rc = weights_check(&w, lay, config_path, err, err_len);
+        weights_close(&w); /* open files also when the check fails */
+    }
     if (rc != 0) layout_free(lay);
     return rc;
 }

@@ -143,7 +143,7 @@ static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resu
 }
 
 /* save_init: the weights before step 1, for reproducing the run elsewhere
- * (tests/gpu/test_loss_curve_cuda.py starts PyTorch from them). */
+ * (tests/train/test_loss_curve_cuda.py starts PyTorch from them). */
 static void save_initial_weights(const run_state *r) {
     char path[RUN_PATH_MAX];
     run_path(r, path, "init.h5");

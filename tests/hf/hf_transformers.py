@@ -14,7 +14,7 @@
           save_pretrained's it; gpt2_ddp starts a run from it (init_from=DIR)
           whose step-0 val loss is what transformers computes on the same
           batches (CPU: 1e-5; CUDA: 1e-2, bf16), and the run trains. On CUDA
-          the model is GPT-2 124M under configs/124M.ini: the README's
+          the model is GPT-2 124M under configs/124M.ini: docs/hugging-face.md's
           fine-tuning command with a transformers-made directory in place of
           the Hub's download.
 

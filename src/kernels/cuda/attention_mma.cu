@@ -49,7 +49,7 @@
  * registers, 2 blocks/SM), backward 4 warps x 16 keys (BN=64), 32 queries a
  * step, 3 blocks/SM; HS=128 forward 8 warps x 16 rows, backward 8 warps x 16
  * keys, 32 queries (register-bound: dK, dV alone take 128 registers a
- * thread; bench/build_attention_standalone.sh prints ptxas' register and
+ * thread; scripts/build_attention_standalone.sh prints ptxas' register and
  * spill report). Builds with GPT2_ATTN_TUNING (CMake
  * -DGPT2_ATTN_TUNING=ON) add other head size 64 shapes, by name, for the
  * benchmark and the test (attention_mma_variants, at the end).

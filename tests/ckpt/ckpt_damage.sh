@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Damaged checkpoints and configs that cannot continue a run: each case
+# copies a good 2-rank run (checkpoints at steps 2 and 4), damages it, and
+# resumes with resume=auto. Every rank must exit non-zero with a message
+# naming the file (or key) and the problem, and nothing may be deleted.
+# usage: ckpt_damage.sh GPT2_DDP WORK_DIR
+set -euo pipefail
+bin=$1 work=$2
+source "$(dirname "$0")/../lib/ckpt_lib.sh"
+fresh_dir "$work"
+run=(configs/tiny.ini warmup_steps=1 eval_every=0 log_every=1 checkpoint_every=2 run_name=base)
+mpi_run -np 2 "$bin" "${run[@]}" max_steps=4 out_dir="$work/good" >"$work/good.log" 2>&1 \
+  || fail "base run" "$work/good.log"
+
+# flip FILE DATASET: one bit inside the stored data of the dataset's first chunk.
+flip() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys, h5py
+path, name = sys.argv[1], sys.argv[2]
+with h5py.File(path, "r") as f:
+    info = f[name].id.get_chunk_info(0)
+data = bytearray(open(path, "rb").read())
+data[info.byte_offset + info.size // 2] ^= 0x10
+open(path, "wb").write(data)
+PY
+}
+
+# expect CASE RC REGEX DAMAGE [key=value...]: copies the good run to
+# WORK/CASE, runs the shell command DAMAGE there (cwd: the step-4
+# checkpoint), resumes with the overrides, and checks the exit code (RC, or
+# any non-zero for "nonzero"), that stderr matches REGEX, and that no file
+# was removed.
+expect() {
+  local name=$1 want=$2 regex=$3 damage=$4; shift 4
+  local dir="$work/$name"
+  cp -a "$work/good" "$dir"
+  (cd "$dir/base/step_00000004" && eval "$damage")
+  local before; before=$(cd "$dir" && find . | sort)
+  set +e
+  timeout 120 mpirun --bind-to none -np 2 "$bin" "${run[@]}" max_steps=6 out_dir="$dir" "$@" \
+    >"$dir.log" 2>&1
+  local rc=$?
+  set -e
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "$name: exit code $rc" "$dir.log"
+  [ "$want" = nonzero ] || [ $rc -eq "$want" ] || fail "$name: exit code $rc, expected $want" "$dir.log"
+  grep -E "error" "$dir.log" | grep -qE "$regex" || fail "$name: no message matching '$regex'" "$dir.log"
+  [ "$(cd "$dir" && find . | sort)" = "$before" ] || fail "$name: files were removed"
+  printf '%-16s exit %d: %s\n' "$name" $rc "$(grep -E "$regex" "$dir.log" | head -1 | sed 's/.*error: //')"
+}
+
+expect truncated_shard nonzero "step_00000004/shard_00001.h5: [0-9]+ bytes, but COMPLETE recorded [0-9]+: truncated or damaged" \
+  'truncate -s 5000000 shard_00001.h5'
+expect flipped_shard nonzero "step_00000004/shard_00000.h5: dataset m: read failed: data error detected by [Ff]letcher32 checksum" \
+  'flip shard_00000.h5 m'
+expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weight: read failed: .*[Ff]letcher32 checksum" \
+  'flip model.h5 wte.weight'
+expect missing_shard nonzero "step_00000004/shard_00001.h5: missing \(COMPLETE lists it\)" \
+  'rm shard_00001.h5'
+expect total_batch 2 "step_00000004/model.h5: cannot continue this run: the config has total_batch = 2048, the checkpoint 1024" \
+  'true' total_batch=2048
+expect n_layer 2 "step_00000004/model.h5: cannot continue this run: the config has n_layer = 3, the checkpoint 2" \
+  'true' n_layer=3
+expect resume_none 2 "resume = none, but .*/base already holds checkpoints" \
+  'true' resume=none
+expect resume_missing 2 "resume = /nonexistent: no complete checkpoint there" \
+  'true' resume=/nonexistent
+echo "damage: OK"
