@@ -11,7 +11,6 @@
  * SDPA's. Tuning builds (GPT2_ATTN_TUNING) first time every variant of the
  * head size that runs here, by name. Exits 77 when there is no GPU. */
 #include <cuda_runtime.h>
-
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,9 +20,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/attention.h"
-
 #include "../tests/kernels/attention_harness.cuh"
+#include "kernels/attention.h"
 
 // bf16 values ~ uniform(-2, 2) from a hash of the index (no host round trip)
 static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {
@@ -41,7 +39,7 @@ struct bench_bufs {
     int B, T, C, NH;
     void *qkv, *dout, *out, *dqkv, *ws;
     float *lse;
-    const attention_cuda_options *opt; // the production kernels these select
+    const attention_cuda_options *opt;     // the production kernels these select
     const char *fwd_variant, *bwd_variant; // or tuning variants in their place (NULL: none)
 };
 
@@ -152,11 +150,13 @@ int main(int argc, char **argv) {
         const double t_fwd = time_median(run_fwd, b, s);
         const double t_all = time_median(run_fwd_bwd, b, s);
         CK(cudaDeviceSynchronize());
-        const bool wgmma = strcmp(attention_cuda_kernels(HS, b.opt),
-                                  attention_cuda_kernels(HS, &passes[2])) != 0;
+        const bool wgmma =
+            strcmp(attention_cuda_kernels(HS, b.opt), attention_cuda_kernels(HS, &passes[2])) != 0;
         printf("BENCH attention impl=%s B=%d H=%d T=%d D=%d fwd_ms=%.4f fwdbwd_ms=%.4f\n",
-               !wgmma ? "mma.sync" : pass == 1 ? "wgmma-det" : "wgmma", b.B, b.NH, b.T, HS, t_fwd,
-               t_all);
+               !wgmma      ? "mma.sync"
+               : pass == 1 ? "wgmma-det"
+                           : "wgmma",
+               b.B, b.NH, b.T, HS, t_fwd, t_all);
         printf("  %s, %s%s: fwd %.3f ms (%.0f TFLOP/s), fwd+bwd %.3f ms (%.0f TFLOP/s; bwd "
                "%.3f ms, %.0f TFLOP/s)\n",
                prop.name, attention_cuda_kernels(HS, b.opt), pass == 1 ? ", deterministic" : "",

@@ -36,14 +36,13 @@ static int cmp_double(const void *a, const void *b) {
 /* Times `stmt` once to warm up, then `runs` times; prints the median. */
 #define BENCH(label, flops, bytes, stmt)                                                           \
     do {                                                                                           \
-        if (!strstr(label, filter))                                                                \
-            break;                                                                                 \
+        if (!strstr(label, filter)) break;                                                         \
         double times_[MAX_RUNS];                                                                   \
         stmt;                                                                                      \
         for (int r_ = 0; r_ < runs; r_++) {                                                        \
-            const double t0_ = clock_s();                                                            \
+            const double t0_ = clock_s();                                                          \
             stmt;                                                                                  \
-            times_[r_] = clock_s() - t0_;                                                            \
+            times_[r_] = clock_s() - t0_;                                                          \
         }                                                                                          \
         qsort(times_, (size_t)runs, sizeof(double), cmp_double);                                   \
         const double med_ = times_[runs / 2];                                                      \
@@ -89,8 +88,7 @@ static void bench_model_ops(const char *size, int B, int T, int C, int NH, size_
     const int N = B * T, HS = C / NH;
     char label[96];
     int32_t *tokens = xmalloc((size_t)N * sizeof(int32_t));
-    for (int i = 0; i < N; i++)
-        tokens[i] = (int32_t)((i * 7919) % VOCAB);
+    for (int i = 0; i < N; i++) tokens[i] = (int32_t)((i * 7919) % VOCAB);
     float *wte = random_buffer((size_t)VOCAB_PADDED * C, 0.1f),
           *wpe = random_buffer((size_t)T * C, 0.1f);
     float *x = random_buffer((size_t)N * C, 1), *y = xmalloc((size_t)N * C * sizeof(float));

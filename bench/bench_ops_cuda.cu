@@ -7,10 +7,10 @@
  *
  *   bench_ops_cuda [tokens=32768] [autotune=1] */
 #include <cuda_runtime.h>
-
-#include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -63,8 +63,7 @@ static float *rand_f32(size_t n, float lo, float hi, unsigned seed) {
 }
 
 static void line_gemm(const char *op, const char *shape, double us, double flops) {
-    printf("BENCH %-28s %-26s median_us=%9.1f %7.1f TFLOP/s\n", op, shape, us,
-           flops / us * 1e-6);
+    printf("BENCH %-28s %-26s median_us=%9.1f %7.1f TFLOP/s\n", op, shape, us, flops / us * 1e-6);
 }
 static void line_mem(const char *op, const char *shape, double us, double bytes) {
     printf("BENCH %-28s %-26s median_us=%9.1f %7.1f GB/s\n", op, shape, us, bytes / us * 1e-3);
@@ -86,7 +85,8 @@ int main(int argc, char **argv) {
     /* activations */
     void *x = rand_bf16((size_t)N * C, 1.0f, 1), *y = rand_bf16((size_t)N * C, 1.0f, 2);
     void *out = rand_bf16((size_t)N * C, 1.0f, 3), *res = rand_bf16((size_t)N * C, 1.0f, 4);
-    void *big = rand_bf16((size_t)N * 4 * C, 1.0f, 5), *big2 = rand_bf16((size_t)N * 4 * C, 1.0f, 6);
+    void *big = rand_bf16((size_t)N * 4 * C, 1.0f, 5),
+         *big2 = rand_bf16((size_t)N * 4 * C, 1.0f, 6);
     void *w = rand_bf16((size_t)4 * C * C, 0.02f, 7), *dw = rand_bf16((size_t)4 * C * C, 0.02f, 8);
     void *bias = rand_bf16(4 * C, 0.02f, 9), *dbias = rand_bf16(4 * C, 0.02f, 10);
     void *lnw = rand_bf16(C, 1.0f, 11), *lnb = rand_bf16(C, 0.1f, 12);
@@ -107,7 +107,12 @@ int main(int argc, char **argv) {
     /* as in text: a few tokens fill much of a batch (",", " the", ".") */
     std::vector<int32_t> htext(htok);
     for (int i = 0; i < N; i++)
-        if (i % 7 == 0) htext[i] = 11; else if (i % 11 == 0) htext[i] = 13; else if (i % 19 == 0) htext[i] = 262;
+        if (i % 7 == 0)
+            htext[i] = 11;
+        else if (i % 11 == 0)
+            htext[i] = 13;
+        else if (i % 19 == 0)
+            htext[i] = 262;
     int32_t *text_tok = (int32_t *)G->alloc((size_t)N * 4);
     G->upload(text_tok, htext.data(), (size_t)N * 4);
     line_mem("encoder_backward (text-like)", shape,
@@ -130,7 +135,9 @@ int main(int argc, char **argv) {
     const struct {
         const char *name;
         int c, oc, gelu;
-    } gemms[] = {{"qkv", C, 3 * C, 0}, {"attn_proj", C, C, 0}, {"fc(+gelu)", C, 4 * C, 1},
+    } gemms[] = {{"qkv", C, 3 * C, 0},
+                 {"attn_proj", C, C, 0},
+                 {"fc(+gelu)", C, 4 * C, 1},
                  {"fc_proj", 4 * C, C, 0}};
     for (auto &g : gemms) {
         const double fl = 2.0 * N * g.c * g.oc;
@@ -147,15 +154,14 @@ int main(int argc, char **argv) {
         snprintf(op, sizeof op, "matmul_bwd %s", g.name);
         /* fc_proj's backward is the GELU one (its input was gelu(fc)) */
         const bool bg = g.c == 4 * C;
-        line_gemm(op, shape, time_us([&] {
-                      if (bg)
-                          G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, g.c, g.oc,
-                                                  bias);
-                      else
-                          G->matmul_backward(g.c == C ? out : big2, dw, dbias, big, x, w, N, g.c,
-                                             g.oc);
-                  }),
-                  2 * fl);
+        line_gemm(
+            op, shape, time_us([&] {
+                if (bg)
+                    G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, g.c, g.oc, bias);
+                else
+                    G->matmul_backward(g.c == C ? out : big2, dw, dbias, big, x, w, N, g.c, g.oc);
+            }),
+            2 * fl);
     }
 
     /* the epilogue choices, timed: fc forward (GELU_AUX_BIAS or GEMM + gelu
@@ -173,9 +179,8 @@ int main(int argc, char **argv) {
         char op[64];
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
         snprintf(op, sizeof op, "fc fwd %s", f.name);
-        line_gemm(op, shape, time_us([&] {
-                      G->matmul_gelu_forward(big2, big, x, w, bias, N, C, 4 * C);
-                  }),
+        line_gemm(op, shape,
+                  time_us([&] { G->matmul_gelu_forward(big2, big, x, w, bias, N, C, 4 * C); }),
                   2.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
         snprintf(op, sizeof op, "fc_proj bwd %s", f.name);
@@ -185,15 +190,13 @@ int main(int argc, char **argv) {
                   4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
         snprintf(op, sizeof op, "fc bwd %s", f.name);
-        line_gemm(op, shape, time_us([&] {
-                      G->matmul_backward(out, dw, dbias, big, x, w, N, C, 4 * C);
-                  }),
+        line_gemm(op, shape,
+                  time_us([&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 4 * C); }),
                   4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
         snprintf(op, sizeof op, "qkv bwd %s", f.name);
-        line_gemm(op, shape, time_us([&] {
-                      G->matmul_backward(out, dw, dbias, big, x, w, N, C, 3 * C);
-                  }),
+        line_gemm(op, shape,
+                  time_us([&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 3 * C); }),
                   4.0 * N * C * 3 * C);
     }
     matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);

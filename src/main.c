@@ -7,8 +7,8 @@
 #include <nccl.h>
 #endif
 
-#include "dist/dist.h"
 #include "base/fail.h"
+#include "dist/dist.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
@@ -17,12 +17,11 @@
 #include "train/train.h"
 
 static void print_usage(FILE *out) {
-    fprintf(out,
-            "usage: gpt2_ddp CONFIG.ini [key=value ...]\n"
-            "       gpt2_ddp --print-config CONFIG.ini [key=value ...]\n"
-            "       gpt2_ddp --help | --version\n\n"
-            "Trains GPT-2 on one or many ranks (mpirun -np N gpt2_ddp ...).\n"
-            "--print-config prints the resolved configuration and exits.\n\n");
+    fprintf(out, "usage: gpt2_ddp CONFIG.ini [key=value ...]\n"
+                 "       gpt2_ddp --print-config CONFIG.ini [key=value ...]\n"
+                 "       gpt2_ddp --help | --version\n\n"
+                 "Trains GPT-2 on one or many ranks (mpirun -np N gpt2_ddp ...).\n"
+                 "--print-config prints the resolved configuration and exits.\n\n");
 }
 
 static void print_version(void) {
@@ -86,7 +85,8 @@ int main(int argc, char **argv) {
     if (arg >= argc || argv[arg][0] == '-' || strchr(argv[arg], '=')) {
         if (arg < argc && argv[arg][0] == '-')
             fail_collective(EXIT_USAGE, "unknown option '%s' (see --help)", argv[arg]);
-        fail_collective(EXIT_USAGE, "missing CONFIG.ini (usage: gpt2_ddp CONFIG.ini [key=value ...])");
+        fail_collective(EXIT_USAGE,
+                        "missing CONFIG.ini (usage: gpt2_ddp CONFIG.ini [key=value ...])");
     }
     const char *config_path = argv[arg++];
 

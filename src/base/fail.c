@@ -2,10 +2,10 @@
 #define _GNU_SOURCE /* program_invocation_short_name */
 #include "base/fail.h"
 
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <unistd.h>
 
 static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
@@ -31,8 +31,8 @@ _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fm
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n", program_invocation_short_name, rank, size, host, file,
-            line, msg);
+    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n", program_invocation_short_name, rank,
+            size, host, file, line, msg);
     fflush(stderr);
     fflush(stdout);
     int initialized = 0, finalized = 0;

@@ -34,26 +34,25 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
 #define FAIL(...) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__)
 
 /* Checks for the libraries we call; each names the failed statement. */
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__);      \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__);                         \
     } while (0)
 
-#define MPI_CHECK(stmt)                                                         \
-    do {                                                                        \
-        int mpi_rc_ = (stmt);                                                   \
-        if (mpi_rc_ != MPI_SUCCESS) {                                           \
-            char mpi_msg_[MPI_MAX_ERROR_STRING];                                \
-            int mpi_len_ = 0;                                                   \
-            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                     \
-            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s", #stmt,    \
-                    mpi_msg_);                                                  \
-        }                                                                       \
+#define MPI_CHECK(stmt)                                                                            \
+    do {                                                                                           \
+        int mpi_rc_ = (stmt);                                                                      \
+        if (mpi_rc_ != MPI_SUCCESS) {                                                              \
+            char mpi_msg_[MPI_MAX_ERROR_STRING];                                                   \
+            int mpi_len_ = 0;                                                                      \
+            MPI_Error_string(mpi_rc_, mpi_msg_, &mpi_len_);                                        \
+            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s", #stmt, mpi_msg_);             \
+        }                                                                                          \
     } while (0)
 
-#define H5_CHECK(stmt)                                                          \
-    do {                                                                        \
-        if ((stmt) < 0) fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed", #stmt); \
+#define H5_CHECK(stmt)                                                                             \
+    do {                                                                                           \
+        if ((stmt) < 0) fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed", #stmt);               \
     } while (0)
 
 /* For functions that return an error to their caller instead of ending the

@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/config.h"
 #include "dist/ddp.h"
 #include "kernels/ops.h"
 #include "model/layout.h"
-#include "config/config.h"
 #include "optim/optimizer.h"
 
 /* Test hook: GPT2_TEST_SAVE_DELAY_MS=N makes every rank sleep N ms after

@@ -1,16 +1,17 @@
 /* Resuming from a checkpoint (see ckpt.h): which one, whether this config can
  * continue it, and the re-sliced read of the optimizer state. */
+#include "ckpt/ckpt.h"
+
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/ckpt.h"
 #include "base/clock.h"
+#include "base/fail.h"
 #include "io/ckpt_dir.h"
 #include "io/ckpt_h5.h"
-#include "base/fail.h"
 #include "io/h5_io.h"
 #include "io/weights_h5.h"
 
@@ -30,17 +31,18 @@ static int resolve_path(const char *path, char *dir, size_t len, char *err, size
         return 1;
     }
     if (ckpt_find_newest(path, dir, len) >= 0) return 1;
-    return set_error(err, err_len,
-                   "resume = %s: no complete checkpoint there (neither a step directory with a %s "
-                   "marker nor a run directory holding one)",
-                   path, CKPT_MARKER);
+    return set_error(
+        err, err_len,
+        "resume = %s: no complete checkpoint there (neither a step directory with a %s "
+        "marker nor a run directory holding one)",
+        path, CKPT_MARKER);
 }
 
 /* Rank 0: 1 and dir to resume, 0 to start fresh, -1 with err. The run
  * directory's checkpoints must stay one history: a fresh start or another
  * run's checkpoint would interleave with them. */
-static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, size_t len,
-                           char *err, size_t err_len) {
+static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, size_t len, char *err,
+                           size_t err_len) {
     char newest[CKPT_PATH_MAX];
     const bool has_own = ckpt_find_newest(run_dir, newest, sizeof newest) >= 0;
     if (strcmp(cfg->resume, "auto") == 0) {
@@ -50,17 +52,17 @@ static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, si
     if (strcmp(cfg->resume, "none") == 0) {
         if (!has_own) return 0;
         return set_error(err, err_len,
-                       "resume = none, but %s already holds checkpoints (newest %s): resume=auto "
-                       "continues that run; choose another run_name or out_dir for a new one",
-                       run_dir, newest);
+                         "resume = none, but %s already holds checkpoints (newest %s): resume=auto "
+                         "continues that run; choose another run_name or out_dir for a new one",
+                         run_dir, newest);
     }
     if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
     if (has_own && !same_dir(dir, newest))
         return set_error(err, err_len,
-                       "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
-                       "from another one would mix two histories there; use resume=auto, or "
-                       "another run_name",
-                       cfg->resume, run_dir, newest);
+                         "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
+                         "from another one would mix two histories there; use resume=auto, or "
+                         "another run_name",
+                         cfg->resume, run_dir, newest);
     return 1;
 }
 
@@ -148,10 +150,14 @@ static void read_range(const char *dir, const ckpt_state *st, const char *name, 
         int64_t a = (int64_t)lo > st->shard_lo[k] ? (int64_t)lo : st->shard_lo[k];
         int64_t b = (int64_t)hi < st->shard_hi[k] ? (int64_t)hi : st->shard_hi[k];
         if (a >= b) continue;
-        const ckpt_shard_header expect = {
-            .format_version = CKPT_FORMAT_VERSION, .rank = k, .world = st->world,
-            .step = st->step, .lo = st->shard_lo[k], .hi = st->shard_hi[k],
-            .n_elements = st->n_elements, .optimizer_step = st->optimizer_step};
+        const ckpt_shard_header expect = {.format_version = CKPT_FORMAT_VERSION,
+                                          .rank = k,
+                                          .world = st->world,
+                                          .step = st->step,
+                                          .lo = st->shard_lo[k],
+                                          .hi = st->shard_hi[k],
+                                          .n_elements = st->n_elements,
+                                          .optimizer_step = st->optimizer_step};
         char path[CKPT_PATH_MAX + 32];
         ckpt_shard_path(path, sizeof path, dir, (int)k);
         hid_t file = ckpt_h5_shard_open(path, &expect);
@@ -162,8 +168,7 @@ static void read_range(const char *dir, const ckpt_state *st, const char *name, 
 }
 
 /* master, m and v of this rank's optimizer range; params from master. */
-static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state *st,
-                           void *params) {
+static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state *st, void *params) {
     adamw_state *opt = c->opt;
     const size_t n = opt->hi - opt->lo;
     const char *names[3] = {"master", "m", "v"};
@@ -198,8 +203,8 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
      * them checks their checksums: a damaged rank-0 file is found now. */
     if (rank == 0) weights_load(model_path, c->lay, c->host_scratch);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    *p = (ckpt_progress){.step = (int)st.step, .samples_consumed = st.samples_consumed,
-                         .lr = st.lr};
+    *p =
+        (ckpt_progress){.step = (int)st.step, .samples_consumed = st.samples_consumed, .lr = st.lr};
     if (rank == 0) {
         printf("resumed from %s: step %lld, %lld samples consumed, written by %lld rank(s), "
                "now %d (%.1f MiB, %.2f s)\n",

@@ -1,19 +1,20 @@
 /* The checkpoint save protocol (see ckpt.h): shards, rank-0 file, barrier,
  * marker, rename, `latest`, pruning. */
+#include "ckpt/ckpt.h"
+
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "data/loader.h"
-#include "base/clock.h"
-#include "ckpt/ckpt.h"
-#include "io/ckpt_dir.h"
-#include "io/ckpt_h5.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/fail.h"
 #include "base/files.h"
+#include "data/loader.h"
+#include "io/ckpt_dir.h"
+#include "io/ckpt_h5.h"
 #include "io/h5_io.h"
 
 static bool optimizer_sharded(const data_parallel *d) {
@@ -50,12 +51,19 @@ static void save_model(const ckpt_ctx *c, const char *dir, const ckpt_progress *
     const data_parallel *d = c->ddp;
     const config *cfg = c->cfg;
     const int world = d->comm->world;
-    ckpt_state st = {.format_version = CKPT_FORMAT_VERSION, .step = p->step,
-                     .samples_consumed = p->samples_consumed, .optimizer_step = c->opt->step,
-                     .world = world, .n_elements = (int64_t)c->lay->n_elements,
-                     .seq_len = cfg->seq_len, .micro_batch = cfg->micro_batch,
-                     .total_batch = cfg->total_batch, .zero_stage = cfg->zero_stage,
-                     .train_samples = c->train_samples, .seed = cfg->seed, .lr = p->lr,
+    ckpt_state st = {.format_version = CKPT_FORMAT_VERSION,
+                     .step = p->step,
+                     .samples_consumed = p->samples_consumed,
+                     .optimizer_step = c->opt->step,
+                     .world = world,
+                     .n_elements = (int64_t)c->lay->n_elements,
+                     .seq_len = cfg->seq_len,
+                     .micro_batch = cfg->micro_batch,
+                     .total_batch = cfg->total_batch,
+                     .zero_stage = cfg->zero_stage,
+                     .train_samples = c->train_samples,
+                     .seed = cfg->seed,
+                     .lr = p->lr,
                      .config_text = (char *)c->config_text};
     st.shard_lo = xcalloc((size_t)world, sizeof(int64_t));
     st.shard_hi = xcalloc((size_t)world, sizeof(int64_t));
@@ -88,9 +96,13 @@ static void save_files(const ckpt_ctx *c, const char *dir, const ckpt_progress *
     const size_t lo = d->map.lo[rank], hi = d->map.hi[rank], n = hi - lo;
     CHECK(opt->lo <= lo && hi <= opt->hi, "optimizer range [%zu, %zu) lacks shard [%zu, %zu)",
           opt->lo, opt->hi, lo, hi);
-    const ckpt_shard_header h = {.format_version = CKPT_FORMAT_VERSION, .rank = rank,
-                                 .world = d->comm->world, .step = p->step, .lo = (int64_t)lo,
-                                 .hi = (int64_t)hi, .n_elements = (int64_t)c->lay->n_elements,
+    const ckpt_shard_header h = {.format_version = CKPT_FORMAT_VERSION,
+                                 .rank = rank,
+                                 .world = d->comm->world,
+                                 .step = p->step,
+                                 .lo = (int64_t)lo,
+                                 .hi = (int64_t)hi,
+                                 .n_elements = (int64_t)c->lay->n_elements,
                                  .optimizer_step = opt->step};
     char path[CKPT_PATH_MAX + 32];
     ckpt_shard_path(path, sizeof path, dir, rank);

@@ -173,20 +173,13 @@ size_t config_format(const config *cfg, char *buf, size_t len) {
 
 static const char *type_name(const config_key *k) {
     switch (k->type) {
-    case KEY_INT:
-        return "int";
-    case KEY_INT64:
-        return "int64";
-    case KEY_UINT64:
-        return "uint64";
-    case KEY_DOUBLE:
-        return "float";
-    case KEY_BOOL:
-        return "bool";
-    case KEY_STRING:
-        return "string";
-    case KEY_ENUM:
-        return "one of";
+    case KEY_INT: return "int";
+    case KEY_INT64: return "int64";
+    case KEY_UINT64: return "uint64";
+    case KEY_DOUBLE: return "float";
+    case KEY_BOOL: return "bool";
+    case KEY_STRING: return "string";
+    case KEY_ENUM: return "one of";
     }
     return "?";
 }

@@ -55,10 +55,10 @@ typedef struct {
     char val_data[CONFIG_STR_MAX];
     char hellaswag_data[CONFIG_STR_MAX]; /* hellaswag_val.jsonl, scored at every evaluation */
     char tokenizer_dir[CONFIG_STR_MAX];  /* encoder.json + vocab.bpe (HellaSwag, samples) */
-    char device[16]; /* auto | cpu | cuda */
+    char device[16];                     /* auto | cpu | cuda */
     uint64_t seed;
-    char out_dir[CONFIG_STR_MAX];  /* runs go to out_dir/run_name */
-    char run_name[CONFIG_STR_MAX]; /* empty: derived from the config file name */
+    char out_dir[CONFIG_STR_MAX];   /* runs go to out_dir/run_name */
+    char run_name[CONFIG_STR_MAX];  /* empty: derived from the config file name */
     char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
     char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5, llm.c .bin, HF dir */
     double time_limit_min; /* wall-clock budget; 0: the Slurm job's end, if any; < 0: none */
@@ -66,20 +66,20 @@ typedef struct {
     /* distributed */
     int zero_stage; /* 0: all-reduce DDP, 1: ZeRO-1 */
     double bucket_mb;
-    bool comm_trace; /* record bucket post times and the end of backward */
+    bool comm_trace;           /* record bucket post times and the end of backward */
     char grad_reduce_dtype[8]; /* bf16 | fp32: precision of the GPU gradient reduction */
     double nccl_timeout_s;     /* a pending NCCL collective this old ends the job */
-    bool dry_run;      /* print the memory report and exit */
-    int dry_run_ranks; /* with dry_run: plan for this many ranks (0: the launched world) */
+    bool dry_run;              /* print the memory report and exit */
+    int dry_run_ranks;         /* with dry_run: plan for this many ranks (0: the launched world) */
 
     /* performance and diagnostics */
-    bool recompute_gelu; /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool recompute_gelu;   /* backward recomputes gelu(fch) instead of keeping it per block */
     bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
-    bool profile_ops;    /* time every kernel-table op; rank 0 prints a per-op table at the end */
-    bool matmul_autotune; /* device=cuda: GEMM algorithms chosen by timing the candidates */
+    bool profile_ops;      /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    bool matmul_autotune;  /* device=cuda: GEMM algorithms chosen by timing the candidates */
     bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */
     bool attention_deterministic; /* device=cuda: dq added in a fixed order (wgmma kernels) */
-    bool save_init;      /* write the initial weights to out_dir/run_name/init.h5 */
+    bool save_init;               /* write the initial weights to out_dir/run_name/init.h5 */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each

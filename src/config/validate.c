@@ -3,13 +3,12 @@
  * into micro-steps over the ranks, what HellaSwag and samples need), and the
  * derived fields. Each failure ends every rank with exit code 2 and names
  * the keys and values. */
-#include "config/config.h"
-
 #include <inttypes.h>
 #include <limits.h>
 #include <string.h>
 
 #include "base/fail.h"
+#include "config/config.h"
 #include "config/keys.h"
 #include "config/values.h"
 
@@ -84,14 +83,15 @@ static void validate_watch(const config *cfg) {
         fail_collective(EXIT_USAGE,
                         "hellaswag_data is set but eval_every = 0 (HellaSwag is scored at every "
                         "evaluation: set eval_every, or leave hellaswag_data empty)");
-    const char *needs = cfg->hellaswag_data[0] ? "hellaswag_data"
-                        : cfg->sample_every > 0  ? "sample_every"
-                                                 : NULL;
+    const char *needs = cfg->hellaswag_data[0]  ? "hellaswag_data"
+                        : cfg->sample_every > 0 ? "sample_every"
+                                                : NULL;
     if (needs && !GPT2_HAVE_TOKENIZER)
         fail_collective(EXIT_USAGE,
                         "%s needs the GPT-2 tokenizer, which this binary was built without "
                         "(install PCRE2 and json-c: apt-get install libpcre2-dev libjson-c-dev, "
-                        "and rebuild)", needs);
+                        "and rebuild)",
+                        needs);
     if (needs && cfg->tokenizer_dir[0] == '\0')
         fail_collective(EXIT_USAGE, "tokenizer_dir is empty but %s needs the tokenizer", needs);
 }

@@ -58,25 +58,13 @@ static void format_string(const char *s, bool quote, char *buf, size_t len) {
 void config_key_format(const config *cfg, const config_key *k, bool quote, char *buf, size_t len) {
     const void *p = cfield(cfg, k);
     switch (k->type) {
-    case KEY_INT:
-        snprintf(buf, len, "%d", *(const int *)p);
-        break;
-    case KEY_INT64:
-        snprintf(buf, len, "%" PRId64, *(const int64_t *)p);
-        break;
-    case KEY_UINT64:
-        snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p);
-        break;
-    case KEY_DOUBLE:
-        format_double(*(const double *)p, buf, len);
-        break;
-    case KEY_BOOL:
-        snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false");
-        break;
+    case KEY_INT: snprintf(buf, len, "%d", *(const int *)p); break;
+    case KEY_INT64: snprintf(buf, len, "%" PRId64, *(const int64_t *)p); break;
+    case KEY_UINT64: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p); break;
+    case KEY_DOUBLE: format_double(*(const double *)p, buf, len); break;
+    case KEY_BOOL: snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false"); break;
     case KEY_STRING:
-    case KEY_ENUM:
-        format_string((const char *)p, quote, buf, len);
-        break;
+    case KEY_ENUM: format_string((const char *)p, quote, buf, len); break;
     }
 }
 
@@ -152,15 +140,9 @@ bool config_key_check(const config *cfg, const config_key *k, char *why, size_t 
     const void *p = cfield(cfg, k);
     double v = 0;
     switch (k->type) {
-    case KEY_INT:
-        v = *(const int *)p;
-        break;
-    case KEY_INT64:
-        v = (double)*(const int64_t *)p;
-        break;
-    case KEY_DOUBLE:
-        v = *(const double *)p;
-        break;
+    case KEY_INT: v = *(const int *)p; break;
+    case KEY_INT64: v = (double)*(const int64_t *)p; break;
+    case KEY_DOUBLE: v = *(const double *)p; break;
     case KEY_STRING:
         if (!memchr(p, '\0', k->size)) return snprintf(why, why_len, "not terminated"), false;
         return true;
@@ -172,8 +154,7 @@ bool config_key_check(const config *cfg, const config_key *k, char *why, size_t 
         snprintf(why, why_len, "must be one of %s", list);
         return false;
     case KEY_UINT64:
-    case KEY_BOOL:
-        return true;
+    case KEY_BOOL: return true;
     }
     const key_range *r = &k->range;
     if (!r->on) return true;
@@ -200,15 +181,9 @@ bool config_key_set(config *cfg, const config_key *k, const char *text, char *wh
         if (st == NUM_OK) *(int *)p = (int)v;
         break;
     }
-    case KEY_INT64:
-        st = parse_int64(text, INT64_MIN, INT64_MAX, (int64_t *)p);
-        break;
-    case KEY_UINT64:
-        st = parse_uint64(text, (uint64_t *)p);
-        break;
-    case KEY_DOUBLE:
-        st = parse_double(text, (double *)p);
-        break;
+    case KEY_INT64: st = parse_int64(text, INT64_MIN, INT64_MAX, (int64_t *)p); break;
+    case KEY_UINT64: st = parse_uint64(text, (uint64_t *)p); break;
+    case KEY_DOUBLE: st = parse_double(text, (double *)p); break;
     case KEY_BOOL:
         if (!parse_bool(text, (bool *)p))
             return snprintf(why, why_len, "not a boolean (use true/false, yes/no, 1/0)"), false;

@@ -192,7 +192,8 @@ static int next_line(doc_reader *r, doc_batch *b, char *err, size_t err_len) {
 static int whole_file(doc_reader *r, doc_batch *b, char *err, size_t err_len) {
     const size_t start = b->len;
     for (;;) {
-        if (r->chunk_pos < r->chunk_len) batch_append(b, r->chunk + r->chunk_pos, r->chunk_len - r->chunk_pos);
+        if (r->chunk_pos < r->chunk_len)
+            batch_append(b, r->chunk + r->chunk_pos, r->chunk_len - r->chunk_pos);
         int64_t got = refill(r, err, err_len);
         if (got < 0) return -1;
         if (got == 0) break;

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/tokenizer.h"
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "data/tokenizer.h"
 #include "io/json_util.h"
 
 struct encode_pool {
@@ -48,9 +48,11 @@ static const char *jsonl_text(const doc_batch *b, const doc_ref *d, const char *
         size_t o = 0;
         json_object_object_foreach(*obj, key, value) {
             (void)value;
-            if (o < sizeof keys) o += snprintf(keys + o, sizeof keys - o, "%s\"%s\"", o ? ", " : "", key);
+            if (o < sizeof keys)
+                o += snprintf(keys + o, sizeof keys - o, "%s\"%s\"", o ? ", " : "", key);
         }
-        snprintf(err, err_len, "%s:%lld: no \"%s\" field (the line has %s; choose one with --jsonl-field)",
+        snprintf(err, err_len,
+                 "%s:%lld: no \"%s\" field (the line has %s; choose one with --jsonl-field)",
                  d->path, (long long)d->line, field, o ? keys : "no fields");
         return NULL;
     }

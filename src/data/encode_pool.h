@@ -17,8 +17,7 @@ typedef struct encode_pool encode_pool;
  * reason in err when the BPE files cannot be loaded. At most `depth`
  * batches may be submitted and not yet taken back. */
 encode_pool *encode_pool_start(int n_threads, int depth, const char *encoder_json,
-                               const char *vocab_bpe, const char *field, char *err,
-                               size_t err_len);
+                               const char *vocab_bpe, const char *field, char *err, size_t err_len);
 /* Hands b to the threads (the caller must not touch it until it comes back
  * from encode_pool_next); at most depth at once. */
 void encode_pool_submit(encode_pool *p, doc_batch *b);

@@ -214,7 +214,6 @@ void loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int
     }
 }
 
-int64_t loader_batch_position(int64_t step_first, int micro, int rank, int world,
-                              int micro_batch) {
+int64_t loader_batch_position(int64_t step_first, int micro, int rank, int world, int micro_batch) {
     return step_first + ((int64_t)micro * world + rank) * micro_batch;
 }

@@ -60,6 +60,5 @@ void loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int
 /* Position of rank `rank`'s micro-batch `micro` within optimizer step `step`,
  * for S = micro_batch * world * grad_accum sequences per step: the same global
  * batch for any split of S into ranks x micro-steps. */
-int64_t loader_batch_position(int64_t step_first, int micro, int rank, int world,
-                              int micro_batch);
+int64_t loader_batch_position(int64_t step_first, int micro, int rank, int world, int micro_batch);
 #endif

@@ -44,11 +44,10 @@ static int shard_check_header(const int32_t *header, int64_t file_bytes, const c
                           header[0], SHARD_MAGIC);
     if (header[1] != SHARD_VERSION)
         return shard_fail(err, err_len, path,
-                          "unsupported version %" PRId32 " (expected %d: uint16 tokens)",
-                          header[1], SHARD_VERSION);
+                          "unsupported version %" PRId32 " (expected %d: uint16 tokens)", header[1],
+                          SHARD_VERSION);
     if (header[2] < 0)
-        return shard_fail(err, err_len, path, "bad token count %" PRId32 " in header",
-                          header[2]);
+        return shard_fail(err, err_len, path, "bad token count %" PRId32 " in header", header[2]);
     int64_t expect = SHARD_HEADER_BYTES + 2 * (int64_t)header[2];
     if (file_bytes < expect)
         return shard_fail(err, err_len, path,
@@ -69,13 +68,11 @@ static int shard_check_tokens(const uint16_t *tokens, size_t n_tokens, int vocab
                               const char *path, char *err, size_t err_len) {
     if (vocab_size > UINT16_MAX) return 0; /* no uint16 can be out of range */
     uint16_t max_token = 0;
-    for (size_t i = 0; i < n_tokens; i++)
-        max_token = tokens[i] > max_token ? tokens[i] : max_token;
+    for (size_t i = 0; i < n_tokens; i++) max_token = tokens[i] > max_token ? tokens[i] : max_token;
     if (max_token < vocab_size) return 0;
     size_t bad = 0;
     while (tokens[bad] < vocab_size) bad++;
-    return shard_fail(err, err_len, path,
-                      "token %u at index %zu is out of range (vocab_size %d)",
+    return shard_fail(err, err_len, path, "token %u at index %zu is out of range (vocab_size %d)",
                       (unsigned)tokens[bad], bad, vocab_size);
 }
 
@@ -97,8 +94,7 @@ static int shard_map(token_shard *shard, const char *path, char *err, size_t err
     if ((int64_t)st.st_size < SHARD_HEADER_BYTES) {
         close(fd);
         return shard_fail(err, err_len, path,
-                          "file is %" PRId64 " bytes, shorter than the %" PRId64
-                          "-byte header%s",
+                          "file is %" PRId64 " bytes, shorter than the %" PRId64 "-byte header%s",
                           (int64_t)st.st_size, SHARD_HEADER_BYTES,
                           st.st_size == 0 ? " (empty file)" : "");
     }
@@ -111,11 +107,9 @@ static int shard_map(token_shard *shard, const char *path, char *err, size_t err
     return 0;
 }
 
-int shard_open(token_shard *shard, const char *path, int vocab_size, char *err,
-               size_t err_len) {
+int shard_open(token_shard *shard, const char *path, int vocab_size, char *err, size_t err_len) {
     memset(shard, 0, sizeof(*shard));
-    if (vocab_size <= 0)
-        return shard_fail(err, err_len, path, "bad vocab_size %d", vocab_size);
+    if (vocab_size <= 0) return shard_fail(err, err_len, path, "bad vocab_size %d", vocab_size);
     if (shard_map(shard, path, err, err_len) != 0) return -1;
     const int32_t *header = (const int32_t *)shard->map;
     const uint16_t *tokens = (const uint16_t *)((const char *)shard->map + SHARD_HEADER_BYTES);
@@ -172,8 +166,7 @@ int shard_write(const char *path, const uint16_t *tokens, size_t n_tokens, char 
     if (rename(tmp, path) != 0) {
         e = errno;
         unlink(tmp);
-        return shard_fail(err, err_len, path, "cannot rename %s into place: %s", tmp,
-                          strerror(e));
+        return shard_fail(err, err_len, path, "cannot rename %s into place: %s", tmp, strerror(e));
     }
     return 0;
 }

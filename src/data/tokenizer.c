@@ -75,8 +75,7 @@ static uint64_t map_hash(const char *key, size_t len) {
 static int map_init(str_map *m, size_t cap) {
     memset(m, 0, sizeof *m);
     m->cap = 16;
-    while (m->cap < cap)
-        m->cap *= 2;
+    while (m->cap < cap) m->cap *= 2;
     m->slots = calloc(m->cap, sizeof *m->slots);
     return m->slots ? 0 : -1;
 }
@@ -120,8 +119,7 @@ static int map_grow(str_map *m) {
         const map_slot *s = &m->slots[i];
         if (s->hash == 0) continue;
         size_t j = (size_t)s->hash & (bigger.cap - 1);
-        while (bigger.slots[j].hash != 0)
-            j = (j + 1) & (bigger.cap - 1);
+        while (bigger.slots[j].hash != 0) j = (j + 1) & (bigger.cap - 1);
         bigger.slots[j] = *s;
     }
     free(m->slots);
@@ -137,8 +135,7 @@ static int map_put(str_map *m, const char *key, size_t len, int64_t value) {
     if (s->hash == 0) {
         if (m->keys_len + len > m->keys_cap) {
             size_t cap = m->keys_cap ? m->keys_cap : 4096;
-            while (cap < m->keys_len + len)
-                cap *= 2;
+            while (cap < m->keys_len + len) cap *= 2;
             char *keys = realloc(m->keys, cap);
             if (!keys) return -1;
             m->keys = keys;
@@ -279,13 +276,11 @@ struct bpe_tokenizer {
     char error[512];
 };
 
-
 /* GPT-2 stores tokens as printable characters: byte b is U+00b when that is a
  * visible Latin-1 character, otherwise U+0100 + (its index among the others).
  * Fills cp_to_byte (indexed by code point, -1 = not in the alphabet). */
 static void byte_alphabet_init(int cp_to_byte[324]) {
-    for (int i = 0; i < 324; i++)
-        cp_to_byte[i] = -1;
+    for (int i = 0; i < 324; i++) cp_to_byte[i] = -1;
     int n = 0;
     for (int b = 0; b < 256; b++) {
         bool visible = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
@@ -412,8 +407,7 @@ static int index_ids(bpe_tokenizer *tok, const char *path, char *err, size_t err
     tok->id_off = malloc((n ? n : 1) * sizeof *tok->id_off);
     tok->id_len = malloc((n ? n : 1) * sizeof *tok->id_len);
     if (!tok->id_off || !tok->id_len) return set_error(err, err_len, "%s: out of memory", path);
-    for (size_t i = 0; i < n; i++)
-        tok->id_len[i] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) tok->id_len[i] = SIZE_MAX;
     for (size_t i = 0; i < tok->encoder.cap; i++) {
         const map_slot *s = &tok->encoder.slots[i];
         if (s->hash == 0) continue;
@@ -562,13 +556,9 @@ void tokenizer_free(bpe_tokenizer *tok) {
     free(tok);
 }
 
-int tokenizer_vocab_size(const bpe_tokenizer *tok) {
-    return tok->vocab_size;
-}
+int tokenizer_vocab_size(const bpe_tokenizer *tok) { return tok->vocab_size; }
 
-const char *tokenizer_last_error(const bpe_tokenizer *tok) {
-    return tok->error;
-}
+const char *tokenizer_last_error(const bpe_tokenizer *tok) { return tok->error; }
 
 const char *tokenizer_token_bytes(const bpe_tokenizer *tok, int32_t id, size_t *len) {
     if (id < 0 || id >= tok->vocab_size || tok->id_len[id] == SIZE_MAX) return NULL;
@@ -600,8 +590,7 @@ char *tokenizer_decode(const bpe_tokenizer *tok, const int32_t *ids, size_t n, s
 static int grow(void **buf, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
+    while (c < need) c *= 2;
     void *p = realloc(*buf, c * elem);
     if (!p) return -1;
     *buf = p;
@@ -847,8 +836,7 @@ int tokenizer_encode(bpe_tokenizer *tok, const char *text, size_t len, int32_t *
          * the pattern covers every character, so nothing is skipped. */
         if (ov[1] == ov[0]) {
             off = ov[1] + 1;
-            while (off < len && ((unsigned char)s[off] & 0xC0) == 0x80)
-                off++;
+            while (off < len && ((unsigned char)s[off] & 0xC0) == 0x80) off++;
             continue;
         }
         if (encode_piece(tok, s + ov[0], ov[1] - ov[0], ids, n, cap) != 0) return -1;

@@ -2,12 +2,13 @@
  * buffers. Requests are kept until comm_wait_all; progress tests them, which
  * is what moves Open MPI's non-blocking collectives forward while backward
  * runs (it has no progress thread by default). */
+#include "dist/comm.h"
+
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/comm.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
@@ -51,8 +52,8 @@ static void mpi_reduce_scatter_async(communicator *c, const void *buf, size_t be
     /* When this rank's shard misses the range, the receive count is 0 and
      * the pointer is never written. */
     float *recv = (float *)shard_out + (first > my_lo ? first - my_lo : 0);
-    MPI_CHECK(MPI_Ireduce_scatter((const float *)buf + begin, recv, m->counts, MPI_FLOAT,
-                                  MPI_SUM, m->comm, new_request(m)));
+    MPI_CHECK(MPI_Ireduce_scatter((const float *)buf + begin, recv, m->counts, MPI_FLOAT, MPI_SUM,
+                                  m->comm, new_request(m)));
 }
 
 static void mpi_all_reduce_async(communicator *c, void *buf, size_t begin, size_t end) {

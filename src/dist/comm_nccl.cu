@@ -31,6 +31,8 @@
  * is rounded once.
  *
  * Failure: nccl_watchdog.h (a collective pending too long ends the job). */
+#include "dist/comm.h"
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -43,7 +45,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dist/comm.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
@@ -51,12 +52,12 @@
 #include "kernels/cuda/cuda_check.h"
 
 /* Names the failed statement, NCCL's message and its last error text. */
-#define NCCL_CHECK(stmt)                                                                   \
-    do {                                                                                   \
-        const ncclResult_t nccl_rc_ = (stmt);                                              \
-        if (nccl_rc_ != ncclSuccess)                                                       \
-            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s (%s)", #stmt,           \
-                    ncclGetErrorString(nccl_rc_), ncclGetLastError(NULL));                 \
+#define NCCL_CHECK(stmt)                                                                           \
+    do {                                                                                           \
+        const ncclResult_t nccl_rc_ = (stmt);                                                      \
+        if (nccl_rc_ != ncclSuccess)                                                               \
+            fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed: %s (%s)", #stmt,                   \
+                    ncclGetErrorString(nccl_rc_), ncclGetLastError(NULL));                         \
     } while (0)
 
 /* ------------------------------------------------------------ casts (fp32 reduction) */
@@ -99,18 +100,18 @@ typedef struct {
     ncclComm_t nccl;
     cudaStream_t compute, stream;
     int device;
-    size_t elem_bytes;   /* of the buffers: 2 (bf16) or 4 (fp32) */
-    ncclDataType_t type; /* of the buffers */
-    bool reduce_fp32;    /* bf16 buffers reduced through fp32 staging */
+    size_t elem_bytes;       /* of the buffers: 2 (bf16) or 4 (fp32) */
+    ncclDataType_t type;     /* of the buffers */
+    bool reduce_fp32;        /* bf16 buffers reduced through fp32 staging */
     float *f32_in, *f32_out; /* staging of one bucket (reduce_fp32) */
     size_t f32_cap;
-    cudaEvent_t ready;      /* compute -> comm: what compute enqueued so far */
-    cudaEvent_t comm_done;  /* comm -> compute: the reductions, the norm's sum */
-    gather_piece *pieces;   /* of the last all-gather */
+    cudaEvent_t ready;     /* compute -> comm: what compute enqueued so far */
+    cudaEvent_t comm_done; /* comm -> compute: the reductions, the norm's sum */
+    gather_piece *pieces;  /* of the last all-gather */
     int n_pieces, cap_pieces;
     stall stalls[STALL_MAX];
     int n_stalls;
-    double scalar_ms;       /* host time blocked in sum_scalar */
+    double scalar_ms; /* host time blocked in sum_scalar */
     double *dev_scalar, *host_scalar;
     watchdog wd;
 } nccl_impl;
@@ -216,7 +217,8 @@ static void nccl_all_reduce_async(communicator *c, void *buf, size_t begin, size
     if (m->reduce_fp32) {
         f32_reserve(m, n);
         cast_to_f32(m, m->f32_in, data, n);
-        NCCL_CHECK(ncclAllReduce(m->f32_in, m->f32_in, n, ncclFloat32, ncclSum, m->nccl, m->stream));
+        NCCL_CHECK(
+            ncclAllReduce(m->f32_in, m->f32_in, n, ncclFloat32, ncclSum, m->nccl, m->stream));
         cast_to_bf16(m, data, m->f32_in, n);
     } else {
         NCCL_CHECK(ncclAllReduce(data, data, n, m->type, ncclSum, m->nccl, m->stream));
@@ -298,8 +300,8 @@ static double scalar_all_reduce(nccl_impl *m, double value, const char *what) {
     *m->host_scalar = value;
     CUDA_CHECK(cudaMemcpyAsync(m->dev_scalar, m->host_scalar, sizeof(double),
                                cudaMemcpyHostToDevice, m->stream));
-    NCCL_CHECK(ncclAllReduce(m->dev_scalar, m->dev_scalar, 1, ncclFloat64, ncclSum, m->nccl,
-                             m->stream));
+    NCCL_CHECK(
+        ncclAllReduce(m->dev_scalar, m->dev_scalar, 1, ncclFloat64, ncclSum, m->nccl, m->stream));
     CUDA_CHECK(cudaMemcpyAsync(m->host_scalar, m->dev_scalar, sizeof(double),
                                cudaMemcpyDeviceToHost, m->stream));
     watchdog_post(&m->wd, m->stream, "%s", what);

@@ -14,7 +14,8 @@ void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_
               int n_gather_pieces) {
     memset(d, 0, sizeof *d);
     size_t covered = 0;
-    for (int k = 0; k < n_gather_pieces; k++) covered += gather_pieces[k].end - gather_pieces[k].begin;
+    for (int k = 0; k < n_gather_pieces; k++)
+        covered += gather_pieces[k].end - gather_pieces[k].begin;
     CHECK(n_gather_pieces > 0 && covered == n_elements,
           "the all-gather's %d pieces cover %zu of %zu elements", n_gather_pieces, covered,
           n_elements);

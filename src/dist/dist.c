@@ -50,7 +50,8 @@ static launcher_info detect_launcher(void) {
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
         int size = env_int(known[i].size_var, 0);
         if (size > 0)
-            return (launcher_info){known[i].name, known[i].size_var, size, env_int(known[i].rank_var, 0)};
+            return (launcher_info){known[i].name, known[i].size_var, size,
+                                   env_int(known[i].rank_var, 0)};
     }
     return (launcher_info){"none (a single process)", NULL, 0, 0};
 }
@@ -80,13 +81,14 @@ void dist_init(dist_state *d, int *argc, char ***argv) {
             if (l.rank == 0) {
                 char lib[512];
                 mpi_library(lib, sizeof lib);
-                fprintf(stderr,
-                        "gpt2_ddp: error: started as %d processes (%s=%d, from %s), but MPI sees a "
-                        "world of 1: this binary's MPI library (%s) does not match the launcher's, "
-                        "and the job would be %d separate copies of a one-rank run. Start it with the "
-                        "mpirun of the MPI it was built with, or under Slurm with an MPI plugin that "
-                        "library supports (srun --mpi=pmix for Open MPI; srun --mpi=list shows them)\n",
-                        l.size, l.var, l.size, l.name, lib, l.size);
+                fprintf(
+                    stderr,
+                    "gpt2_ddp: error: started as %d processes (%s=%d, from %s), but MPI sees a "
+                    "world of 1: this binary's MPI library (%s) does not match the launcher's, "
+                    "and the job would be %d separate copies of a one-rank run. Start it with the "
+                    "mpirun of the MPI it was built with, or under Slurm with an MPI plugin that "
+                    "library supports (srun --mpi=pmix for Open MPI; srun --mpi=list shows them)\n",
+                    l.size, l.var, l.size, l.name, lib, l.size);
                 fflush(stderr);
             }
             MPI_Finalize();
@@ -130,7 +132,8 @@ static void pick_gpu(dist_state *d, char *err, size_t len) {
     free(all);
 
     if (d->gpus_visible == 0)
-        snprintf(err, len, "device=cuda but no GPU is visible to rank %d on %s (CUDA_VISIBLE_DEVICES=%s)",
+        snprintf(err, len,
+                 "device=cuda but no GPU is visible to rank %d on %s (CUDA_VISIBLE_DEVICES=%s)",
                  d->rank, d->host, cvd ? cvd : "unset");
     else if (d->gpus_visible >= d->local_world)
         d->gpu = d->local_rank;
@@ -158,8 +161,10 @@ static void print_report(const dist_state *d, const char *hosts, int rpn_min, in
         if (first) printf("%s%s", shown++ ? ", " : "", h);
     }
     printf("%s), ", d->n_nodes > shown ? ", ..." : "");
-    if (rpn_min == rpn_max) printf("%d rank(s) per node\n", rpn_min);
-    else printf("%d to %d ranks per node (uneven)\n", rpn_min, rpn_max);
+    if (rpn_min == rpn_max)
+        printf("%d rank(s) per node\n", rpn_min);
+    else
+        printf("%d to %d ranks per node (uneven)\n", rpn_min, rpn_max);
     printf("  launcher: %s", l.name);
     if (job) {
         const char *step = getenv("SLURM_STEP_ID");
@@ -169,8 +174,10 @@ static void print_report(const dist_state *d, const char *hosts, int rpn_min, in
     printf("\n");
 #if GPT2_HAVE_CUDA
     printf("  GPUs visible per rank: ");
-    if (gpu_min == gpu_max) printf("%d", gpu_min);
-    else printf("%d to %d", gpu_min, gpu_max);
+    if (gpu_min == gpu_max)
+        printf("%d", gpu_min);
+    else
+        printf("%d to %d", gpu_min, gpu_max);
     if (use_gpus && d->gpu >= 0)
         printf(" (each rank uses %s)", d->gpus_visible >= d->local_world
                                            ? "the GPU of its node-local rank"

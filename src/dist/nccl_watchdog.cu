@@ -59,7 +59,8 @@ static void watchdog_check(watchdog *w, char *why, size_t len) {
     else if (w->last_call_s > 0 && now - w->last_call_s > w->timeout_s)
         snprintf(why, len,
                  "no collective call on this rank for nccl_timeout_s = %g s: it waits for "
-                 "another rank outside NCCL (an MPI call) or is stuck", w->timeout_s);
+                 "another rank outside NCCL (an MPI call) or is stuck",
+                 w->timeout_s);
     else if (w->nccl && ncclCommGetAsyncError(w->nccl, &async) == ncclSuccess &&
              async != ncclSuccess && async != ncclInProgress)
         snprintf(why, len, "NCCL reported an asynchronous error: %s (%s)",

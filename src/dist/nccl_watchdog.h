@@ -39,8 +39,8 @@ typedef struct {
     double last_call_s;    /* host time of the last call into the communicator; 0: unarmed */
     char blocking_what[WHAT_MAX];
     double timeout_s;
-    int stop;          /* read and written with __atomic builtins */
-    ncclComm_t nccl;   /* NULL before init and from destroy on (__atomic, set under lock) */
+    int stop;        /* read and written with __atomic builtins */
+    ncclComm_t nccl; /* NULL before init and from destroy on (__atomic, set under lock) */
     int device, rank, world;
 } watchdog;
 

@@ -21,9 +21,8 @@ typedef struct {
     int label;
 } example_text;
 
-__attribute__((format(printf, 5, 6))) static int line_error(char *err, size_t err_len,
-                                                            const char *path, int line,
-                                                            const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static int
+line_error(char *err, size_t err_len, const char *path, int line, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -54,8 +53,8 @@ static json_object *parse_line(const char *text, char *why, size_t why_len) {
     if (!obj && e == json_tokener_continue) {
         snprintf(why, why_len, "not valid JSON: the line ends inside the object");
     } else if (!obj) {
-        snprintf(why, why_len, "not valid JSON: %s at character %zu",
-                 json_tokener_error_desc(e), json_tokener_get_parse_end(tok) + 1);
+        snprintf(why, why_len, "not valid JSON: %s at character %zu", json_tokener_error_desc(e),
+                 json_tokener_get_parse_end(tok) + 1);
     } else if (!is_blank(text + json_tokener_get_parse_end(tok))) {
         snprintf(why, why_len, "unexpected text after the JSON object at character %zu",
                  json_tokener_get_parse_end(tok) + 1);
@@ -69,8 +68,9 @@ static json_object *parse_line(const char *text, char *why, size_t why_len) {
 /* The fields of one example, checked; -1 with the reason in why. */
 static int read_fields(json_object *obj, example_text *ex, char *why, size_t why_len) {
     if (!json_object_is_type(obj, json_type_object))
-        return snprintf(why, why_len, "expected a JSON object {\"ctx\": ..., \"endings\": "
-                                      "[4 strings], \"label\": 0-3}"),
+        return snprintf(why, why_len,
+                        "expected a JSON object {\"ctx\": ..., \"endings\": "
+                        "[4 strings], \"label\": 0-3}"),
                -1;
     json_object *ctx, *endings, *label;
     if (!json_object_object_get_ex(obj, "ctx", &ctx) || !json_object_is_type(ctx, json_type_string))

@@ -22,9 +22,9 @@
 #define HELLASWAG_ENDINGS 4
 
 typedef struct {
-    int index;  /* 0-based example number in the file */
-    int line;   /* 1-based line of the file */
-    int label;  /* the right ending */
+    int index; /* 0-based example number in the file */
+    int line;  /* 1-based line of the file */
+    int label; /* the right ending */
     int ctx_len;
     int end_len[HELLASWAG_ENDINGS];
     int32_t *tokens; /* the context's tokens, then each ending's, back to back */

@@ -7,8 +7,8 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 
-double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
-                     int rank, int world, int32_t *inputs, int32_t *targets) {
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
+                     int world, int32_t *inputs, int32_t *targets) {
     const kernel_ops *ops = model->ops;
     const size_t tokens = (size_t)B * T;
     /* One double per batch: this rank's on the backend, then every rank's
@@ -26,8 +26,8 @@ double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int 
     if (mine > 0) ops->download(local, on_device, (size_t)mine * sizeof(double));
     for (int i = 0; i < mine; i++) sums[rank + i * world] = local[i];
     if (world > 1)
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, sums, eval_batches, MPI_DOUBLE, MPI_SUM,
-                                MPI_COMM_WORLD));
+        MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, sums, eval_batches, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     double total = 0.0;
     for (int k = 0; k < eval_batches; k++) total += sums[k];
     gpt2_loss_reset(model);

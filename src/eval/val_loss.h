@@ -18,6 +18,6 @@
  * MPI). Mean loss per token over eval_batches batches of B sequences of T
  * tokens; inputs and targets are host buffers of B * T each. Nothing waits
  * for the device between batches. */
-double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
-                     int rank, int world, int32_t *inputs, int32_t *targets);
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
+                     int world, int32_t *inputs, int32_t *targets);
 #endif

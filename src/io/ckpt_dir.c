@@ -137,10 +137,10 @@ static int check_listed_file(const char *dir, const char *name, long long size, 
     struct stat st;
     if (stat(path, &st) != 0)
         return set_error(err, err_len, "%s: missing (%s lists it): %s", path, CKPT_MARKER,
-                       strerror(errno));
+                         strerror(errno));
     if ((long long)st.st_size != size)
         return set_error(err, err_len, "%s: %lld bytes, but %s recorded %lld: truncated or damaged",
-                       path, (long long)st.st_size, CKPT_MARKER, size);
+                         path, (long long)st.st_size, CKPT_MARKER, size);
     return 0;
 }
 
@@ -183,8 +183,8 @@ void ckpt_publish(const char *run_dir, const char *tmp_dir, const char *final_di
     base = base ? base + 1 : final_dir;
     unlink(link_tmp);
     if (symlink(base, link_tmp) != 0) FAIL("cannot create %s: %s", link_tmp, strerror(errno));
-    if (rename(link_tmp, link) != 0) FAIL("cannot rename %s to %s: %s", link_tmp, link,
-                                          strerror(errno));
+    if (rename(link_tmp, link) != 0)
+        FAIL("cannot rename %s to %s: %s", link_tmp, link, strerror(errno));
     fsync_path(run_dir);
 }
 

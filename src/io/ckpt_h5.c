@@ -53,7 +53,8 @@ static void attrs_write(hid_t obj, const i64_attr *attrs, size_t n, const void *
 }
 
 static void attrs_read(hid_t obj, const char *path, const i64_attr *attrs, size_t n, void *base) {
-    for (size_t i = 0; i < n; i++) *field(base, &attrs[i]) = h5_attr_read_i64(obj, path, attrs[i].name);
+    for (size_t i = 0; i < n; i++)
+        *field(base, &attrs[i]) = h5_attr_read_i64(obj, path, attrs[i].name);
 }
 
 /* ------------------------------------------------------------------ shards */
@@ -72,9 +73,8 @@ hid_t ckpt_h5_shard_open(const char *path, const ckpt_shard_header *expected) {
     for (size_t i = 0; i < N_OF(SHARD_ATTRS); i++) {
         int64_t g = *field(&got, &SHARD_ATTRS[i]), e = *field(expected, &SHARD_ATTRS[i]);
         if (g != e)
-            FAIL("%s: attribute %s = %lld, but %s says %lld (a shard of another checkpoint?)",
-                 path, SHARD_ATTRS[i].name, (long long)g, "the checkpoint's model.h5",
-                 (long long)e);
+            FAIL("%s: attribute %s = %lld, but %s says %lld (a shard of another checkpoint?)", path,
+                 SHARD_ATTRS[i].name, (long long)g, "the checkpoint's model.h5", (long long)e);
     }
     return file;
 }

@@ -29,8 +29,8 @@ typedef struct {
     int64_t world;            /* ranks that wrote the checkpoint */
     int64_t n_elements;       /* flat buffer length */
     int64_t seq_len, micro_batch, total_batch, zero_stage, train_samples;
-    uint64_t seed;            /* with samples_consumed, all random state there is */
-    double lr;                /* the learning rate of the last step */
+    uint64_t seed;                /* with samples_consumed, all random state there is */
+    double lr;                    /* the learning rate of the last step */
     int64_t *shard_lo, *shard_hi; /* world entries: the shard map */
     int64_t *loader_position;     /* world entries: each rank's first sample of the next step */
     char *config_text;            /* the resolved config */

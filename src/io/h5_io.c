@@ -260,8 +260,7 @@ static hid_t dataset_open(hid_t file, const char *path, const char *name, int nd
     hsize_t got[2] = {0, 0};
     int got_ndim = H5Sget_simple_extent_dims(space, got, NULL);
     H5Sclose(space);
-    if (got_ndim != ndim || got[0] != (hsize_t)dims[0] ||
-        (ndim == 2 && got[1] != (hsize_t)dims[1]))
+    if (got_ndim != ndim || got[0] != (hsize_t)dims[0] || (ndim == 2 && got[1] != (hsize_t)dims[1]))
         FAIL("%s: dataset %s has the wrong shape (expected %lld x %lld)", path, name,
              (long long)dims[0], ndim == 2 ? (long long)dims[1] : 1LL);
     return dset;

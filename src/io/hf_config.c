@@ -18,7 +18,8 @@ static bool check_bool(json_object *root, const char *key, bool dflt, bool want,
     bool value = dflt;
     if (v) {
         if (!json_object_is_type(v, json_type_boolean)) {
-            snprintf(err, err_len, "%s = %s: not true or false", key, json_object_to_json_string(v));
+            snprintf(err, err_len, "%s = %s: not true or false", key,
+                     json_object_to_json_string(v));
             return false;
         }
         value = json_object_get_boolean(v);
@@ -34,8 +35,10 @@ static bool check_sizes(json_object *root, hf_config *c, char *err, size_t err_l
         const char *key;
         int *out;
         int64_t hi;
-    } sizes[] = {{"n_layer", &c->n_layer, 1024},       {"n_embd", &c->n_embd, 65536},
-                 {"n_head", &c->n_head, 4096},         {"vocab_size", &c->vocab_size, 1 << 24},
+    } sizes[] = {{"n_layer", &c->n_layer, 1024},
+                 {"n_embd", &c->n_embd, 65536},
+                 {"n_head", &c->n_head, 4096},
+                 {"vocab_size", &c->vocab_size, 1 << 24},
                  {"n_positions", &c->n_positions, 1 << 20}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (!json_member_int(root, sizes[i].key, 1, sizes[i].hi, sizes[i].out, err, err_len))
@@ -60,7 +63,8 @@ static bool check_numerics(json_object *root, char *err, size_t err_len) {
     json_object *act = json_member(root, "activation_function");
     const char *name = act && json_object_is_type(act, json_type_string)
                            ? json_object_get_string(act)
-                           : act ? NULL : "gelu_new";
+                       : act ? NULL
+                             : "gelu_new";
     if (!name || (strcmp(name, "gelu_new") != 0 && strcmp(name, "gelu_pytorch_tanh") != 0)) {
         snprintf(err, err_len,
                  "activation_function = %s: gpt2_ddp's GPT-2 uses the tanh GELU (gelu_new)",
@@ -69,8 +73,8 @@ static bool check_numerics(json_object *root, char *err, size_t err_len) {
     }
     json_object *eps = json_member(root, "layer_norm_epsilon");
     if (eps) {
-        bool number = json_object_is_type(eps, json_type_double) ||
-                      json_object_is_type(eps, json_type_int);
+        bool number =
+            json_object_is_type(eps, json_type_double) || json_object_is_type(eps, json_type_int);
         if (!number || fabs(json_object_get_double(eps) - 1e-5) > 1e-5 * 1e-9) {
             snprintf(err, err_len, "layer_norm_epsilon = %s: gpt2_ddp's LayerNorm uses 1e-5",
                      json_object_to_json_string(eps));
@@ -110,8 +114,9 @@ int hf_config_read(const char *path, hf_config *c, char *err, size_t err_len) {
 static int write_json(const char *path, json_object *root, char *err, size_t err_len) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int rc = json_object_to_file_ext(tmp, root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                    JSON_C_TO_STRING_NOSLASHESCAPE);
+    int rc = json_object_to_file_ext(tmp, root,
+                                     JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                         JSON_C_TO_STRING_NOSLASHESCAPE);
     json_object_put(root);
     if (rc != 0 || rename(tmp, path) != 0) {
         snprintf(err, err_len, "cannot write %s: %s", path, json_util_get_last_err());
@@ -120,7 +125,8 @@ static int write_json(const char *path, json_object *root, char *err, size_t err
     return 0;
 }
 
-int hf_config_write(const char *path, const gpt2_layout *lay, bool bf16, char *err, size_t err_len) {
+int hf_config_write(const char *path, const gpt2_layout *lay, bool bf16, char *err,
+                    size_t err_len) {
     json_object *root = json_object_new_object();
     json_object *arch = json_object_new_array();
     json_object_array_add(arch, json_object_new_string("GPT2LMHeadModel"));

@@ -25,8 +25,8 @@ static void path_in(char *out, const char *dir, const char *name) {
 /* The four projections are transformers' Conv1D: weight (in, out). */
 static bool is_conv1d(const char *name) {
     return path_ends_with(name, "attn.c_attn.weight") ||
-           path_ends_with(name, "attn.c_proj.weight") ||
-           path_ends_with(name, "mlp.c_fc.weight") || path_ends_with(name, "mlp.c_proj.weight");
+           path_ends_with(name, "attn.c_proj.weight") || path_ends_with(name, "mlp.c_fc.weight") ||
+           path_ends_with(name, "mlp.c_proj.weight");
 }
 
 /* The shape the Hugging Face file stores our tensor t in. */
@@ -85,11 +85,12 @@ static int weights_open_index(weight_files *w, const char *dir, const char *inde
         rc = set_error(err, err_len, "%s: no \"weight_map\" object", index);
     } else {
         json_object_object_foreach(map, name, file) {
-            const char *f = json_object_is_type(file, json_type_string) ? json_object_get_string(file)
-                                                                         : NULL;
+            const char *f =
+                json_object_is_type(file, json_type_string) ? json_object_get_string(file) : NULL;
             /* Shards are files next to the index, never paths out of DIR. */
             if (!f || !*f || strchr(f, '/') || strcmp(f, "..") == 0) {
-                rc = set_error(err, err_len, "%s: weight_map[\"%.200s\"] is not a file name", index, name);
+                rc = set_error(err, err_len, "%s: weight_map[\"%.200s\"] is not a file name", index,
+                               name);
                 break;
             }
             char shard[HF_PATH_MAX];
@@ -98,7 +99,8 @@ static int weights_open_index(weight_files *w, const char *dir, const char *inde
         }
     }
     json_object_put(root);
-    if (rc == 0 && w->n_files == 0) rc = set_error(err, err_len, "%s: \"weight_map\" names no file", index);
+    if (rc == 0 && w->n_files == 0)
+        rc = set_error(err, err_len, "%s: \"weight_map\" names no file", index);
     return rc;
 }
 
@@ -113,13 +115,14 @@ static int weights_open(weight_files *w, const char *dir, char *err, size_t err_
     else if (is_regular_file(index))
         rc = weights_open_index(w, dir, index, err, err_len);
     else
-        rc = set_error(err, err_len,
-                       "%s: no model.safetensors (nor model.safetensors.index.json) in this Hugging Face "
-                       "directory%s",
-                       dir,
-                       is_regular_file((path_in(single, dir, "pytorch_model.bin"), single))
-                      ? "; it has pytorch_model.bin only: download the model's safetensors files"
-                      : "");
+        rc = set_error(
+            err, err_len,
+            "%s: no model.safetensors (nor model.safetensors.index.json) in this Hugging Face "
+            "directory%s",
+            dir,
+            is_regular_file((path_in(single, dir, "pytorch_model.bin"), single))
+                ? "; it has pytorch_model.bin only: download the model's safetensors files"
+                : "");
     if (rc != 0) weights_close(w);
     return rc;
 }
@@ -143,17 +146,17 @@ static int weights_find(const weight_files *w, const char *name, const st_file *
         }
     }
     if (!*tensor)
-        return set_error(err, err_len, "%s: tensor '%s' (or '%s') is missing", w->files[0].path, prefixed,
-                         name);
+        return set_error(err, err_len, "%s: tensor '%s' (or '%s') is missing", w->files[0].path,
+                         prefixed, name);
     return 0;
 }
 
 /* GPT2LMHeadModel's state_dict order: wte, wpe, each block, ln_f. */
 static int hf_order(const gpt2_layout *lay, const param_tensor **order) {
     static const char *const block[] = {
-        "ln_1.weight",       "ln_1.bias",       "attn.c_attn.weight", "attn.c_attn.bias",
+        "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
         "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
-        "mlp.c_fc.weight",   "mlp.c_fc.bias",   "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+        "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
     int n = 0;
     order[n++] = layout_find(lay, "wte.weight");
     order[n++] = layout_find(lay, "wpe.weight");
@@ -202,10 +205,11 @@ static int check_unknown(const weight_files *w, const gpt2_layout *lay, char *er
             if (strcmp(t->name, "lm_head.weight") == 0 && t->ndim == 2 &&
                 t->shape[0] == lay->vocab_size && t->shape[1] == lay->n_embd)
                 continue; /* hf_load checks that it is wte */
-            return set_error(err, err_len,
-                             "%s: tensor '%.200s' is not one of GPT-2's (GPT2LMHeadModel has wte, wpe, "
-                             "h.N.{ln_1,attn,ln_2,mlp}.*, ln_f and a tied lm_head)",
-                             w->files[i].path, t->name);
+            return set_error(
+                err, err_len,
+                "%s: tensor '%.200s' is not one of GPT-2's (GPT2LMHeadModel has wte, wpe, "
+                "h.N.{ln_1,attn,ln_2,mlp}.*, ln_f and a tied lm_head)",
+                w->files[i].path, t->name);
         }
     }
     return 0;
@@ -219,7 +223,8 @@ static int weights_check(const weight_files *w, const gpt2_layout *lay, const ch
     if (!order) return set_error(err, err_len, "out of memory");
     const int n = hf_order(lay, order);
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) rc = check_tensor(w, lay, order[i], config_path, err, err_len);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = check_tensor(w, lay, order[i], config_path, err, err_len);
     free(order);
     if (rc != 0) return rc;
     return check_unknown(w, lay, err, err_len);
@@ -262,17 +267,19 @@ static int check_lm_head(const weight_files *w, const gpt2_layout *lay, const fl
         if (!head) return set_error(err, err_len, "out of memory");
         int rc = st_read_f32(&w->files[i], t, head, err, err_len);
         if (rc == 0 && memcmp(head, host_params + lay->wte, st_numel(t) * sizeof(float)) != 0)
-            rc = set_error(err, err_len,
-                           "%s: lm_head.weight differs from wte.weight: an untied output layer, which "
-                           "GPT-2 (and gpt2_ddp) does not have",
-                           w->files[i].path);
+            rc = set_error(
+                err, err_len,
+                "%s: lm_head.weight differs from wte.weight: an untied output layer, which "
+                "GPT-2 (and gpt2_ddp) does not have",
+                w->files[i].path);
         free(head);
         if (rc != 0) return rc;
     }
     return 0;
 }
 
-int hf_load(const char *dir, const gpt2_layout *lay, float *host_params, char *err, size_t err_len) {
+int hf_load(const char *dir, const gpt2_layout *lay, float *host_params, char *err,
+            size_t err_len) {
     weight_files w;
     if (weights_open(&w, dir, err, err_len) != 0) return -1;
     memset(host_params, 0, lay->n_elements * sizeof(float));
@@ -287,7 +294,8 @@ int hf_load(const char *dir, const gpt2_layout *lay, float *host_params, char *e
         const int ndim = hf_shape(lay, p, shape);
         const int64_t rows = shape[0], cols = ndim == 2 ? shape[1] : 1;
         if (st_numel(t) != (size_t)(rows * cols)) {
-            rc = set_error(err, err_len, "%s: tensor '%s' changed shape while reading", f->path, t->name);
+            rc = set_error(err, err_len, "%s: tensor '%s' changed shape while reading", f->path,
+                           t->name);
             break;
         }
         free(buf);
@@ -354,7 +362,7 @@ int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, b
     if (make_dirs(dir, 0777, err, err_len) != 0) return -1;
     const param_tensor **order = calloc((size_t)lay->n_tensors, sizeof *order);
     st_spec *specs = calloc((size_t)lay->n_tensors, sizeof *specs);
-    char (*names)[LAYOUT_NAME_MAX + 16] = calloc((size_t)lay->n_tensors, sizeof *names);
+    char(*names)[LAYOUT_NAME_MAX + 16] = calloc((size_t)lay->n_tensors, sizeof *names);
     if (!order || !specs || !names) {
         free(order), free(specs), free(names);
         return set_error(err, err_len, "out of memory");
@@ -374,7 +382,8 @@ int hf_save(const char *dir, const gpt2_layout *lay, const float *host_params, b
     if (rc == 0 && rename(tmp, path) != 0)
         rc = set_error(err, err_len, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     free(order), free(specs), free(names);
-    if (rc == 0) rc = hf_config_write((path_in(path, dir, "config.json"), path), lay, bf16, err, err_len);
+    if (rc == 0)
+        rc = hf_config_write((path_in(path, dir, "config.json"), path), lay, bf16, err, err_len);
     if (rc != 0 || !encoder_json) return rc;
     if (copy_file(encoder_json, (path_in(path, dir, "vocab.json"), path), err, err_len) != 0 ||
         copy_file(vocab_bpe, (path_in(path, dir, "merges.txt"), path), err, err_len) != 0)

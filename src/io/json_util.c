@@ -27,8 +27,8 @@ json_object *json_parse_text(const char *text, size_t len, bool check_utf8, char
     json_tokener_free(tok);
     if (!obj) {
         if (jerr == json_tokener_continue || jerr == json_tokener_success)
-            snprintf(err, err_len, "not valid JSON: it ends after %zu bytes in the middle of a value",
-                     len);
+            snprintf(err, err_len,
+                     "not valid JSON: it ends after %zu bytes in the middle of a value", len);
         else
             snprintf(err, err_len, "not valid JSON at byte %zu: %s", end,
                      json_tokener_error_desc(jerr));

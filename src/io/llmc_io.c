@@ -41,7 +41,8 @@ static int llmc_spans(const gpt2_layout *lay, llmc_span *out) {
     out[n++] = (llmc_span){lay->wte, (size_t)lay->padded_vocab_size * C};
     out[n++] = (llmc_span){lay->wpe, (size_t)lay->block_size * C};
     for (int t = 0; t < 12; t++) {
-        size_t numel = BLOCK_TENSORS[t].rows * C * (BLOCK_TENSORS[t].cols ? BLOCK_TENSORS[t].cols * C : 1);
+        size_t numel =
+            BLOCK_TENSORS[t].rows * C * (BLOCK_TENSORS[t].cols ? BLOCK_TENSORS[t].cols * C : 1);
         for (int l = 0; l < lay->n_layer; l++) {
             const char *block = (const char *)&lay->blocks[l];
             out[n++] = (llmc_span){*(const size_t *)(block + BLOCK_TENSORS[t].field), numel};
@@ -104,23 +105,27 @@ void llmc_read_header(const char *path, llmc_header *h) {
     if (fread(hd, sizeof(int32_t), LLMC_HEADER_INTS, f) != LLMC_HEADER_INTS)
         FAIL("%s: shorter than llm.c's 1024-byte header", path);
     fclose(f);
-    if (hd[0] != LLMC_MAGIC) FAIL("%s: bad magic %d (an llm.c model file has %d)", path, hd[0], LLMC_MAGIC);
+    if (hd[0] != LLMC_MAGIC)
+        FAIL("%s: bad magic %d (an llm.c model file has %d)", path, hd[0], LLMC_MAGIC);
     if (hd[1] != LLMC_VERSION_FP32 && hd[1] != LLMC_VERSION_BF16)
         FAIL("%s: llm.c model version %d; supported: 3 (fp32) and 5 (bf16)", path, hd[1]);
-    *h = (llmc_header){.version = hd[1], .max_seq_len = hd[2], .vocab_size = hd[3],
-                       .n_layer = hd[4], .n_head = hd[5], .n_embd = hd[6],
+    *h = (llmc_header){.version = hd[1],
+                       .max_seq_len = hd[2],
+                       .vocab_size = hd[3],
+                       .n_layer = hd[4],
+                       .n_head = hd[5],
+                       .n_embd = hd[6],
                        .padded_vocab_size = hd[7]};
     if (h->max_seq_len <= 0 || h->vocab_size <= 0 || h->n_layer <= 0 || h->n_head <= 0 ||
         h->n_embd <= 0 || h->padded_vocab_size < h->vocab_size)
         FAIL("%s: bad sizes in the header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d)", path,
-             h->max_seq_len, h->vocab_size, h->n_layer, h->n_head, h->n_embd,
-             h->padded_vocab_size);
+             h->max_seq_len, h->vocab_size, h->n_layer, h->n_head, h->n_embd, h->padded_vocab_size);
     struct stat st;
     size_t elem = h->version == LLMC_VERSION_BF16 ? 2 : 4;
     size_t expect = LLMC_HEADER_INTS * 4 + header_n_params(h) * elem;
     if (stat(path, &st) != 0 || (size_t)st.st_size != expect)
-        FAIL("%s: %lld bytes, but its header describes %zu (truncated or not an llm.c model)",
-             path, (long long)st.st_size, expect);
+        FAIL("%s: %lld bytes, but its header describes %zu (truncated or not an llm.c model)", path,
+             (long long)st.st_size, expect);
 }
 
 void llmc_load(const char *path, const gpt2_layout *lay, float *host_params) {
@@ -131,9 +136,9 @@ void llmc_load(const char *path, const gpt2_layout *lay, float *host_params) {
         h.max_seq_len != lay->block_size)
         FAIL("%s: model sizes (L %d, C %d, NH %d, V %d, Vp %d, maxT %d) differ from the "
              "expected (%d, %d, %d, %d, %d, %d)",
-             path, h.n_layer, h.n_embd, h.n_head, h.vocab_size, h.padded_vocab_size,
-             h.max_seq_len, lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size,
-             lay->padded_vocab_size, lay->block_size);
+             path, h.n_layer, h.n_embd, h.n_head, h.vocab_size, h.padded_vocab_size, h.max_seq_len,
+             lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
+             lay->block_size);
     FILE *f = fopen(path, "rb");
     if (!f || fseek(f, LLMC_HEADER_INTS * 4, SEEK_SET) != 0) FAIL("cannot read %s", path);
     memset(host_params, 0, lay->n_elements * sizeof(float));
@@ -155,14 +160,10 @@ void llmc_save(const char *path, const gpt2_layout *lay, const float *host_param
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) FAIL("cannot create %s: %s", tmp, strerror(errno));
-    int32_t hd[LLMC_HEADER_INTS] = {LLMC_MAGIC,
-                                    bf16 ? LLMC_VERSION_BF16 : LLMC_VERSION_FP32,
-                                    lay->block_size,
-                                    lay->vocab_size,
-                                    lay->n_layer,
-                                    lay->n_head,
-                                    lay->n_embd,
-                                    lay->padded_vocab_size};
+    int32_t hd[LLMC_HEADER_INTS] = {LLMC_MAGIC,      bf16 ? LLMC_VERSION_BF16 : LLMC_VERSION_FP32,
+                                    lay->block_size, lay->vocab_size,
+                                    lay->n_layer,    lay->n_head,
+                                    lay->n_embd,     lay->padded_vocab_size};
     if (fwrite(hd, sizeof(int32_t), LLMC_HEADER_INTS, f) != LLMC_HEADER_INTS)
         FAIL("%s: write failed", tmp);
     uint16_t *buf = bf16 ? xmalloc(LLMC_CHUNK * 2) : NULL;

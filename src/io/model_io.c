@@ -120,14 +120,10 @@ void model_source_load(const model_source *s, const gpt2_layout *lay, float *hos
 
 const char *model_source_kind_name(model_source_kind kind) {
     switch (kind) {
-    case MODEL_FROM_CHECKPOINT:
-        return "checkpoint";
-    case MODEL_FROM_WEIGHTS:
-        return "weights file";
-    case MODEL_FROM_LLMC:
-        return "llm.c model file";
-    case MODEL_FROM_HF:
-        return "Hugging Face model";
+    case MODEL_FROM_CHECKPOINT: return "checkpoint";
+    case MODEL_FROM_WEIGHTS: return "weights file";
+    case MODEL_FROM_LLMC: return "llm.c model file";
+    case MODEL_FROM_HF: return "Hugging Face model";
     }
     return "?";
 }

@@ -21,10 +21,10 @@ static const struct {
     int bytes;
     st_dtype dtype;
 } DTYPES[] = {
-    {"F32", 4, ST_F32},     {"F16", 2, ST_F16},       {"BF16", 2, ST_BF16},     {"F64", 8, ST_F64},
-    {"BOOL", 1, ST_OTHER},  {"U8", 1, ST_OTHER},      {"I8", 1, ST_OTHER},      {"F8_E5M2", 1, ST_OTHER},
-    {"F8_E4M3", 1, ST_OTHER}, {"I16", 2, ST_OTHER},   {"U16", 2, ST_OTHER},     {"I32", 4, ST_OTHER},
-    {"U32", 4, ST_OTHER},   {"I64", 8, ST_OTHER},     {"U64", 8, ST_OTHER},
+    {"F32", 4, ST_F32},       {"F16", 2, ST_F16},   {"BF16", 2, ST_BF16}, {"F64", 8, ST_F64},
+    {"BOOL", 1, ST_OTHER},    {"U8", 1, ST_OTHER},  {"I8", 1, ST_OTHER},  {"F8_E5M2", 1, ST_OTHER},
+    {"F8_E4M3", 1, ST_OTHER}, {"I16", 2, ST_OTHER}, {"U16", 2, ST_OTHER}, {"I32", 4, ST_OTHER},
+    {"U32", 4, ST_OTHER},     {"I64", 8, ST_OTHER}, {"U64", 8, ST_OTHER},
 };
 
 void st_format_shape(int ndim, const int64_t *shape, char *buf, size_t len) {
@@ -64,13 +64,18 @@ static bool json_uint(json_object *v, uint64_t *out) {
 /* One entry {"dtype", "shape", "data_offsets"} into t; why says what is wrong. */
 static bool parse_entry(json_object *entry, st_tensor *t, char *why, size_t why_len) {
     if (!json_object_is_type(entry, json_type_object))
-        return snprintf(why, why_len, "is %s, not an object", json_object_to_json_string(entry)), false;
+        return snprintf(why, why_len, "is %s, not an object", json_object_to_json_string(entry)),
+               false;
     json_object *dtype = NULL, *shape = NULL, *offsets = NULL;
     json_object_object_foreach(entry, key, value) {
-        if (strcmp(key, "dtype") == 0) dtype = value;
-        else if (strcmp(key, "shape") == 0) shape = value;
-        else if (strcmp(key, "data_offsets") == 0) offsets = value;
-        else return snprintf(why, why_len, "has an unknown field '%s'", key), false;
+        if (strcmp(key, "dtype") == 0)
+            dtype = value;
+        else if (strcmp(key, "shape") == 0)
+            shape = value;
+        else if (strcmp(key, "data_offsets") == 0)
+            offsets = value;
+        else
+            return snprintf(why, why_len, "has an unknown field '%s'", key), false;
     }
     if (!dtype || !json_object_is_type(dtype, json_type_string))
         return snprintf(why, why_len, "has no \"dtype\" string"), false;
@@ -84,7 +89,8 @@ static bool parse_entry(json_object *entry, st_tensor *t, char *why, size_t why_
     t->elem_bytes = DTYPES[d].bytes;
     if (!shape || !json_object_is_type(shape, json_type_array) ||
         json_object_array_length(shape) > ST_MAX_DIMS)
-        return snprintf(why, why_len, "has no \"shape\" array of at most %d dimensions", ST_MAX_DIMS),
+        return snprintf(why, why_len, "has no \"shape\" array of at most %d dimensions",
+                        ST_MAX_DIMS),
                false;
     t->ndim = (int)json_object_array_length(shape);
     uint64_t bytes = (uint64_t)t->elem_bytes;
@@ -100,7 +106,8 @@ static bool parse_entry(json_object *entry, st_tensor *t, char *why, size_t why_
         json_object_array_length(offsets) != 2 ||
         !json_uint(json_object_array_get_idx(offsets, 0), &t->begin) ||
         !json_uint(json_object_array_get_idx(offsets, 1), &t->end) || t->end < t->begin)
-        return snprintf(why, why_len, "has no \"data_offsets\" [begin, end] with begin <= end"), false;
+        return snprintf(why, why_len, "has no \"data_offsets\" [begin, end] with begin <= end"),
+               false;
     char sh[128];
     st_format_shape(t->ndim, t->shape, sh, sizeof sh);
     if (t->end - t->begin != bytes)
@@ -118,7 +125,8 @@ static bool parse_metadata(st_file *f, json_object *meta, char *why, size_t why_
         return snprintf(why, why_len, "__metadata__ is not an object"), false;
     json_object_object_foreach(meta, key, value) {
         if (!json_object_is_type(value, json_type_string))
-            return snprintf(why, why_len, "__metadata__ value of \"%.64s\" is not a string", key), false;
+            return snprintf(why, why_len, "__metadata__ value of \"%.64s\" is not a string", key),
+                   false;
         if (strcmp(key, "format") == 0)
             snprintf(f->format, sizeof f->format, "%s", json_object_get_string(value));
     }
@@ -143,33 +151,36 @@ static int check_coverage(st_file *f, char *err, size_t err_len) {
     int rc = 0;
     for (int i = 0; i < f->n_tensors && rc == 0; i++) {
         if (order[i]->begin > at)
-            rc = set_error(err, err_len, "%s: bytes [%llu, %llu) of the data belong to no tensor (a hole)",
+            rc = set_error(err, err_len,
+                           "%s: bytes [%llu, %llu) of the data belong to no tensor (a hole)",
                            f->path, (unsigned long long)at, (unsigned long long)order[i]->begin);
         else if (order[i]->begin < at)
-            rc = set_error(err, err_len, "%s: tensor '%s' overlaps another one at data byte %llu", f->path,
-                           order[i]->name, (unsigned long long)order[i]->begin);
+            rc = set_error(err, err_len, "%s: tensor '%s' overlaps another one at data byte %llu",
+                           f->path, order[i]->name, (unsigned long long)order[i]->begin);
         at = order[i]->end;
     }
     free(order);
     if (rc == 0 && at > buffer)
-        rc = set_error(err, err_len,
-                       "%s: %llu bytes, but its header describes %llu (8 + %llu of header + %llu of data): "
-                       "truncated",
-                       f->path, (unsigned long long)f->file_size,
-                       (unsigned long long)(8 + f->header_len + at), (unsigned long long)f->header_len,
-                       (unsigned long long)at);
+        rc = set_error(
+            err, err_len,
+            "%s: %llu bytes, but its header describes %llu (8 + %llu of header + %llu of data): "
+            "truncated",
+            f->path, (unsigned long long)f->file_size, (unsigned long long)(8 + f->header_len + at),
+            (unsigned long long)f->header_len, (unsigned long long)at);
     else if (rc == 0 && at < buffer)
-        rc = set_error(err, err_len,
-                       "%s: %llu bytes after the last tensor's data (the header describes %llu bytes of "
-                       "data, the file holds %llu)",
-                       f->path, (unsigned long long)(buffer - at), (unsigned long long)at,
-                       (unsigned long long)buffer);
+        rc = set_error(
+            err, err_len,
+            "%s: %llu bytes after the last tensor's data (the header describes %llu bytes of "
+            "data, the file holds %llu)",
+            f->path, (unsigned long long)(buffer - at), (unsigned long long)at,
+            (unsigned long long)buffer);
     return rc;
 }
 
 static int parse_header(st_file *f, const char *text, char *err, size_t err_len) {
     if (text[0] != '{')
-        return set_error(err, err_len, "%s: the header does not begin with '{' (not a safetensors file)",
+        return set_error(err, err_len,
+                         "%s: the header does not begin with '{' (not a safetensors file)",
                          f->path);
     char why[512];
     json_object *root = json_parse_text(text, f->header_len, true, why, sizeof why);
@@ -226,20 +237,23 @@ int st_open(st_file *f, const char *path, char *err, size_t err_len) {
     int rc = 0;
     char *text = NULL;
     if (f->file_size < 8 || fread(len_bytes, 1, 8, file) != 8) {
-        rc = set_error(err, err_len, "%s: %llu bytes, shorter than the 8-byte header length: truncated",
-                       path, (unsigned long long)f->file_size);
+        rc = set_error(err, err_len,
+                       "%s: %llu bytes, shorter than the 8-byte header length: truncated", path,
+                       (unsigned long long)f->file_size);
         goto done;
     }
     for (int i = 7; i >= 0; i--) f->header_len = f->header_len << 8 | len_bytes[i];
     if (f->header_len < 2 || f->header_len > ST_MAX_HEADER) {
-        rc = set_error(err, err_len,
-                       "%s: header length %llu is not in [2, %llu] (a corrupt file, or not safetensors)",
-                       path, (unsigned long long)f->header_len, ST_MAX_HEADER);
+        rc = set_error(
+            err, err_len,
+            "%s: header length %llu is not in [2, %llu] (a corrupt file, or not safetensors)", path,
+            (unsigned long long)f->header_len, ST_MAX_HEADER);
         goto done;
     }
     if (f->header_len > f->file_size - 8) {
-        rc = set_error(err, err_len, "%s: %llu bytes, but its header alone needs 8 + %llu: truncated",
-                       path, (unsigned long long)f->file_size, (unsigned long long)f->header_len);
+        rc = set_error(err, err_len,
+                       "%s: %llu bytes, but its header alone needs 8 + %llu: truncated", path,
+                       (unsigned long long)f->file_size, (unsigned long long)f->header_len);
         goto done;
     }
     if (!(text = malloc(f->header_len))) {
@@ -283,8 +297,8 @@ static float f16_to_f32(uint16_t h) {
 
 int st_read_f32(const st_file *f, const st_tensor *t, float *out, char *err, size_t err_len) {
     if (t->dtype == ST_OTHER)
-        return set_error(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type", f->path,
-                         t->name, t->dtype_name);
+        return set_error(err, err_len, "%s: tensor '%s' has dtype %s, not a floating-point type",
+                         f->path, t->name, t->dtype_name);
     const size_t n = st_numel(t), bytes = t->end - t->begin;
     /* F32 reads in place; the others through a buffer of their own size. */
     void *raw = t->dtype == ST_F32 ? (void *)out : malloc(bytes ? bytes : 1);
@@ -297,9 +311,12 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, char *err, siz
                        file && !ferror(file) ? "the file ended early" : strerror(errno));
     if (file) fclose(file);
     for (size_t i = 0; rc == 0 && i < n && t->dtype != ST_F32; i++) {
-        if (t->dtype == ST_F16) out[i] = f16_to_f32(((const uint16_t *)raw)[i]);
-        else if (t->dtype == ST_BF16) out[i] = bf16_to_f32(((const uint16_t *)raw)[i]);
-        else out[i] = (float)((const double *)raw)[i];
+        if (t->dtype == ST_F16)
+            out[i] = f16_to_f32(((const uint16_t *)raw)[i]);
+        else if (t->dtype == ST_BF16)
+            out[i] = bf16_to_f32(((const uint16_t *)raw)[i]);
+        else
+            out[i] = (float)((const double *)raw)[i];
     }
     if (raw != out) free(raw);
     return rc;
@@ -361,7 +378,8 @@ int st_write(const char *path, const st_spec *tensors, int n, bool bf16, st_fill
         float *values = malloc(numel * sizeof(float) + 1);
         if (!values) {
             fclose(f);
-            return set_error(err, err_len, "%s: out of memory for tensor '%s'", path, tensors[i].name);
+            return set_error(err, err_len, "%s: out of memory for tensor '%s'", path,
+                             tensors[i].name);
         }
         fill(ctx, i, values);
         if (bf16) { /* narrowed in place: the bf16 halves fill the front */

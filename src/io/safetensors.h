@@ -40,7 +40,7 @@ typedef struct {
     char *path;
     uint64_t header_len; /* N */
     uint64_t file_size;
-    st_tensor *tensors;  /* in header order */
+    st_tensor *tensors; /* in header order */
     int n_tensors;
     char format[16]; /* __metadata__["format"], "" when absent */
 } st_file;

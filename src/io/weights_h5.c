@@ -7,14 +7,13 @@
 #include "base/fail.h"
 #include "io/h5_io.h"
 
-static const char *const SIZE_ATTRS[] = {"n_layer",    "n_embd",
-                                         "n_head",     "vocab_size",
+static const char *const SIZE_ATTRS[] = {"n_layer",           "n_embd",    "n_head", "vocab_size",
                                          "padded_vocab_size", "block_size"};
 
 void weights_write(hid_t file, const char *path, const gpt2_layout *lay, const float *host_params,
                    const char *config_text) {
-    const int sizes[] = {lay->n_layer,    lay->n_embd,           lay->n_head,
-                         lay->vocab_size, lay->padded_vocab_size, lay->block_size};
+    const int sizes[] = {lay->n_layer,           lay->n_embd,    lay->n_head, lay->vocab_size,
+                         lay->padded_vocab_size, lay->block_size};
     for (int i = 0; i < 6; i++) h5_attr_write_i64(file, SIZE_ATTRS[i], sizes[i]);
     if (config_text) h5_attr_write_str(file, "config", config_text);
     for (int i = 0; i < lay->n_tensors; i++) {
@@ -34,8 +33,8 @@ void weights_save(const char *path, const gpt2_layout *lay, const float *host_pa
     if (rename(tmp, path) != 0) FAIL("cannot rename %s to %s", tmp, path);
 }
 
-void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head,
-                        int *vocab_size, int *padded_vocab_size, int *block_size) {
+void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head, int *vocab_size,
+                        int *padded_vocab_size, int *block_size) {
     hid_t file = h5_open_read(path, "weights file");
     int *out[] = {n_layer, n_embd, n_head, vocab_size, padded_vocab_size, block_size};
     for (int i = 0; i < 6; i++) {

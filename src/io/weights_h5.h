@@ -23,8 +23,8 @@ void weights_save(const char *path, const gpt2_layout *lay, const float *host_pa
 
 /* Reads the model sizes stored in path (fails with a message naming the
  * file when it is not a gpt2_ddp weights file). */
-void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head,
-                        int *vocab_size, int *padded_vocab_size, int *block_size);
+void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head, int *vocab_size,
+                        int *padded_vocab_size, int *block_size);
 
 /* Reads every tensor of lay into host_params (flat fp32, zeroed first); a
  * missing dataset, a shape mismatch or a checksum error fails, naming the

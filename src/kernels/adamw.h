@@ -32,10 +32,9 @@ extern "C" {
  * memory; NULL: every element decays). Every operation rounds as the CPU
  * reference's does (no fused multiply-adds), so master, m and v match
  * adamw_update_cpu bit for bit given the same inputs. */
-void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
-                       size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                       float beta2, float eps, float weight_decay, const float *grad_scale,
-                       int t, cudaStream_t stream);
+void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v, size_t n,
+                       const uint8_t *decay_chunks, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, const float *grad_scale, int t, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -12,8 +12,7 @@ static inline bool attention_cuda_head_size_ok(int HS) { return HS == 64 || HS =
 
 /* qkv (B,T,3C) packed as [q | k | v], each C = NH heads of HS = C/NH.
  * out (B,T,C) heads concatenated; lse (B,NH,T) = log sum_s exp(q.k_s/sqrt(HS)). */
-void attention_forward_cpu(float *out, float *lse, const float *qkv, int B, int T, int C,
-                           int NH);
+void attention_forward_cpu(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
 /* dqkv (B,T,3C) is overwritten. out and lse are the forward's. */
 void attention_backward_cpu(float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *lse, int B, int T, int C, int NH);
@@ -82,8 +81,8 @@ const attention_cuda_variant *attention_cuda_variant_info(int i);
 /* attention_forward_cuda with the named forward variant; ends the program
  * on an unknown name, another head size, or a wgmma variant where those
  * kernels do not run. */
-void attention_forward_cuda_variant(const char *name, void *out, float *lse, const void *qkv,
-                                    int B, int T, int C, int NH, cudaStream_t stream);
+void attention_forward_cuda_variant(const char *name, void *out, float *lse, const void *qkv, int B,
+                                    int T, int C, int NH, cudaStream_t stream);
 /* attention_backward_cuda (not deterministic) with the named variant as the
  * main kernel; the passes around it stay. Ends the program as above. */
 void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,

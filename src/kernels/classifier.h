@@ -9,8 +9,8 @@
  * When dloss != 0, logits is replaced by dlogits = (softmax - onehot) * dloss
  * for the first V columns and 0 for the padding; with dloss == 0 logits are left
  * untouched (evaluation). */
-void classifier_forward_backward_cpu(float *logits, float *losses, const int32_t *targets,
-                                     int N, int V, int Vp, float dloss);
+void classifier_forward_backward_cpu(float *logits, float *losses, const int32_t *targets, int N,
+                                     int V, int Vp, float dloss);
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>

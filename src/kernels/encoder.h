@@ -5,11 +5,11 @@
 #include <stdint.h>
 
 /* out (B,T,C); inp (B,T) token ids; wte (Vp,C); wpe (maxT,C). */
-void encoder_forward_cpu(float *out, const int32_t *inp, const float *wte, const float *wpe,
-                         int B, int T, int C);
+void encoder_forward_cpu(float *out, const int32_t *inp, const float *wte, const float *wpe, int B,
+                         int T, int C);
 /* Accumulates (+=) into dwte and dwpe from dout (B,T,C). */
-void encoder_backward_cpu(float *dwte, float *dwpe, const float *dout, const int32_t *inp,
-                          int B, int T, int C);
+void encoder_backward_cpu(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B,
+                          int T, int C);
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>

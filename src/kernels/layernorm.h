@@ -39,8 +39,8 @@ size_t layernorm_backward_cuda_workspace_bytes(int N, int C);
  * bf16 values (kernels/ops.h). */
 void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                              const void *inp, const void *weight, const float *mean,
-                             const float *rstd, int N, int C, void *dinp_colsum,
-                             void *workspace, size_t workspace_bytes, cudaStream_t stream);
+                             const float *rstd, int N, int C, void *dinp_colsum, void *workspace,
+                             size_t workspace_bytes, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

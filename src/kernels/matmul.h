@@ -3,8 +3,8 @@
 #define GPT2_KERNELS_MATMUL_H
 
 /* bias may be NULL. out is overwritten. */
-void matmul_forward_cpu(float *out, const float *inp, const float *weight, const float *bias,
-                        int N, int C, int OC);
+void matmul_forward_cpu(float *out, const float *inp, const float *weight, const float *bias, int N,
+                        int C, int OC);
 /* dinp (N,C) is overwritten (skipped when NULL); dweight (OC,C) and dbias (OC)
  * are accumulated (+=), dbias skipped when NULL. */
 void matmul_backward_cpu(float *dinp, float *dweight, float *dbias, const float *dout,
@@ -54,9 +54,9 @@ size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, const void *db
  * NULL. dweight += dout^T @ inp; dbias += column sums of dout (skipped when
  * NULL); dpre_colsum (with pre; may be NULL) += column sums of dinp, the
  * bias gradient of the layer that produced pre. */
-void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
-                          const void *inp, const void *weight, const void *pre, int N, int C,
-                          int OC, void *dpre_colsum, void *workspace, size_t workspace_bytes,
+void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout, const void *inp,
+                          const void *weight, const void *pre, int N, int C, int OC,
+                          void *dpre_colsum, void *workspace, size_t workspace_bytes,
                           const cublaslt_ctx *lt, cudaStream_t stream);
 /* Which cuBLASLt epilogues to use (where cuBLASLt has an algorithm for
  * them; otherwise, and for a cleared bit, plain GEMMs plus separate kernels

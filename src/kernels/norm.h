@@ -1,9 +1,8 @@
 /* Squared L2 norm of a gradient range, the building block of global-norm clipping. */
 #ifndef GPT2_KERNELS_NORM_H
 #define GPT2_KERNELS_NORM_H
-#include <stddef.h>
-
 #include <math.h>
+#include <stddef.h>
 
 /* Sum of squares accumulated in double, deterministic for a fixed thread count. */
 double sum_squares_cpu(const float *x, size_t n);
@@ -48,15 +47,13 @@ extern "C" {
  * range depends only on n and the pointer's 16-byte alignment:
  * deterministic. */
 int sum_squares_cuda_blocks(void);
-void sum_squares_cuda(double *sum, double *partials, const void *x, size_t n,
-                      cudaStream_t stream);
+void sum_squares_cuda(double *sum, double *partials, const void *x, size_t n, cudaStream_t stream);
 /* *sum = the sum of n fp32 values as a double, by one block in a fixed
  * order (per-thread strided sums, then a fixed tree): for the few thousand
  * per-token losses of a step. */
 void sum_f32_cuda(double *sum, const float *x, size_t n, cudaStream_t stream);
 /* *scale = clip_factor(*sum_squares, max_norm) on the device. */
-void clip_scale_cuda(float *scale, const double *sum_squares, double max_norm,
-                     cudaStream_t stream);
+void clip_scale_cuda(float *scale, const double *sum_squares, double max_norm, cudaStream_t stream);
 /* *sum_squares = NaN when *value is not finite (see nonfinite_fold_cpu). */
 void nonfinite_fold_cuda(double *sum_squares, const double *value, cudaStream_t stream);
 #ifdef __cplusplus

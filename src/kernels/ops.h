@@ -58,8 +58,8 @@ typedef struct kernel_ops {
      * column sums of that dinp, i.e. the bias gradient of the layer that
      * produced pre (mlp.c_fc), while the GEMM's epilogue has the values. */
     void (*matmul_backward_gelu)(void *dinp, void *dweight, void *dbias, const void *dout,
-                                 const void *inp, const void *weight, const void *pre, int N,
-                                 int C, int OC, void *dpre_colsum);
+                                 const void *inp, const void *weight, const void *pre, int N, int C,
+                                 int OC, void *dpre_colsum);
     void (*attention_forward)(void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
     void (*attention_backward)(void *dqkv, const void *dout, const void *qkv, const void *out,
                                const float *lse, int B, int T, int C, int NH);
@@ -99,9 +99,8 @@ typedef struct kernel_ops {
      * elements from the range's start, kernels/adamw.h) is nonzero; NULL:
      * everywhere. One call covers a whole shard of many tensors. */
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
-                         size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                         float beta2, float eps, float weight_decay, const float *grad_scale,
-                         int t);
+                         size_t n, const uint8_t *decay_chunks, float lr, float beta1, float beta2,
+                         float eps, float weight_decay, const float *grad_scale, int t);
 } kernel_ops;
 
 extern const kernel_ops ops_cpu;

@@ -1,5 +1,7 @@
 /* The CPU backend's kernel table: fp32 everywhere, host memory, the
  * reference kernels of src/kernels/cpu/. */
+#include "kernels/ops.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +14,6 @@
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
-#include "kernels/ops.h"
 
 static void *cpu_alloc(size_t bytes) {
     /* 64-byte alignment keeps vector loads on cache-line boundaries. */
@@ -92,7 +93,9 @@ static void cpu_sum_f32(double *sum, const float *x, size_t n) {
     for (size_t i = 0; i < n; i++) total += x[i];
     *sum = total;
 }
-static void cpu_gelu_forward(void *out, const void *inp, size_t n) { gelu_forward_cpu(out, inp, n); }
+static void cpu_gelu_forward(void *out, const void *inp, size_t n) {
+    gelu_forward_cpu(out, inp, n);
+}
 static void cpu_grad_sum_squares(double *sum, const void *grad, size_t n) {
     *sum = sum_squares_cpu(grad, n);
 }

@@ -124,8 +124,8 @@ static void p_encoder_forward(void *out, const int32_t *inp, const void *wte, co
                prof.inner->encoder_forward(out, inp, wte, wpe, B, T, C));
 }
 
-static void p_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
-                               int B, int T, int C) {
+static void p_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B,
+                               int T, int C) {
     /* dout and tokens read, dwpe updated; the dwte rows it touches depend on
      * the tokens, left out (a lower bound) */
     const double n = (double)B * T;
@@ -143,8 +143,8 @@ static void p_residual_layernorm_forward(void *residual, void *out, float *mean,
                                          const void *a, const void *b, const void *weight,
                                          const void *bias, int N, int C) {
     TIMED_COST("residual_layernorm_forward", 0, 8.0 * N + st(4.0 * N * C + 2.0 * C),
-               prof.inner->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight,
-                                                      bias, N, C));
+               prof.inner->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias,
+                                                      N, C));
 }
 
 static void p_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
@@ -159,16 +159,16 @@ static void p_layernorm_backward(void *dinp, void *dweight, void *dbias, const v
 static void p_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
                              int N, int C, int OC) {
     char label[LABEL_LEN];
-    TIMED_COST(shape_label(label, sizeof label, "matmul_forward", N, C, OC),
-               2.0 * N * C * OC, st((double)N * C + (double)OC * C + (double)N * OC + OC),
+    TIMED_COST(shape_label(label, sizeof label, "matmul_forward", N, C, OC), 2.0 * N * C * OC,
+               st((double)N * C + (double)OC * C + (double)N * OC + OC),
                prof.inner->matmul_forward(out, inp, weight, bias, N, C, OC));
 }
 
 static void p_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                   const void *bias, int N, int C, int OC) {
     char label[LABEL_LEN];
-    TIMED_COST(shape_label(label, sizeof label, "matmul_gelu_forward", N, C, OC),
-               2.0 * N * C * OC, st((double)N * C + (double)OC * C + 2.0 * N * OC + OC),
+    TIMED_COST(shape_label(label, sizeof label, "matmul_gelu_forward", N, C, OC), 2.0 * N * C * OC,
+               st((double)N * C + (double)OC * C + 2.0 * N * OC + OC),
                prof.inner->matmul_gelu_forward(out, pre, inp, weight, bias, N, C, OC));
 }
 
@@ -188,8 +188,8 @@ static void p_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const
     TIMED_COST(shape_label(label, sizeof label, "matmul_backward_gelu", N, C, OC),
                matmul_backward_flops(dinp, N, C, OC),
                matmul_backward_bytes(dinp, dbias, pre, N, C, OC),
-               prof.inner->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N,
-                                                C, OC, dpre_colsum));
+               prof.inner->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N, C,
+                                                OC, dpre_colsum));
 }
 
 static void p_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
@@ -228,8 +228,7 @@ static void p_gelu_forward(void *out, const void *inp, size_t n) {
 }
 
 static void p_grad_sum_squares(double *sum, const void *grad, size_t n) {
-    TIMED_COST("grad_sum_squares", 0, st((double)n),
-               prof.inner->grad_sum_squares(sum, grad, n));
+    TIMED_COST("grad_sum_squares", 0, st((double)n), prof.inner->grad_sum_squares(sum, grad, n));
 }
 
 static void p_clip_scale(float *scale, const double *sum_squares, double max_norm) {
@@ -321,13 +320,15 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
     qsort(sorted, (size_t)prof.n_entries, sizeof(op_entry), by_ms_desc);
     const double step = prof.step_ms / steps;
     const int floors = gemm_flops_per_s > 0.0 && bytes_per_s > 0.0;
-    fprintf(out, "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; each op "
-                 "timed between two synchronizes\n",
+    fprintf(out,
+            "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; each op "
+            "timed between two synchronizes\n",
             prof.inner->name, steps);
     if (floors)
-        fprintf(out, "floor = max(matrix FLOPs / %.0f TFLOP/s, least bytes / %.0f GB/s), this "
-                     "device's measured GEMM and copy ceilings; rate = TFLOP/s of a matmul, GB/s "
-                     "of the rest\n",
+        fprintf(out,
+                "floor = max(matrix FLOPs / %.0f TFLOP/s, least bytes / %.0f GB/s), this "
+                "device's measured GEMM and copy ceilings; rate = TFLOP/s of a matmul, GB/s "
+                "of the rest\n",
                 gemm_flops_per_s * 1e-12, bytes_per_s * 1e-9);
     fprintf(out, "%-44s %10s %10s %9s", "op", "calls/step", "ms/step", "% of step");
     if (floors) fprintf(out, " %9s %8s %12s", "floor ms", "x floor", "rate");
@@ -356,8 +357,8 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
     fprintf(out, "%-44s %10.1f %10.3f %9.1f", "all ops", calls, ops_ms, 100.0 * ops_ms / step);
     if (floors) fprintf(out, " %9.3f %8.2f", floor_ms, ops_ms / floor_ms);
     fprintf(out, "\n");
-    fprintf(out, "%-44s %10s %10.3f %9.1f\n", "untimed (host work between ops)", "",
-            step - ops_ms, 100.0 * (step - ops_ms) / step);
+    fprintf(out, "%-44s %10s %10.3f %9.1f\n", "untimed (host work between ops)", "", step - ops_ms,
+            100.0 * (step - ops_ms) / step);
     fprintf(out, "%-44s %10s %10.3f %9.1f\n", "step (profiled)", "", step, 100.0);
     fflush(out);
 }

@@ -31,8 +31,7 @@ int32_t sample_pick_token(float *logits, int V, const sample_options *opt, rng_s
     }
     double sum = 0.0;
     for (int i = 0; i < V; i++) {
-        double p =
-            logits[i] >= cutoff ? exp((logits[i] - logits[best]) / opt->temperature) : 0.0;
+        double p = logits[i] >= cutoff ? exp((logits[i] - logits[best]) / opt->temperature) : 0.0;
         logits[i] = (float)p;
         sum += p;
     }

@@ -31,6 +31,5 @@ typedef void (*sample_token_fn)(void *ctx, int32_t token);
  * token comes from one forward of the last m->T tokens (B = 1) on m's
  * backend; on_token (may be NULL) sees it at once. */
 void sample_generate(gpt2_model *m, int32_t *ids, size_t n_prompt, int n_new,
-                     const sample_options *opt, uint64_t seed, sample_token_fn on_token,
-                     void *ctx);
+                     const sample_options *opt, uint64_t seed, sample_token_fn on_token, void *ctx);
 #endif

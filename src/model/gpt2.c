@@ -12,7 +12,6 @@
 #include "base/fail.h"
 #include "model/rng.h"
 
-
 static void *alloc_acts(const kernel_ops *ops, size_t n) { return ops->alloc(n * ops->elem_bytes); }
 static float *alloc_f32(const kernel_ops *ops, size_t n) { return ops->alloc(n * sizeof(float)); }
 
@@ -82,14 +81,15 @@ void gpt2_free(gpt2_model *m) {
     for (int l = 0; l < m->lay.n_layer; l++) {
         block_acts *a = &m->acts[l];
         void *own_gelu = m->gelu_shared ? NULL : a->fch_gelu;
-        void *bufs[] = {a->res1, a->ln1, a->qkv, a->atty, a->res2, a->ln2, a->fch, own_gelu,
-                        a->ln1_mean, a->ln1_rstd, a->ln2_mean, a->ln2_rstd, a->lse};
+        void *bufs[] = {a->res1,     a->ln1,      a->qkv,   a->atty,     a->res2,
+                        a->ln2,      a->fch,      own_gelu, a->ln1_mean, a->ln1_rstd,
+                        a->ln2_mean, a->ln2_rstd, a->lse};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     }
     free(m->acts);
-    void *bufs[] = {m->params, m->grads, m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
-                    m->scratch, m->logits, m->losses, m->loss_acc, m->loss_sum, m->gelu_shared,
-                    m->inputs, m->targets, m->dres, m->dln, m->dfch, m->dqkv};
+    void *bufs[] = {m->params,  m->grads,   m->res_final, m->lnf,      m->lnf_mean, m->lnf_rstd,
+                    m->scratch, m->logits,  m->losses,    m->loss_acc, m->loss_sum, m->gelu_shared,
+                    m->inputs,  m->targets, m->dres,      m->dln,      m->dfch,     m->dqkv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) ops->release(bufs[i]);
     memset(m, 0, sizeof *m);
@@ -127,7 +127,8 @@ void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params)
         int is_residual_proj = strstr(name, ".c_proj.weight") != NULL;
         double s = is_residual_proj ? residual_std : std;
         size_t n = t->numel;
-        if (t->offset == lay->wte) n = (size_t)lay->vocab_size * lay->n_embd; /* padding rows stay 0 */
+        if (t->offset == lay->wte)
+            n = (size_t)lay->vocab_size * lay->n_embd; /* padding rows stay 0 */
         for (size_t k = 0; k < n; k++) p[k] = (float)(s * rng_normal(&rng));
     }
 }
@@ -149,8 +150,8 @@ static void classifier_chunks(gpt2_model *m, int N, float dloss) {
         ops->classifier_forward_backward(m->logits, m->losses + r0, m->targets + r0, n, V, Vp,
                                          dloss);
         if (dloss != 0.0f)
-            ops->matmul_backward(ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), NULL,
-                                 m->logits, x, P(lay->wte), n, C, Vp);
+            ops->matmul_backward(ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), NULL, m->logits,
+                                 x, P(lay->wte), n, C, Vp);
     }
 }
 
@@ -185,8 +186,8 @@ float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets,
     return targets ? (float)gpt2_loss_take(m) : 0.0f;
 }
 
-void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
-                        int T, float dloss) {
+void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
+                        float dloss) {
     const kernel_ops *ops = m->ops;
     const gpt2_layout *lay = &m->lay;
     CHECK(B <= m->B && T <= m->T && B * T <= m->B * m->T,
@@ -201,8 +202,7 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     ops->encoder_forward(m->acts[0].res1, m->inputs, P(lay->wte), P(lay->wpe), B, T, C);
     need_params(m, lay->blocks[0].begin, lay->blocks[0].end);
     ops->layernorm_forward(m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd,
-                           m->acts[0].res1, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N,
-                           C);
+                           m->acts[0].res1, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N, C);
     for (int l = 0; l < L; l++) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
@@ -211,8 +211,7 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
         ops->matmul_forward(m->scratch, a->atty, P(o->attproj_w), P(o->attproj_b), N, C, C);
         ops->residual_layernorm_forward(a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
                                         m->scratch, P(o->ln2_w), P(o->ln2_b), N, C);
-        ops->matmul_gelu_forward(a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C,
-                                 4 * C);
+        ops->matmul_gelu_forward(a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C, 4 * C);
         ops->matmul_forward(m->scratch, a->fch_gelu, P(o->fcproj_w), P(o->fcproj_b), N, 4 * C, C);
         /* The block's output residual and the next LayerNorm (the next block's
          * ln_1, or ln_f after the last block) in one pass. */
@@ -221,13 +220,11 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
             const block_offsets *no = &lay->blocks[l + 1];
             need_params(m, no->begin, no->end);
             ops->residual_layernorm_forward(next->res1, next->ln1, next->ln1_mean, next->ln1_rstd,
-                                            a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N,
-                                            C);
+                                            a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N, C);
         } else {
             need_params(m, lay->lnf_w, lay->lnf_b + (size_t)C);
-            ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd,
-                                            a->res2, m->scratch, P(lay->lnf_w), P(lay->lnf_b), N,
-                                            C);
+            ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd, a->res2,
+                                            m->scratch, P(lay->lnf_w), P(lay->lnf_b), N, C);
         }
     }
     if (!targets) return;
@@ -264,11 +261,11 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
                                 a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
         /* Attention: dres is now d(res2). */
-        ops->matmul_backward(m->dln, G(o->attproj_w), NULL, m->dres, a->atty, P(o->attproj_w), N,
-                             C, C);
+        ops->matmul_backward(m->dln, G(o->attproj_w), NULL, m->dres, a->atty, P(o->attproj_w), N, C,
+                             C);
         ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH);
-        ops->matmul_backward(m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1, P(o->qkv_w), N,
-                             C, 3 * C);
+        ops->matmul_backward(m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1, P(o->qkv_w), N, C,
+                             3 * C);
         ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
                                 a->ln1_mean, a->ln1_rstd, N, C,
                                 l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);

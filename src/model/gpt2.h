@@ -42,22 +42,22 @@ typedef struct {
     gpt2_layout lay;
     const kernel_ops *ops;
     gpt2_options opt;
-    void *params; /* flat, lay.n_elements, storage type */
-    void *grads;  /* same layout */
-    int B, T;     /* activation capacity: B sequences of T tokens */
+    void *params;     /* flat, lay.n_elements, storage type */
+    void *grads;      /* same layout */
+    int B, T;         /* activation capacity: B sequences of T tokens */
     int fwd_B, fwd_T; /* shape of the last forward */
     block_acts *acts;
-    void *res_final, *lnf;         /* after the last block */
+    void *res_final, *lnf; /* after the last block */
     float *lnf_mean, *lnf_rstd;
-    void *scratch;                 /* (B,T,C) projection outputs */
-    void *logits;                  /* one chunk of classifier rows, (chunk, Vp) */
-    int classifier_chunk;          /* rows per chunk */
-    float *losses;                 /* (B,T) per-token losses of the last forward */
-    float *loss_acc;               /* (B,T) per-token loss sums since gpt2_loss_reset */
-    int64_t loss_tokens;           /* tokens those sums cover */
-    double *loss_sum;              /* one double on the backend: gpt2_loss_sum_async */
-    void *gelu_shared;             /* (B,T,4C) with recompute_gelu, else NULL */
-    int32_t *inputs, *targets;     /* (B,T) on the backend */
+    void *scratch;             /* (B,T,C) projection outputs */
+    void *logits;              /* one chunk of classifier rows, (chunk, Vp) */
+    int classifier_chunk;      /* rows per chunk */
+    float *losses;             /* (B,T) per-token losses of the last forward */
+    float *loss_acc;           /* (B,T) per-token loss sums since gpt2_loss_reset */
+    int64_t loss_tokens;       /* tokens those sums cover */
+    double *loss_sum;          /* one double on the backend: gpt2_loss_sum_async */
+    void *gelu_shared;         /* (B,T,4C) with recompute_gelu, else NULL */
+    int32_t *inputs, *targets; /* (B,T) on the backend */
     /* backward scratch */
     void *dres, *dln, *dfch, *dqkv;
     params_needed_fn params_needed; /* NULL: parameters are always in place */
@@ -87,8 +87,8 @@ void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params)
  * With targets, the per-token losses are added to the loss accumulator on
  * the backend: nothing waits for the device (a training step reads its loss
  * only when it is logged). */
-void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
-                        int T, float dloss);
+void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
+                        float dloss);
 /* Empties the loss accumulator (asynchronously). */
 void gpt2_loss_reset(gpt2_model *m);
 /* Mean loss per token over the forwards since the last reset (0 when none),

@@ -86,8 +86,8 @@ double optimizer_grad_norm(const adamw_state *opt, const kernel_ops *ops) {
     return sqrt(sum);
 }
 
-void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params,
-                    const void *shard_grads, const adamw_hparams *hp) {
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *shard_grads,
+                    const adamw_hparams *hp) {
     opt->step++;
     ops->adamw_update(ops_at(ops, params, opt->lo), opt->master, shard_grads, opt->m, opt->v,
                       opt->hi - opt->lo, opt->decay_chunks, hp->lr, hp->beta1, hp->beta2, hp->eps,

@@ -52,6 +52,6 @@ double optimizer_grad_norm(const adamw_state *opt, const kernel_ops *ops);
 /* One AdamW update of the shard from shard_grads (indexed from lo) times
  * grad_scale; writes the new values into params (the full flat buffer,
  * storage type) at [lo, hi). */
-void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params,
-                    const void *shard_grads, const adamw_hparams *hp);
+void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *shard_grads,
+                    const adamw_hparams *hp);
 #endif

@@ -11,7 +11,7 @@ double schedule_lr(const config *cfg, int step) {
     int span = cfg->max_steps - cfg->warmup_steps;
     double ratio = span > 0 ? (double)(step - cfg->warmup_steps) / span : 1.0;
     if (ratio > 1.0) ratio = 1.0;
-    double coeff = strcmp(cfg->lr_schedule, "linear") == 0 ? 1.0 - ratio
-                                                           : 0.5 * (1.0 + cos(M_PI * ratio));
+    double coeff =
+        strcmp(cfg->lr_schedule, "linear") == 0 ? 1.0 - ratio : 0.5 * (1.0 + cos(M_PI * ratio));
     return lr_min + coeff * (lr - lr_min);
 }

@@ -41,15 +41,17 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
 #if GPT2_HAVE_CUDA
     if (strcmp(cfg->device, "cuda") == 0) {
         int gpus = cuda_device_count();
-        if (gpus == 0) FAIL("device=cuda but no GPU is visible on %s (CUDA_VISIBLE_DEVICES=%s)",
-                            dist->host, getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
-        /* More ranks than GPUs on a node was refused by dist_check_environment,
+        if (gpus == 0)
+            FAIL("device=cuda but no GPU is visible on %s (CUDA_VISIBLE_DEVICES=%s)", dist->host,
+                 getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "unset");
+            /* More ranks than GPUs on a node was refused by dist_check_environment,
          * which also allows one GPU bound to each rank (--gpus-per-task=1). */
 #if !(defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL)
         if (dist->world > 1)
             FAIL("device=cuda with %d ranks needs the NCCL communicator, which this build does "
                  "not have (configure with NCCL: libnccl-dev, or NCCL_HOME); run one GPU rank, "
-                 "or device=cpu for several ranks", dist->world);
+                 "or device=cpu for several ranks",
+                 dist->world);
 #endif
         /* The GPU dist_check_environment picked: the node-local rank's, or
          * the only one when the launcher bound one GPU to each rank. */
@@ -99,8 +101,9 @@ static void print_gpu_map(const dist_state *dist) {
     cuda_device_describe(dev, name, sizeof name);
     cuda_device_pci_bus_id(dev, bus, sizeof bus);
     const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-    snprintf(line, sizeof line, "  rank %d -> %.100s -> GPU %d: %.120s, PCI %.32s%s%.100s", dist->rank,
-             dist->host, dev, name, bus, cvd ? ", CUDA_VISIBLE_DEVICES=" : "", cvd ? cvd : "");
+    snprintf(line, sizeof line, "  rank %d -> %.100s -> GPU %d: %.120s, PCI %.32s%s%.100s",
+             dist->rank, dist->host, dev, name, bus, cvd ? ", CUDA_VISIBLE_DEVICES=" : "",
+             cvd ? cvd : "");
     char *all = dist->rank == 0 ? xmalloc((size_t)dist->world * LINE) : NULL;
     MPI_CHECK(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
     if (dist->rank == 0) {

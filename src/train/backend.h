@@ -7,10 +7,10 @@
 
 #include <stdio.h>
 
+#include "config/config.h"
 #include "dist/comm.h"
 #include "dist/dist.h"
 #include "kernels/ops.h"
-#include "config/config.h"
 #include "train/safety/memory.h"
 
 /* Resolves device=auto (cuda when this build has the CUDA backend and a GPU

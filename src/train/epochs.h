@@ -4,8 +4,8 @@
 #ifndef GPT2_TRAIN_EPOCHS_H
 #define GPT2_TRAIN_EPOCHS_H
 
-#include "data/loader.h"
 #include "config/config.h"
+#include "data/loader.h"
 
 /* Runs of more epochs than this get the warning. */
 #define EPOCHS_WARN_ABOVE 10.0

@@ -11,8 +11,8 @@
 enum { MSG_MAX = 3 * CKPT_PATH_MAX + 1024 };
 
 /* Rank 0: opens the source and checks its sizes; 0, or -1 with msg. */
-static int open_on_root(const config *cfg, const gpt2_layout *lay, model_source *src,
-                        char *msg, size_t len) {
+static int open_on_root(const config *cfg, const gpt2_layout *lay, model_source *src, char *msg,
+                        size_t len) {
     char err[CKPT_PATH_MAX + 256];
     if (model_source_open(src, cfg->init_from, err, sizeof err) != 0)
         return snprintf(msg, len, "init_from = %s: %s", cfg->init_from, err), -1;
@@ -20,8 +20,10 @@ static int open_on_root(const config *cfg, const gpt2_layout *lay, model_source 
         const char *key;
         int ours, theirs;
     } same[] = {
-        {"n_layer", lay->n_layer, src->n_layer},       {"n_embd", lay->n_embd, src->n_embd},
-        {"n_head", lay->n_head, src->n_head},          {"vocab_size", lay->vocab_size, src->vocab_size},
+        {"n_layer", lay->n_layer, src->n_layer},
+        {"n_embd", lay->n_embd, src->n_embd},
+        {"n_head", lay->n_head, src->n_head},
+        {"vocab_size", lay->vocab_size, src->vocab_size},
         {"block_size", lay->block_size, src->block_size},
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)

@@ -4,8 +4,8 @@
 #ifndef GPT2_TRAIN_INIT_FROM_H
 #define GPT2_TRAIN_INIT_FROM_H
 
-#include "model/layout.h"
 #include "config/config.h"
+#include "model/layout.h"
 
 /* Collective. Rank 0 reads cfg->init_from into host_params (flat fp32 in
  * lay) and broadcasts it to every rank. A path that is no model, or a model

@@ -56,8 +56,8 @@ static void print_run_header(const run_state *r) {
     const config *cfg = r->cfg;
     const gpt2_layout *lay = &r->lay;
     const int world = cfg->world;
-    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world,
-           cfg->device, r->run_dir);
+    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world, cfg->device,
+           r->run_dir);
     printf("---- resolved config ----\n%s-------------------------\n", r->config_text);
     printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters (%zu as "
            "stored, with the padded rows)\n",
@@ -195,9 +195,15 @@ static void run_build_dist(run_state *r) {
 /* A resumed run's state from its checkpoint; then the partial checkpoints
  * of interrupted saves go. */
 static void run_restore(run_state *r) {
-    r->ckpt = (ckpt_ctx){.cfg = r->cfg, .config_text = r->config_text, .run_dir = r->run_dir,
-                         .lay = &r->lay, .ops = r->ops, .ddp = &r->ddp, .opt = &r->opt,
-                         .host_scratch = r->host_params, .train_samples = r->train_ds.n_samples};
+    r->ckpt = (ckpt_ctx){.cfg = r->cfg,
+                         .config_text = r->config_text,
+                         .run_dir = r->run_dir,
+                         .lay = &r->lay,
+                         .ops = r->ops,
+                         .ddp = &r->ddp,
+                         .opt = &r->opt,
+                         .host_scratch = r->host_params,
+                         .train_samples = r->train_ds.n_samples};
     r->progress = (ckpt_progress){0};
     if (r->resuming) ckpt_load(&r->ckpt, r->resume_dir, r->model.params, &r->progress);
     /* Only now, with the run's state loaded: a failed load deletes nothing. */
@@ -208,8 +214,10 @@ static void run_restore(run_state *r) {
 /* AdamW's constants, the logs, the batch buffers and the non-finite guard. */
 static void run_open_loop(run_state *r) {
     const config *cfg = r->cfg;
-    r->hp = (adamw_hparams){.beta1 = (float)cfg->beta1, .beta2 = (float)cfg->beta2,
-                            .eps = (float)cfg->eps, .weight_decay = (float)cfg->weight_decay};
+    r->hp = (adamw_hparams){.beta1 = (float)cfg->beta1,
+                            .beta2 = (float)cfg->beta2,
+                            .eps = (float)cfg->eps,
+                            .weight_decay = (float)cfg->weight_decay};
     run_path(r, r->trace_path, "trace_rank%d.jsonl", r->dist->rank);
     if (cfg->comm_trace) remove(r->trace_path);
     metrics_open(&r->log, r->run_dir, r->dist->rank, cfg->max_steps);

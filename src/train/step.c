@@ -20,8 +20,8 @@ void train_step(run_state *r, bool want_loss, bool poison) {
     ops->zero(model->grads, model->lay.n_elements * ops->elem_bytes);
     gpt2_loss_reset(model);
     for (int micro = 0; micro < cfg->grad_accum; micro++) {
-        int64_t pos = loader_batch_position(r->progress.samples_consumed, micro, comm->rank,
-                                            comm->world, B);
+        int64_t pos =
+            loader_batch_position(r->progress.samples_consumed, micro, comm->rank, comm->world, B);
         loader_read(&r->train_ld, pos, B, r->inputs, r->targets);
         const int last = micro + 1 == cfg->grad_accum;
         if (last) ddp_arm(ddp, model->grads);

@@ -24,9 +24,9 @@
 static double train_eval(run_state *r, int step) {
     const config *cfg = r->cfg;
     const double t0 = clock_ms();
-    const double val = val_loss_mean(&r->model, &r->val_ld, cfg->eval_batches, cfg->micro_batch,
-                                     cfg->seq_len, r->comm->rank, r->comm->world, r->inputs,
-                                     r->targets);
+    const double val =
+        val_loss_mean(&r->model, &r->val_ld, cfg->eval_batches, cfg->micro_batch, cfg->seq_len,
+                      r->comm->rank, r->comm->world, r->inputs, r->targets);
     metrics_eval(&r->log, step, val, clock_ms() - t0);
     watch_hellaswag(r->watch, &r->model, r->comm, &r->log, step);
     return t0;
@@ -72,8 +72,13 @@ static void train_log_step(run_state *r, int step, double ms) {
     const config *cfg = r->cfg;
     const double loss = step_mean_loss(r);
     const double grad_norm = optimizer_grad_norm(&r->opt, r->ops);
-    step_record rec = {.step = step, .loss = loss, .lr = r->hp.lr, .grad_norm = grad_norm,
-                       .ms = ms, .tokens_per_s = cfg->total_batch / (ms / 1e3), .mfu = -1,
+    step_record rec = {.step = step,
+                       .loss = loss,
+                       .lr = r->hp.lr,
+                       .grad_norm = grad_norm,
+                       .ms = ms,
+                       .tokens_per_s = cfg->total_batch / (ms / 1e3),
+                       .mfu = -1,
                        .elapsed_s = eta_elapsed_s(&r->eta, r->step_start),
                        .eta_s = eta_left_s(&r->eta, cfg->max_steps - step)};
     /* MFU per GPU: this rank's share of the tokens at the device's peak. */
@@ -132,9 +137,10 @@ static bool train_loop_step(run_state *r, int step) {
     const bool skipped = nonfinite_step_skipped(&r->guard, &r->opt, r->ops);
     backend_sample_memory(r->ops);
     const double ms = train_time_step(r);
-    r->progress = (ckpt_progress){
-        .step = step + 1, .lr = r->hp.lr,
-        .samples_consumed = r->progress.samples_consumed + cfg->total_batch / cfg->seq_len};
+    r->progress = (ckpt_progress){.step = step + 1,
+                                  .lr = r->hp.lr,
+                                  .samples_consumed = r->progress.samples_consumed +
+                                                      cfg->total_batch / cfg->seq_len};
     if (cfg->comm_trace && r->comm->world > 1)
         buckets_write_trace(&r->ddp.buckets, r->trace_path, step + 1);
     if (logged && !skipped) train_log_step(r, step + 1, ms);

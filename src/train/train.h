@@ -2,8 +2,8 @@
 #ifndef GPT2_TRAIN_TRAIN_H
 #define GPT2_TRAIN_TRAIN_H
 
-#include "dist/dist.h"
 #include "config/config.h"
+#include "dist/dist.h"
 
 /* Runs cfg to completion on this rank; returns the process exit code. */
 int train_run(const config *cfg, dist_state *dist);

@@ -8,13 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/ckpt_dir.h"
 #include "base/alloc.h"
 #include "base/fail.h"
 #include "base/files.h"
-#include "io/llmc_io.h"
 #include "expect.h"
-
+#include "io/ckpt_dir.h"
+#include "io/llmc_io.h"
 
 static void write_file(const char *dir, const char *name, size_t bytes) {
     char path[CKPT_PATH_MAX + 64];
@@ -94,7 +93,8 @@ static void fill(const gpt2_layout *lay, float *p) {
     for (int i = 0; i < lay->n_tensors; i++)
         for (size_t k = 0; k < lay->tensors[i].numel; k++) {
             s = s * 1103515245u + 12345u;
-            p[lay->tensors[i].offset + k] = ((float)(s >> 8) / (float)(1u << 24) - 0.5f) * (float)(i + 1);
+            p[lay->tensors[i].offset + k] =
+                ((float)(s >> 8) / (float)(1u << 24) - 0.5f) * (float)(i + 1);
         }
     /* bf16 ties: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up to 1 + 2^-6. */
     p[lay->lnf_w] = 1.00390625f;
@@ -119,8 +119,8 @@ static void test_llmc(const char *run) {
     EXPECT(h.version == LLMC_VERSION_BF16 && h.padded_vocab_size == 384 && h.max_seq_len == 32,
            "bf16 header");
     llmc_load(path, &lay, b);
-    EXPECT(b[lay.lnf_w] == 1.0f && b[lay.lnf_w + 1] == 1.015625f,
-           "bf16 ties to even: %.9g %.9g", b[lay.lnf_w], b[lay.lnf_w + 1]);
+    EXPECT(b[lay.lnf_w] == 1.0f && b[lay.lnf_w + 1] == 1.015625f, "bf16 ties to even: %.9g %.9g",
+           b[lay.lnf_w], b[lay.lnf_w + 1]);
     double worst = 0;
     for (size_t i = 0; i < lay.n_elements; i++) {
         double e = a[i] != 0 ? (b[i] - a[i]) / a[i] : b[i];

@@ -144,8 +144,8 @@ static void open_order_dataset(token_dataset *ds) {
 }
 
 static void test_shuffle(const token_dataset *ds) {
-    static int64_t e0[N_SAMPLES], e1[N_SAMPLES], e2[N_SAMPLES], again[N_SAMPLES],
-        other[N_SAMPLES], plain[N_SAMPLES];
+    static int64_t e0[N_SAMPLES], e1[N_SAMPLES], e2[N_SAMPLES], again[N_SAMPLES], other[N_SAMPLES],
+        plain[N_SAMPLES];
     data_loader ld, ld2, ld3, ld_plain;
     loader_init(&ld, ds, 1337, true);
     loader_init(&ld2, ds, 1337, true);
@@ -230,8 +230,8 @@ static void read_step_split(const token_dataset *ds, data_loader *rank_loaders, 
         }
     }
     for (int k = 0; k < STEP_SAMPLES; k++)
-        EXPECT(filled[k] == 1, "B=%d world=%d: slot %d of step %lld read %d times",
-               sp.micro_batch, sp.world, k, (long long)step, filled[k]);
+        EXPECT(filled[k] == 1, "B=%d world=%d: slot %d of step %lld read %d times", sp.micro_batch,
+               sp.world, k, (long long)step, filled[k]);
     (void)ds;
 }
 

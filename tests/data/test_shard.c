@@ -86,8 +86,7 @@ static void test_rejections(void) {
 
     p = test_path("extra.bin");
     test_write_raw(p, SHARD_MAGIC, 1, 100, body, 101);
-    expect_reject(p, VOCAB,
-                  (const char *[]){"1224 bytes", "1226 bytes", "2 extra bytes", NULL});
+    expect_reject(p, VOCAB, (const char *[]){"1224 bytes", "1226 bytes", "2 extra bytes", NULL});
 
     p = test_path("negative.bin");
     test_write_raw(p, SHARD_MAGIC, 1, -5, body, 0);

@@ -10,9 +10,8 @@
 #include <string.h>
 
 #include "data/tokenizer.h"
-#include "tokenizer_hard_strings.h"
 #include "expect.h"
-
+#include "tokenizer_hard_strings.h"
 
 static int32_t *encode(bpe_tokenizer *tok, const char *text, size_t len, size_t *n) {
     int32_t *ids = NULL;
@@ -34,8 +33,7 @@ static size_t check_roundtrip(bpe_tokenizer *tok, const char *name, const char *
     bool same = out && out_len == expect_len && memcmp(out, expect, expect_len) == 0;
     if (!same) {
         size_t at = 0;
-        while (out && at < out_len && at < expect_len && out[at] == expect[at])
-            at++;
+        while (out && at < out_len && at < expect_len && out[at] == expect[at]) at++;
         EXPECT(same, "%s: decode(encode(x)) differs at byte %zu (%zu bytes back, %zu expected)",
                name, at, out ? out_len : 0, expect_len);
     }
@@ -135,8 +133,7 @@ static void test_long_pieces(bpe_tokenizer *tok, size_t *tokens) {
     memset(t, ' ', big);
     t[big - 1] = 'x';
     *tokens += check_roundtrip(tok, "1 MiB of spaces", t, big, t, big);
-    for (size_t i = 0; i < big; i++)
-        t[i] = "etaoinshrdlu"[i * 7 % 12];
+    for (size_t i = 0; i < big; i++) t[i] = "etaoinshrdlu"[i * 7 % 12];
     *tokens += check_roundtrip(tok, "1 MiB word", t, big, t, big);
     free(t);
 }

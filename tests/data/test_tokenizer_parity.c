@@ -105,8 +105,7 @@ static int write_cases(const char *dir) {
                    tokenizer_hard_cases[i].len);
     /* All hard strings in one text: pieces meet across the joins. */
     size_t all_len = 0;
-    for (size_t i = 0; i < TOKENIZER_N_HARD_CASES; i++)
-        all_len += tokenizer_hard_cases[i].len;
+    for (size_t i = 0; i < TOKENIZER_N_HARD_CASES; i++) all_len += tokenizer_hard_cases[i].len;
     char *all = malloc(all_len + 1);
     size_t o = 0;
     for (size_t i = 0; i < TOKENIZER_N_HARD_CASES; i++) {
@@ -122,11 +121,9 @@ static int write_cases(const char *dir) {
     memcpy(t + big, "x  \n", 4);
     write_file(dir, index++, "long_spaces", t, big + 4);
     /* (Encoder.js's BPE is quadratic in the piece length: 4000 keeps node quick.) */
-    for (size_t i = 0; i < 4000; i++)
-        t[i] = "abcdefghij"[i * 7 % 10];
+    for (size_t i = 0; i < 4000; i++) t[i] = "abcdefghij"[i * 7 % 10];
     write_file(dir, index++, "long_word", t, 4000);
-    for (size_t i = 0; i < 4000; i++)
-        t[i] = ",.\"'!"[i * 3 % 5];
+    for (size_t i = 0; i < 4000; i++) t[i] = ",.\"'!"[i * 3 % 5];
     write_file(dir, index++, "long_punctuation", t, 4000);
     free(t);
     size_t len = 0;
@@ -218,8 +215,7 @@ static bool compare_doc(bpe_tokenizer *tok, const oracle_doc *d, size_t *compare
         return false;
     }
     size_t common = n < d->n ? n : d->n, at = 0;
-    while (at < common && ids[at] == d->ids[at])
-        at++;
+    while (at < common && ids[at] == d->ids[at]) at++;
     *compared += common;
     bool ok = at == common && n == d->n;
     if (!ok) {

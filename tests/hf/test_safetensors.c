@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "expect.h"
 #include "io/safetensors.h"
 #include "model/bf16.h"
-#include "expect.h"
 
 static char dir[] = "/tmp/test_safetensors_XXXXXX";
 
@@ -48,11 +48,13 @@ static void test_round_trip(bool bf16) {
     snprintf(path, sizeof path, "%s/written_%s.safetensors", dir, bf16 ? "bf16" : "f32");
     st_spec specs[2] = {{"a.weight", 2, {2, 3}}, {"b.bias", 1, {3}}};
     const char *meta[] = {"format", "pt", NULL};
-    EXPECT(st_write(path, specs, 2, bf16, fill, NULL, meta, err, sizeof err) == 0, "write: %s", err);
+    EXPECT(st_write(path, specs, 2, bf16, fill, NULL, meta, err, sizeof err) == 0, "write: %s",
+           err);
     st_file f;
     EXPECT(st_open(&f, path, err, sizeof err) == 0, "open written file: %s", err);
     if (failures) return;
-    EXPECT(f.header_len % 8 == 0, "header padded to 8 bytes, got %llu", (unsigned long long)f.header_len);
+    EXPECT(f.header_len % 8 == 0, "header padded to 8 bytes, got %llu",
+           (unsigned long long)f.header_len);
     EXPECT(strcmp(f.format, "pt") == 0, "metadata format '%s'", f.format);
     EXPECT(f.n_tensors == 2, "2 tensors, got %d", f.n_tensors);
     const st_tensor *a = st_find(&f, "a.weight"), *b = st_find(&f, "b.bias");
@@ -131,8 +133,10 @@ static void expect_refused(const char *name, uint64_t header_len, const char *he
     int rc = st_open(&f, path, err, sizeof err);
     EXPECT(rc == -1 && strstr(err, path) && strstr(err, want), "%s: rc %d, message '%s', want '%s'",
            name, rc, err, want);
-    if (rc == 0) st_close(&f);
-    else printf("refused %s: %s\n", name, err + strlen(path) + 2);
+    if (rc == 0)
+        st_close(&f);
+    else
+        printf("refused %s: %s\n", name, err + strlen(path) + 2);
 }
 
 #define T4(n) "{\"t\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0," #n "]}}"
@@ -145,20 +149,29 @@ static void test_refused(void) {
     fclose(f);
     st_file st;
     char err[512];
-    EXPECT(st_open(&st, path, err, sizeof err) == -1 && strstr(err, "shorter than the 8-byte header length"),
+    EXPECT(st_open(&st, path, err, sizeof err) == -1 &&
+               strstr(err, "shorter than the 8-byte header length"),
            "3-byte file: %s", err);
     snprintf(path, sizeof path, "%s/absent.safetensors", dir);
-    EXPECT(st_open(&st, path, err, sizeof err) == -1 && strstr(err, "No such file"), "absent: %s", err);
+    EXPECT(st_open(&st, path, err, sizeof err) == -1 && strstr(err, "No such file"), "absent: %s",
+           err);
 
-    expect_refused("header_past_end.safetensors", 4096, T4(16), 16, "its header alone needs 8 + 4096");
-    expect_refused("header_huge.safetensors", 1ull << 40, T4(16), 16, "header length 1099511627776 is not in");
+    expect_refused("header_past_end.safetensors", 4096, T4(16), 16,
+                   "its header alone needs 8 + 4096");
+    expect_refused("header_huge.safetensors", 1ull << 40, T4(16), 16,
+                   "header length 1099511627776 is not in");
     expect_refused("not_object.safetensors", UINT64_MAX, "[1, 2]", 0, "does not begin with '{'");
-    expect_refused("bad_json.safetensors", UINT64_MAX, "{\"t\":{\"dtype\":\"F32\",,}}", 0, "not valid JSON at byte");
-    expect_refused("cut_json.safetensors", UINT64_MAX, "{\"t\":{\"dtype\":\"F32\"", 0, "in the middle of a value");
-    expect_refused("junk_after.safetensors", UINT64_MAX, T4(16) " x", 16, "unexpected text after the value");
+    expect_refused("bad_json.safetensors", UINT64_MAX, "{\"t\":{\"dtype\":\"F32\",,}}", 0,
+                   "not valid JSON at byte");
+    expect_refused("cut_json.safetensors", UINT64_MAX, "{\"t\":{\"dtype\":\"F32\"", 0,
+                   "in the middle of a value");
+    expect_refused("junk_after.safetensors", UINT64_MAX, T4(16) " x", 16,
+                   "unexpected text after the value");
     expect_refused("truncated_data.safetensors", UINT64_MAX, T4(16), 10, "truncated");
-    expect_refused("extra_data.safetensors", UINT64_MAX, T4(16), 20, "4 bytes after the last tensor's data");
-    expect_refused("size_mismatch.safetensors", UINT64_MAX, T4(12), 12, "but F32 [4] needs 16 bytes");
+    expect_refused("extra_data.safetensors", UINT64_MAX, T4(16), 20,
+                   "4 bytes after the last tensor's data");
+    expect_refused("size_mismatch.safetensors", UINT64_MAX, T4(12), 12,
+                   "but F32 [4] needs 16 bytes");
     expect_refused("unknown_dtype.safetensors", UINT64_MAX,
                    "{\"t\":{\"dtype\":\"F31\",\"shape\":[4],\"data_offsets\":[0,16]}}", 16,
                    "unknown dtype \"F31\"");
@@ -179,8 +192,7 @@ static void test_refused(void) {
     expect_refused("metadata_not_string.safetensors", UINT64_MAX,
                    "{\"__metadata__\":{\"format\":1},"
                    "\"t\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}",
-                   16,
-                   "__metadata__ value of \"format\" is not a string");
+                   16, "__metadata__ value of \"format\" is not a string");
     expect_refused("unknown_field.safetensors", UINT64_MAX,
                    "{\"t\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16],\"x\":1}}", 16,
                    "unknown field 'x'");

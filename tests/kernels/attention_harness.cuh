@@ -5,11 +5,11 @@
 #ifndef GPT2_TESTS_ATTENTION_HARNESS_CUH
 #define GPT2_TESTS_ATTENTION_HARNESS_CUH
 
+#include <cuda_runtime.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-
-#include <cuda_runtime.h>
 
 #ifdef GPT2_ATTN_STANDALONE
 /* Built without the core library (no MPI): the fatal-error hook the kernels call. */
@@ -24,13 +24,13 @@ extern "C" [[noreturn]] void fail_at(const char *file, int line, int code, const
 }
 #endif
 
-#define CK(stmt)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (stmt);                                                           \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #stmt,           \
-                    cudaGetErrorString(e_));                                               \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CK(stmt)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (stmt);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #stmt,                   \
+                    cudaGetErrorString(e_));                                                       \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 #endif

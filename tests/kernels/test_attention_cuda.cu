@@ -19,7 +19,6 @@
  * path). Tuning builds (GPT2_ATTN_TUNING) add every variant by name, the
  * wgmma kernels' cp.async fallbacks among them. */
 #include <cuda_runtime.h>
-
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,9 +30,8 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/attention.h"
-
 #include "attention_harness.cuh"
+#include "kernels/attention.h"
 
 static const double TOL_BF16 = 1e-2, TOL_LSE = 1e-4;
 
@@ -63,9 +61,9 @@ static double rng_normal(void) {
 }
 
 /* float64 causal attention, forward and backward, over every (b, h) in parallel. */
-static void reference(std::vector<double> &out, std::vector<double> &lse,
-                      std::vector<double> &dqkv, const std::vector<float> &qkv,
-                      const std::vector<float> &dout, int B, int T, int NH, int HS) {
+static void reference(std::vector<double> &out, std::vector<double> &lse, std::vector<double> &dqkv,
+                      const std::vector<float> &qkv, const std::vector<float> &dout, int B, int T,
+                      int NH, int HS) {
     const int C = NH * HS;
     const size_t ld = (size_t)3 * C;
     const double scale = 1.0 / sqrt((double)HS);
@@ -94,7 +92,8 @@ static void reference(std::vector<double> &out, std::vector<double> &lse,
             lse[(size_t)bh * T + t] = l;
             for (int s = 0; s <= t; s++) {
                 const double ps = exp(p[s] - l);
-                for (int d = 0; d < HS; d++) y[(size_t)t * C + d] += ps * x[(size_t)s * ld + 2 * C + d];
+                for (int d = 0; d < HS; d++)
+                    y[(size_t)t * C + d] += ps * x[(size_t)s * ld + 2 * C + d];
             }
         }
         for (int t = 0; t < T; t++) {
@@ -126,9 +125,9 @@ static void reference(std::vector<double> &out, std::vector<double> &lse,
 }
 
 typedef struct {
-    double rel;      // ||ours - ref|| / ||ref||
+    double rel;       // ||ours - ref|| / ||ref||
     size_t nonfinite; // elements left unwritten (NaN poison) or overflowed
-    size_t worst;    // index of the largest |ours - ref|
+    size_t worst;     // index of the largest |ours - ref|
 } cmp_result;
 
 /* Compares n elements: ours at ours[i*stride_o + off(i)], ref likewise, where
@@ -276,14 +275,18 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         if (res[k].rel <= (k == 1 ? TOL_LSE : TOL_BF16) && !res[k].nonfinite) continue;
         const size_t w = k == 1 ? 1 : (size_t)C, i = res[k].worst, row = i / w, col = i % w;
         double ours, ref;
-        if (k == 0) ours = f_out[i], ref = r_out[i];
-        else if (k == 1) ours = g_lse[i], ref = r_lse[i];
-        else ours = f_dqkv[row * 3 * C + (k - 2) * C + col], ref = r_dqkv[row * 3 * C + (k - 2) * C + col];
+        if (k == 0)
+            ours = f_out[i], ref = r_out[i];
+        else if (k == 1)
+            ours = g_lse[i], ref = r_lse[i];
+        else
+            ours = f_dqkv[row * 3 * C + (k - 2) * C + col],
+            ref = r_dqkv[row * 3 * C + (k - 2) * C + col];
         if (k == 1)
             printf("    worst lse: bh %zu t %zu: %g vs %g\n", row / T, row % T, ours, ref);
         else
-            printf("    worst %s: b %zu t %zu h %zu d %zu: %g vs %g\n", names[k], row / T,
-                   row % T, col / HS, col % HS, ours, ref);
+            printf("    worst %s: b %zu t %zu h %zu d %zu: %g vs %g\n", names[k], row / T, row % T,
+                   col / HS, col % HS, ours, ref);
     }
     return ok;
 }

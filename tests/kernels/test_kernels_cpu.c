@@ -50,15 +50,13 @@ static float *copy_of(const float *x, size_t n) {
 }
 
 static void fill(float *x, size_t n, float value) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = value;
+    for (size_t i = 0; i < n; i++) x[i] = value;
 }
 
 /* out - base, element-wise: the part an accumulating kernel added. */
 static float *minus(const float *out, const float *base, size_t n) {
     float *d = zeros(n);
-    for (size_t i = 0; i < n; i++)
-        d[i] = out[i] - base[i];
+    for (size_t i = 0; i < n; i++) d[i] = out[i] - base[i];
     return d;
 }
 
@@ -108,8 +106,7 @@ static void test_encoder(void) {
     /* Thread-count invariance on a size where channel slices split. */
     enum { B2 = 3, T2 = 17, C2 = 100, V2 = 11 };
     int32_t inp2[B2 * T2];
-    for (int i = 0; i < B2 * T2; i++)
-        inp2[i] = (i * 7) % V2;
+    for (int i = 0; i < B2 * T2; i++) inp2[i] = (i * 7) % V2;
     float *dout2 = randoms(B2 * T2 * C2, 1);
     float *dwte1 = randoms(V2 * C2, 1), *dwpe1 = randoms(T2 * C2, 1);
     float *dwte3 = copy_of(dwte1, V2 * C2), *dwpe3 = copy_of(dwpe1, T2 * C2);
@@ -121,8 +118,7 @@ static void test_encoder(void) {
     check_same("backward dwpe, 1 vs 3 threads", dwpe1, dwpe3, T2 * C2);
     float *frees[] = {c.out, c.wte, c.wpe, (float *)c.r, want,  g0_wte, g0_wpe, dwte,
                       dwpe,  gw,    gp,    dout2,        dwte1, dwpe1,  dwte3,  dwpe3};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 /* -------------------------------------------------------------- layernorm */
@@ -151,10 +147,8 @@ static void test_layernorm(void) {
                 randoms(N * C, 1),
                 N,
                 C};
-    for (int i = 0; i < N * C; i++)
-        c.inp[i] += 0.3f * (float)(i / C); /* nonzero row means */
-    for (int i = 0; i < C; i++)
-        c.w[i] += 1.0f;
+    for (int i = 0; i < N * C; i++) c.inp[i] += 0.3f * (float)(i / C); /* nonzero row means */
+    for (int i = 0; i < C; i++) c.w[i] += 1.0f;
     ln_loss(&c);
     float *g0_inp = randoms(N * C, 1), *g0_w = randoms(C, 1), *g0_b = randoms(C, 1);
     float *dinp = copy_of(g0_inp, N * C), *dw = copy_of(g0_w, C), *db = copy_of(g0_b, C);
@@ -168,23 +162,19 @@ static void test_layernorm(void) {
      * variance 1e-6, where eps dominates (rstd 302 with eps, 1000 without).
      * Centering in float loses ~C*u*max|x| of x - mean, which rstd scales:
      * errors are measured relative to 1 + rstd * max|x|, within 4 C u. */
-    for (int i = 0; i < C; i++)
-        c.inp[i] = 1.0f + ((i % 2) ? 1e-3f : -1e-3f);
+    for (int i = 0; i < C; i++) c.inp[i] = 1.0f + ((i % 2) ? 1e-3f : -1e-3f);
     ln_loss(&c);
     double err_out = 0, err_stat = 0, err_norm = 0;
     for (int n = 0; n < N; n++) {
         const float *x = c.inp + n * C;
         double m = 0, v = 0, nm = 0, nv = 0;
-        for (int i = 0; i < C; i++)
-            m += x[i];
+        for (int i = 0; i < C; i++) m += x[i];
         m /= C;
-        for (int i = 0; i < C; i++)
-            v += (x[i] - m) * (x[i] - m);
+        for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
         v /= C;
         const double s = 1.0 / sqrt(v + 1e-5);
         double xmax = 0;
-        for (int i = 0; i < C; i++)
-            xmax = fmax(xmax, fabs(x[i]));
+        for (int i = 0; i < C; i++) xmax = fmax(xmax, fabs(x[i]));
         const double cond = 1 + s * xmax;
         err_stat = fmax(err_stat, fabs(c.mean[n] - m) + fabs(c.rstd[n] - s) / s);
         for (int i = 0; i < C; i++) {
@@ -207,8 +197,7 @@ static void test_layernorm(void) {
     float *out2 = zeros(N * C), *mean2 = zeros(N), *rstd2 = zeros(N);
     residual_layernorm_forward_cpu(res, out2, mean2, rstd2, a, b2, c.w, c.b, N, C);
     float *sum = zeros(N * C);
-    for (int i = 0; i < N * C; i++)
-        sum[i] = a[i] + b2[i];
+    for (int i = 0; i < N * C; i++) sum[i] = a[i] + b2[i];
     layernorm_forward_cpu(c.out, c.mean, c.rstd, sum, c.w, c.b, N, C);
     check_same("residual = a + b", res, sum, N * C);
     check_same("residual LN out = LN(a + b)", out2, c.out, N * C);
@@ -234,8 +223,7 @@ static void test_layernorm(void) {
                       g0_b,  dinp,   dw,     db,    gi,  gw,  gb,           a,      b2,
                       res,   out2,   mean2,  rstd2, sum, x2,  w2,           bb2,    y2,
                       m2,    s2,     d2,     di1,   dw1, db1, di3,          dw3,    db3};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 /* ----------------------------------------------------------------- matmul */
@@ -258,8 +246,7 @@ static double normalized_err(const float *got, const double *want, const double 
     double m = 0.0;
     for (size_t i = 0; i < n; i++) {
         const double e = fabs(got[i] - want[i]) / (scale[i] > 0 ? scale[i] : 1.0);
-        if (!(e <= m))
-            m = e;
+        if (!(e <= m)) m = e;
     }
     return m;
 }
@@ -363,8 +350,7 @@ static void matmul_vs_naive(int N, int C, int OC) {
                      scale,   dinp,     dw,      db,       dw0,     db0,    want_di, scale_di,
                      want_dw, scale_dw, want_db, scale_db, dw_only, out3,   dinp3,   dw3,
                      db3,     out1,     dinp1,   dw1,      db1};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 static void test_matmul(void) {
@@ -391,8 +377,7 @@ static void test_matmul(void) {
     matmul_vs_naive(100, 300, 600);
     matmul_vs_naive(260, 24, 37); /* dweight sums N = 260 rows: past one K block */
     float *frees[] = {c.out, c.inp, c.w, c.b, (float *)c.r, dinp, dw, db};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 /* ------------------------------------------------------------------- gelu */
@@ -472,13 +457,11 @@ static void attention_naive(double *out, double *lse, const float *qkv, int B, i
                 for (int s = 0; s <= t; s++) {
                     const float *k = qkv + ((size_t)b * T + s) * 3 * C + C + h * HS;
                     double d = 0;
-                    for (int i = 0; i < HS; i++)
-                        d += (double)q[i] * k[i];
+                    for (int i = 0; i < HS; i++) d += (double)q[i] * k[i];
                     att[s] = d / sqrt((double)HS);
                     mx = fmax(mx, att[s]);
                 }
-                for (int s = 0; s <= t; s++)
-                    sum += exp(att[s] - mx);
+                for (int s = 0; s <= t; s++) sum += exp(att[s] - mx);
                 for (int i = 0; i < HS; i++) {
                     double o = 0;
                     for (int s = 0; s <= t; s++)
@@ -518,10 +501,8 @@ static void test_attention(void) {
     attention_forward_cpu(out2, lse2, qkv2, B2, T2, C2, NH2);
     attention_naive(want, want_lse, qkv2, B2, T2, C2, NH2);
     double err = 0, err_lse = 0;
-    for (int i = 0; i < B2 * T2 * C2; i++)
-        err = fmax(err, fabs(out2[i] - want[i]));
-    for (int i = 0; i < B2 * NH2 * T2; i++)
-        err_lse = fmax(err_lse, fabs(lse2[i] - want_lse[i]));
+    for (int i = 0; i < B2 * T2 * C2; i++) err = fmax(err, fabs(out2[i] - want[i]));
+    for (int i = 0; i < B2 * NH2 * T2; i++) err_lse = fmax(err_lse, fabs(lse2[i] - want_lse[i]));
     check_le("forward out vs double (T=33, HS=16)", err, 1e-6);
     check_le("lse = log sum exp(q.k / sqrt(HS)) vs double", err_lse, 1e-6);
 
@@ -544,16 +525,14 @@ static void test_attention(void) {
     double err1 = 0;
     for (int h = 0; h < NH1; h++) {
         double s = 0;
-        for (int i = 0; i < HS1; i++)
-            s += (double)qkv1[h * HS1 + i] * qkv1[C1 + h * HS1 + i];
+        for (int i = 0; i < HS1; i++) s += (double)qkv1[h * HS1 + i] * qkv1[C1 + h * HS1 + i];
         err1 = fmax(err1, fabs(lse1[h] - s / sqrt((double)HS1)));
     }
     check_le("T=1: lse = q.k / sqrt(HS)", err1, 1e-6);
 
     void *frees[] = {c.out, c.lse,    c.qkv, (float *)c.r, dqkv, qkv2, out2, lse2,
                      want,  want_lse, d2,    dq1,          dq3,  out3, lse3, qkv1};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 /* ------------------------------------------------------------- classifier */
@@ -570,18 +549,15 @@ static double cls_loss(void *p) {
     cls_ctx *c = p;
     classifier_forward_backward_cpu(c->logits, c->losses, c->targets, c->N, c->V, c->Vp, 0.0f);
     double s = 0;
-    for (int i = 0; i < c->N; i++)
-        s += c->losses[i];
+    for (int i = 0; i < c->N; i++) s += c->losses[i];
     return s * c->dloss;
 }
 
 /* -log softmax(x[:V])[target] in double. */
 static double ce_double(const float *x, int V, int target) {
     double mx = -INFINITY, sum = 0;
-    for (int j = 0; j < V; j++)
-        mx = fmax(mx, x[j]);
-    for (int j = 0; j < V; j++)
-        sum += exp(x[j] - mx);
+    for (int j = 0; j < V; j++) mx = fmax(mx, x[j]);
+    for (int j = 0; j < V; j++) sum += exp(x[j] - mx);
     return log(sum) - (x[target] - mx);
 }
 
@@ -591,8 +567,7 @@ static void test_classifier(void) {
     const int32_t targets[N] = {2, 0, 6};
     cls_ctx c = {randoms(N * VP, 2), zeros(N), targets, N, V, VP, 0.7f};
     for (int i = 0; i < N; i++)
-        for (int j = V; j < VP; j++)
-            c.logits[i * VP + j] = 1e4f; /* would swamp a wrong softmax */
+        for (int j = V; j < VP; j++) c.logits[i * VP + j] = 1e4f; /* would swamp a wrong softmax */
     float *saved = copy_of(c.logits, N * VP);
     float *dlogits = copy_of(c.logits, N * VP), *losses = zeros(N);
     classifier_forward_backward_cpu(dlogits, losses, targets, N, V, VP, c.dloss);
@@ -605,11 +580,9 @@ static void test_classifier(void) {
     for (int i = 0; i < N; i++) {
         err_loss = fmax(err_loss, fabs(losses[i] - ce_double(saved + i * VP, V, targets[i])));
         double s = 0;
-        for (int j = 0; j < V; j++)
-            s += dlogits[i * VP + j];
+        for (int j = 0; j < V; j++) s += dlogits[i * VP + j];
         row_sum = fmax(row_sum, fabs(s));
-        for (int j = V; j < VP; j++)
-            pad = fmax(pad, fabs(dlogits[i * VP + j]));
+        for (int j = V; j < VP; j++) pad = fmax(pad, fabs(dlogits[i * VP + j]));
     }
     check_le("loss vs double", err_loss, 1e-6);
     check_le("rows of dlogits sum to 0", row_sum, 1e-6);
@@ -619,16 +592,13 @@ static void test_classifier(void) {
     enum { N2 = 2, V2 = 50257, VP2 = 50304 };
     const int32_t t2[N2] = {0, V2 - 1};
     float *big = zeros(N2 * VP2), *big_losses = zeros(N2);
-    for (int i = 0; i < N2 * VP2; i++)
-        big[i] = (i % VP2) < V2 ? 3.0f : NAN;
+    for (int i = 0; i < N2 * VP2; i++) big[i] = (i % VP2) < V2 ? 3.0f : NAN;
     classifier_forward_backward_cpu(big, big_losses, t2, N2, V2, VP2, 1.0f);
     /* exp(0) = 1 exactly, so the sum is exactly V: only final roundings remain */
     double e =
         fmax(fabs(big_losses[0] / log((double)V2) - 1), fabs(big_losses[1] / log((double)V2) - 1));
-    for (int j = 1; j < V2 - 1; j++)
-        e = fmax(e, fabs(big[j] * V2 - 1.0));
-    for (int j = V2; j < VP2; j++)
-        e = fmax(e, fabs(big[j]));
+    for (int j = 1; j < V2 - 1; j++) e = fmax(e, fabs(big[j] * V2 - 1.0));
+    for (int j = V2; j < VP2; j++) e = fmax(e, fabs(big[j]));
     check_le("V=50257 uniform: loss log V, p = 1/V (rel), NaN pad", e, 2 * FLT_U);
     free(big);
     free(big_losses);
@@ -668,8 +638,7 @@ static void test_adamw(void) {
     double err = 0;
     for (int t = 1; t <= STEPS; t++) {
         float *grad = randoms(N, 1);
-        for (int i = 0; i < N; i++)
-            dp[i] = param[i], dm[i] = mm[i], dv[i] = vv[i];
+        for (int i = 0; i < N; i++) dp[i] = param[i], dm[i] = mm[i], dv[i] = vv[i];
         adamw_update_cpu(param, grad, mm, vv, N, lr, b1, b2, eps, wd, clip, t);
         for (int i = 0; i < N; i++) {
             const double gi = (double)grad[i] * clip;
@@ -685,8 +654,7 @@ static void test_adamw(void) {
 
     float *param1 = randoms(N, 1), *grad = randoms(N, 1), *m1 = randoms(N, 0.1f);
     float *v1 = randoms(N, 0.1f);
-    for (int i = 0; i < N; i++)
-        v1[i] = fabsf(v1[i]);
+    for (int i = 0; i < N; i++) v1[i] = fabsf(v1[i]);
     float *param3 = copy_of(param1, N), *m3 = copy_of(m1, N), *v3 = copy_of(v1, N);
     omp_set_num_threads(1);
     adamw_update_cpu(param1, grad, m1, v1, N, lr, b1, b2, eps, wd, clip, 7);
@@ -695,8 +663,7 @@ static void test_adamw(void) {
     omp_set_num_threads(2);
     check_same("param, 1 vs 3 threads", param1, param3, N);
     void *frees[] = {param, mm, vv, dp, dm, dv, param1, grad, m1, v1, param3, m3, v3};
-    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++)
-        free(frees[i]);
+    for (size_t i = 0; i < sizeof(frees) / sizeof(*frees); i++) free(frees[i]);
 }
 
 /* ------------------------------------------------------------------- norm */
@@ -718,8 +685,7 @@ static void test_norm(void) {
 
     rng_fill(x, n, 1, &seed);
     long double ref = 0;
-    for (size_t i = 0; i < n; i++)
-        ref += (long double)x[i] * x[i];
+    for (size_t i = 0; i < n; i++) ref += (long double)x[i] * x[i];
     omp_set_num_threads(1);
     const double s1 = sum_squares_cpu(x, n);
     omp_set_num_threads(3);
@@ -742,10 +708,13 @@ static void test_skip_step(void) {
     const double bad[] = {NAN, INFINITY, -INFINITY};
     for (int i = 0; i < 3; i++) {
         check_le("clip_factor(non-finite, clip 1) < 0", clip_factor(bad[i], 1.0) < 0.0f ? 0 : 1, 0);
-        check_le("clip_factor(non-finite, no clip) < 0", clip_factor(bad[i], 0.0) < 0.0f ? 0 : 1, 0);
-        check_le("fold(4, non-finite loss) is NaN", isnan(nonfinite_fold_value(4.0, bad[i])) ? 0 : 1, 0);
+        check_le("clip_factor(non-finite, no clip) < 0", clip_factor(bad[i], 0.0) < 0.0f ? 0 : 1,
+                 0);
+        check_le("fold(4, non-finite loss) is NaN",
+                 isnan(nonfinite_fold_value(4.0, bad[i])) ? 0 : 1, 0);
     }
-    check_le("clip_factor(16, 1) = 1/(4+1e-6)", fabs(clip_factor(16.0, 1.0) - 1.0 / (4.0 + 1e-6)), 1e-7);
+    check_le("clip_factor(16, 1) = 1/(4+1e-6)", fabs(clip_factor(16.0, 1.0) - 1.0 / (4.0 + 1e-6)),
+             1e-7);
     check_le("clip_factor(0.25, 1) = 1", clip_factor(0.25, 1.0) == 1.0f ? 0 : 1, 0);
     check_le("fold(4, finite loss) = 4", nonfinite_fold_value(4.0, 10.5) == 4.0 ? 0 : 1, 0);
 
@@ -755,8 +724,8 @@ static void test_skip_step(void) {
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
     grad[7] = NAN;
     float *p0 = copy_of(param, N), *g0 = copy_of(grad, N), *m0 = copy_of(m, N), *v0 = copy_of(v, N);
-    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                     clip_factor(NAN, 1.0), 3);
+    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, clip_factor(NAN, 1.0),
+                     3);
     const int same = memcmp(param, p0, N * 4) == 0 && memcmp(m, m0, N * 4) == 0 &&
                      memcmp(v, v0, N * 4) == 0 && memcmp(grad, g0, N * 4) == 0;
     check_le("AdamW with CLIP_SKIP_STEP changes nothing (bitwise)", same ? 0 : 1, 0);

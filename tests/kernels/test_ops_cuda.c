@@ -288,7 +288,8 @@ static void test_encoder(int B, int T, int C, int V, int skewed) {
     void *d_dwte = dev_from(dwte, (size_t)V * C), *d_dwpe = dev_from(dwpe, (size_t)T * C);
     H->encoder_backward(dwte, dwpe, dout, tok, B, T, C);
     G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
-    float *g_dwte = dev_to_host(d_dwte, (size_t)V * C), *g_dwpe = dev_to_host(d_dwpe, (size_t)T * C);
+    float *g_dwte = dev_to_host(d_dwte, (size_t)V * C),
+          *g_dwpe = dev_to_host(d_dwpe, (size_t)T * C);
     check(op, "dwte", g_dwte, dwte, (size_t)V * C, 0x1p-7, 1e-3);
     check(op, "dwpe", g_dwpe, dwpe, (size_t)T * C, 0x1p-7, 1e-3);
     /* determinism: the same backward from the same state, twice */
@@ -350,8 +351,8 @@ static void test_layernorm(int N, int C) {
         G->upload(d_mean, nan, N * 4);
         G->upload(d_rstd, nan, N * 4);
         free(nan);
-        G->residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, inplace ? d_res : d_a, d_b,
-                                      d_w, d_bias, N, C);
+        G->residual_layernorm_forward(d_res, d_out, d_mean, d_rstd, inplace ? d_res : d_a, d_b, d_w,
+                                      d_bias, N, C);
         float *g_res = dev_to_host(d_res, n);
         g_out = dev_to_host(d_out, n);
         g_mean = dev_f32_to_host(d_mean, N);
@@ -421,11 +422,11 @@ static void test_layernorm(int N, int C) {
         free(r2[i]);
     }
 
-    void *dev[] = {d_a, d_b, d_w, d_bias, d_out, d_mean, d_rstd, d_dout, d_dinp, d_dw, d_db,
-                   d_m, d_s, d_cs};
+    void *dev[] = {d_a,    d_b,    d_w,  d_bias, d_out, d_mean, d_rstd,
+                   d_dout, d_dinp, d_dw, d_db,   d_m,   d_s,    d_cs};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) G->release(dev[i]);
-    float *host[] = {a, b, w, bias, out, mean, rstd, dout, dinp, dw, db, dinp0, dw0, db0,
-                     g_dinp, g_dw, g_db, cs, g_cs};
+    float *host[] = {a,  b,     w,   bias, out,    mean, rstd, dout, dinp, dw,
+                     db, dinp0, dw0, db0,  g_dinp, g_dw, g_db, cs,   g_cs};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
 }
 
@@ -435,14 +436,13 @@ static void test_layernorm(int N, int C) {
  * shape. offset_rows > 0 places every activation tensor that many rows into
  * a larger buffer, so the pointers are only 16-byte (or 128-byte) aligned. */
 static const char *fusion_name(int fused) {
-    return fused == MATMUL_FUSE_DEFAULT                                ? ""
-           : fused == 0                                                ? " unfused"
+    return fused == MATMUL_FUSE_DEFAULT                               ? ""
+           : fused == 0                                               ? " unfused"
            : fused == (MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD) ? " +dgelu_bgrad"
-                                                                       : " +bgradb";
+                                                                      : " +bgradb";
 }
 
-static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offset_rows,
-                        int fused) {
+static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offset_rows, int fused) {
     char op[80];
     snprintf(op, sizeof op, "matmul N%d C%d OC%d%s%s%s", N, C, OC, with_bias ? "" : " nobias",
              offset_rows ? " unaligned" : "", fusion_name(fused));
@@ -546,8 +546,7 @@ static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offse
         float *cs = hrand(OC, 0, 1.0);
         void *d_cs = dev_from(cs, OC);
         H->matmul_backward_gelu(dpre, dw2, db2, dout2, act, w2, pre, N, OC, C, cs);
-        G->matmul_backward_gelu(d_dpre, d_dw2, d_db2, d_dout2, d_act, d_w2, d_pre, N, OC, C,
-                                d_cs);
+        G->matmul_backward_gelu(d_dpre, d_dw2, d_db2, d_dout2, d_act, d_w2, d_pre, N, OC, C, d_cs);
         float *g_dpre = dev_to_host(d_dpre, nout), *g_dw2 = dev_to_host(d_dw2, nw2),
               *g_db2 = dev_to_host(d_db2, C), *g_cs = dev_to_host(d_cs, OC);
         /* dgelu: gelu' evaluated in fp32 from the same bf16 pre; cuBLASLt's
@@ -573,8 +572,8 @@ static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offse
         for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
     }
 
-    void *dev[] = {d_inp_buf, d_out_buf, d_w, d_bias, d_pre_buf, d_dout_buf, d_dinp_buf, d_dw,
-                   d_db};
+    void *dev[] = {d_inp_buf,  d_out_buf,  d_w,  d_bias, d_pre_buf,
+                   d_dout_buf, d_dinp_buf, d_dw, d_db};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) G->release(dev[i]);
     float *host[] = {inp, w, bias, out, pre, act, dout, dw, db, dinp, dw0, db0};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) free(host[i]);
@@ -609,8 +608,8 @@ static void test_gelu_form(void) {
         pre_err += fabs(gp[i] - x);
     }
     char detail[160];
-    snprintf(detail, sizeof detail, "mean|gpu-tanh|=%.3e mean|gpu-erf|=%.3e pre_exact=%s", e_tanh / (N * C),
-             e_erf / (N * C), pre_err == 0 ? "yes" : "no");
+    snprintf(detail, sizeof detail, "mean|gpu-tanh|=%.3e mean|gpu-erf|=%.3e pre_exact=%s",
+             e_tanh / (N * C), e_erf / (N * C), pre_err == 0 ? "yes" : "no");
     /* bf16 rounding alone leaves ~1/4 ulp on average; the erf form is
      * several ulps away on [-4, -1] */
     check_true("cublaslt_gelu_is_tanh", "form", e_tanh * 2 < e_erf && pre_err == 0, detail);
@@ -937,9 +936,12 @@ static void test_skip_step(size_t n, size_t offset) {
 
 static void test_memory(void) {
     /* upload_f32 rounds to nearest even; download_f32 is exact; zero zeroes */
-    const float in[6] = {1.0f, 1.00390625f /* 1 + 2^-8: tie, to even (1) */,
-                         1.01171875f /* 1 + 3*2^-8: tie, to even (1 + 2^-6) */, -3.1415926f,
-                         1e-30f, 65504.0f};
+    const float in[6] = {1.0f,
+                         1.00390625f /* 1 + 2^-8: tie, to even (1) */,
+                         1.01171875f /* 1 + 3*2^-8: tie, to even (1 + 2^-6) */,
+                         -3.1415926f,
+                         1e-30f,
+                         65504.0f};
     float out[6], expect[6];
     for (int i = 0; i < 6; i++) expect[i] = bf16_round(in[i]);
     void *d = G->alloc(6 * 2);
@@ -988,19 +990,18 @@ int main(void) {
     test_layernorm(33, 1600);
 
     test_gelu_form();
-    const int fusions[4] = {MATMUL_FUSE_DEFAULT, 0,
-                            MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD,
+    const int fusions[4] = {MATMUL_FUSE_DEFAULT, 0, MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD,
                             MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB};
     for (int f = 0; f < 4; f++) {
         test_matmul(1024, 768, 3072, 1, 1, 0, fusions[f]); /* fc (+ fc_proj's backward_gelu) */
         test_matmul(7, 64, 256, 1, 1, 1, fusions[f]);      /* odd rows, 128-byte aligned */
     }
     const int D = MATMUL_FUSE_DEFAULT;
-    test_matmul(1024, 768, 2304, 0, 1, 0, D);  /* qkv */
-    test_matmul(1024, 768, 768, 0, 1, 0, D);   /* attn proj */
-    test_matmul(1024, 3072, 768, 0, 1, 0, D);  /* fc proj */
-    test_matmul(256, 768, 50304, 0, 0, 0, D);  /* lm head: no bias */
-    test_matmul(5, 72, 40, 0, 1, 1, D);        /* 16-byte aligned rows */
+    test_matmul(1024, 768, 2304, 0, 1, 0, D); /* qkv */
+    test_matmul(1024, 768, 768, 0, 1, 0, D);  /* attn proj */
+    test_matmul(1024, 3072, 768, 0, 1, 0, D); /* fc proj */
+    test_matmul(256, 768, 50304, 0, 0, 0, D); /* lm head: no bias */
+    test_matmul(5, 72, 40, 0, 1, 1, D);       /* 16-byte aligned rows */
 
     test_gelu_forward((size_t)1024 * 3072);
     test_gelu_forward(8);

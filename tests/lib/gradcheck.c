@@ -16,8 +16,7 @@ float rng_uniform(uint64_t *state) {
 }
 
 void rng_fill(float *x, size_t n, float scale, uint64_t *state) {
-    for (size_t i = 0; i < n; i++)
-        x[i] = scale * rng_uniform(state);
+    for (size_t i = 0; i < n; i++) x[i] = scale * rng_uniform(state);
 }
 
 void check_le(const char *what, double err, double tol) {
@@ -28,8 +27,7 @@ void check_le(const char *what, double err, double tol) {
 
 void check_same(const char *what, const float *a, const float *b, size_t n) {
     size_t diff = 0;
-    for (size_t i = 0; i < n; i++)
-        diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
     printf("  %-4s %-52s %zu of %zu elements differ (bitwise)\n", diff ? "FAIL" : "ok", what, diff,
            n);
     failures += diff != 0;
@@ -39,8 +37,7 @@ int check_failures(void) { return failures; }
 
 double dot_double(const float *out, const float *r, size_t n) {
     double s = 0.0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)out[i] * (double)r[i];
+    for (size_t i = 0; i < n; i++) s += (double)out[i] * (double)r[i];
     return s;
 }
 
@@ -59,10 +56,8 @@ void gradcheck(const char *what, loss_fn f, void *ctx, float *x, const float *gr
         /* divide by the step actually taken, not the rounded-away eps */
         const double num = (lp - lm) / ((double)xp - (double)xm);
         const double err = fabs(num - (double)grad[i]);
-        if (!(err <= atol + rtol * fabs(num)))
-            bad++;
-        if (!(err <= max_err))
-            max_err = err;
+        if (!(err <= atol + rtol * fabs(num))) bad++;
+        if (!(err <= max_err)) max_err = err;
     }
     char label[128];
     snprintf(label, sizeof(label), "%s (%zu elems, %zu bad)", what, n, bad);

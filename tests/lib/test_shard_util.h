@@ -17,34 +17,34 @@
 static int test_failures = 0;
 
 /* Counts and reports a failure, then goes on: one run shows every problem. */
-#define EXPECT(cond, ...)                                                       \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);   \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            test_failures++;                                                    \
-        }                                                                       \
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                      \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            test_failures++;                                                                       \
+        }                                                                                          \
     } while (0)
 
-#define EXPECT_EQ_I64(got, want)                                                \
-    EXPECT((int64_t)(got) == (int64_t)(want), "got %lld, want %lld",            \
-           (long long)(got), (long long)(want))
+#define EXPECT_EQ_I64(got, want)                                                                   \
+    EXPECT((int64_t)(got) == (int64_t)(want), "got %lld, want %lld", (long long)(got),             \
+           (long long)(want))
 
-#define EXPECT_CONTAINS(haystack, needle)                                       \
-    EXPECT(strstr((haystack), (needle)) != NULL, "message \"%s\" lacks \"%s\"", \
-           (haystack), (needle))
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+    EXPECT(strstr((haystack), (needle)) != NULL, "message \"%s\" lacks \"%s\"", (haystack),        \
+           (needle))
 
 /* Hard stop for a broken precondition (temp dir, file write): nothing after
  * it would mean anything. */
-#define REQUIRE(cond, ...)                                                      \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "%s:%d: REQUIRE %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            exit(1);                                                            \
-        }                                                                       \
+#define REQUIRE(cond, ...)                                                                         \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: REQUIRE %s: ", __FILE__, __LINE__, #cond);                     \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static inline int test_report(const char *name) {
@@ -86,7 +86,7 @@ static inline const char *test_path(const char *name) {
 /* Writes header ints [magic, version, count] and n_body tokens verbatim, so
  * that tests can build files shard_write would refuse to produce. */
 static inline void test_write_raw(const char *path, int32_t magic, int32_t version, int32_t count,
-                           const uint16_t *body, size_t n_body) {
+                                  const uint16_t *body, size_t n_body) {
     int32_t header[SHARD_HEADER_INTS] = {0};
     header[0] = magic;
     header[1] = version;
@@ -94,8 +94,7 @@ static inline void test_write_raw(const char *path, int32_t magic, int32_t versi
     FILE *f = fopen(path, "wb");
     REQUIRE(f != NULL, "cannot create %s", path);
     REQUIRE(fwrite(header, sizeof(header), 1, f) == 1, "write %s", path);
-    REQUIRE(n_body == 0 || fwrite(body, sizeof(uint16_t), n_body, f) == n_body, "write %s",
-            path);
+    REQUIRE(n_body == 0 || fwrite(body, sizeof(uint16_t), n_body, f) == n_body, "write %s", path);
     REQUIRE(fclose(f) == 0, "close %s", path);
 }
 

@@ -81,8 +81,8 @@ int main(int argc, char **argv) {
     /* AdamW steps with clipping and decoupled weight decay on 2-D tensors. */
     adamw_state opt;
     optimizer_init(&opt, &lay, ops, 0, lay.n_elements, host);
-    const adamw_hparams hp = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                              .weight_decay = 0.1f};
+    const adamw_hparams hp = {
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
     const double clip = 1.0;
     for (int s = 0; s < steps; s++) {
         ops->zero(model.grads, lay.n_elements * ops->elem_bytes);

@@ -108,7 +108,8 @@ int main(void) {
 
     const float loss = forward_once(&m, true);
     printf("announced %d ranges; %d parameter reads checked: %d unannounced, %d out of order; "
-           "loss %.6f\n", n_ann, checked, unannounced, out_of_order, loss);
+           "loss %.6f\n",
+           n_ann, checked, unannounced, out_of_order, loss);
     /* every tensor is read at least once: 2 per LayerNorm and linear layer
      * (weight, bias), wte twice (encoder, classifier), wpe */
     const int expected_reads = 2 + L * 12 + 2 + 1;
@@ -120,7 +121,8 @@ int main(void) {
     const float loss_silent = forward_once(&m, false);
     printf("hook silent: %d of %d parameter reads unannounced\n", unannounced, checked);
     if (unannounced != checked || checked == 0 || loss_silent != loss) {
-        printf("FAIL: with nothing announced every read must be flagged (and the loss unchanged)\n");
+        printf(
+            "FAIL: with nothing announced every read must be flagged (and the loss unchanged)\n");
         failed = 1;
     }
     gpt2_free(&m);

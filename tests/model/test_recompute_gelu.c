@@ -36,8 +36,8 @@ static void *count_alloc(size_t bytes) {
 
 /* Two forward+backward passes over fixed batches; returns the summed loss
  * and leaves the gradients in m->grads. Counts the model's allocations. */
-static double train_two(gpt2_model *m, const gpt2_layout *lay, const float *params,
-                        bool recompute, size_t *bytes) {
+static double train_two(gpt2_model *m, const gpt2_layout *lay, const float *params, bool recompute,
+                        size_t *bytes) {
     static kernel_ops counting;
     counting = ops_cpu;
     counting.alloc = count_alloc;

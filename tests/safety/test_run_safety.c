@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model/layout.h"
 #include "config/config.h"
+#include "model/layout.h"
 #include "train/safety/memory.h"
 #include "train/safety/preflight.h"
 #include "train/safety/run_stop.h"
@@ -42,11 +42,13 @@ static void check_plan(const config *cfg, const gpt2_layout *lay, int world, dou
     const int per_rank = (int)(cfg->total_batch / ((int64_t)cfg->seq_len * world));
     int want = 0;
     for (int mb = cfg->micro_batch - 1; mb >= 1 && !want; mb--)
-        if (per_rank % mb == 0 && need_at(cfg, lay, world, mb, cfg->recompute_gelu) <= free_b) want = mb;
+        if (per_rank % mb == 0 && need_at(cfg, lay, world, mb, cfg->recompute_gelu) <= free_b)
+            want = mb;
     const bool fits = need_at(cfg, lay, world, cfg->micro_batch, cfg->recompute_gelu) <= free_b;
-    snprintf(what, sizeof what, "world %d, micro_batch %d, %.1f GiB free: fits %d, suggests %d "
-             "(brute force: %d, %d)", world, cfg->micro_batch, free_gib, p.fits, p.micro_batch,
-             fits, want);
+    snprintf(what, sizeof what,
+             "world %d, micro_batch %d, %.1f GiB free: fits %d, suggests %d "
+             "(brute force: %d, %d)",
+             world, cfg->micro_batch, free_gib, p.fits, p.micro_batch, fits, want);
     expect(p.fits == fits && (fits || p.micro_batch == want), what);
     if (fits || cfg->recompute_gelu) return;
     const bool rec_fits = need_at(cfg, lay, world, cfg->micro_batch, true) <= free_b;
@@ -66,8 +68,10 @@ static void test_preflight(void) {
                  cfg.block_size);
     const size_t est = memory_estimate_for(&cfg, &lay, 1).total;
     char what[256];
-    snprintf(what, sizeof what, "124M micro_batch 256: estimate %.2f GiB (the 78.6 GiB the "
-             "issue's H100 run printed)", est / GIB);
+    snprintf(what, sizeof what,
+             "124M micro_batch 256: estimate %.2f GiB (the 78.6 GiB the "
+             "issue's H100 run printed)",
+             est / GIB);
     expect(fabs(est / GIB - 78.6) < 0.1, what);
 
     const preflight_plan p = preflight_plan_for(&cfg, &lay, 1, (size_t)(79.0 * GIB));
@@ -98,10 +102,10 @@ static void test_slurm_time(void) {
     const struct {
         const char *text;
         double seconds;
-    } cases[] = {{"59:58", 3598},       {"1:02:03", 3723},     {"2-00:00:10", 172810},
-                 {"0:05", 5},           {" 12:00\n", 720},     {"UNLIMITED", -1},
-                 {"NOT_SET", -1},       {"INVALID", -1},       {"", -1},
-                 {"1:2x", -1},          {"-5", -1}};
+    } cases[] = {{"59:58", 3598}, {"1:02:03", 3723}, {"2-00:00:10", 172810},
+                 {"0:05", 5},     {" 12:00\n", 720}, {"UNLIMITED", -1},
+                 {"NOT_SET", -1}, {"INVALID", -1},   {"", -1},
+                 {"1:2x", -1},    {"-5", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const double got = run_stop_parse_slurm_time(cases[i].text);
         char what[128];

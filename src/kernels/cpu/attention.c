@@ -33,15 +33,13 @@
 /* dst (HS, T) = the HS-wide head slice at src of each of T rows of stride ld. */
 static void transpose_head(float *dst, const float *src, int T, int HS, size_t ld) {
     for (int s = 0; s < T; s++)
-        for (int d = 0; d < HS; d++)
-            dst[(size_t)d * T + s] = src[(size_t)s * ld + d];
+        for (int d = 0; d < HS; d++) dst[(size_t)d * T + s] = src[(size_t)s * ld + d];
 }
 
 /* y += a * x over n elements; restrict lets the compiler vectorise without
  * runtime overlap checks (the head slices never overlap). */
 static inline void axpy(float *restrict y, float a, const float *restrict x, int n) {
-    for (int i = 0; i < n; i++)
-        y[i] += a * x[i];
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 /* y += sum_j a[j] x_j over rows x_j = x + j * stride, j < m: four rows per
@@ -54,18 +52,15 @@ static void axpy_rows(float *restrict y, const float *a, const float *restrict x
         const float *x0 = x + (size_t)j * stride, *x1 = x0 + stride;
         const float *x2 = x1 + stride, *x3 = x2 + stride;
         const float a0 = a[j], a1 = a[j + 1], a2 = a[j + 2], a3 = a[j + 3];
-        for (int i = 0; i < n; i++)
-            y[i] += (a0 * x0[i] + a1 * x1[i]) + (a2 * x2[i] + a3 * x3[i]);
+        for (int i = 0; i < n; i++) y[i] += (a0 * x0[i] + a1 * x1[i]) + (a2 * x2[i] + a3 * x3[i]);
     }
-    for (; j < m; j++)
-        axpy(y, a[j], x + (size_t)j * stride, n);
+    for (; j < m; j++) axpy(y, a[j], x + (size_t)j * stride, n);
 }
 
 /* row[s] = sum_d x[d] * mt[d][s] for s < n. */
 static void row_times_transposed(float *row, const float *x, const float *mt, int n, int HS,
                                  int T) {
-    for (int s = 0; s < n; s++)
-        row[s] = 0.0f;
+    for (int s = 0; s < n; s++) row[s] = 0.0f;
     axpy_rows(row, x, mt, (size_t)T, HS, n);
 }
 
@@ -100,11 +95,9 @@ static void head_forward(float *out, float *lse, const float *base, head_scratch
             sum += att[s];
         }
         const float inv_sum = 1.0f / sum;
-        for (int s = 0; s < n; s++)
-            att[s] *= inv_sum;
+        for (int s = 0; s < n; s++) att[s] *= inv_sum;
         float *o = out + (size_t)t * C;
-        for (int d = 0; d < HS; d++)
-            o[d] = 0.0f;
+        for (int d = 0; d < HS; d++) o[d] = 0.0f;
         axpy_rows(o, att, base + 2 * C, ld, n, HS);
         lse[t] = mx + logf(sum);
     }
@@ -127,19 +120,15 @@ static void head_backward(float *dbase, const float *dout, const float *base, co
         const float *dout_t = dout + (size_t)t * C, *out_t = out + (size_t)t * C;
         /* D_t = dout_t . out_t = sum_s p_s (dout_t . v_s) */
         float dsum = 0.0f;
-        for (int d = 0; d < HS; d++)
-            dsum += dout_t[d] * out_t[d];
+        for (int d = 0; d < HS; d++) dsum += dout_t[d] * out_t[d];
         row_times_transposed(p, q, w->kt, n, HS, T);
-        for (int s = 0; s < n; s++)
-            p[s] = expf(p[s] * scale - lse[t]);
+        for (int s = 0; s < n; s++) p[s] = expf(p[s] * scale - lse[t]);
         row_times_transposed(dp, dout_t, w->vt, n, HS, T);
         /* dscore_s = p_s (dp_s - D_t), over dp; the 1/sqrt(HS) goes to dq and dk */
         float *ds = dp;
-        for (int s = 0; s < n; s++)
-            ds[s] = p[s] * (dp[s] - dsum) * scale;
+        for (int s = 0; s < n; s++) ds[s] = p[s] * (dp[s] - dsum) * scale;
         float *dq = dbase + (size_t)t * ld;
-        for (int d = 0; d < HS; d++)
-            dq[d] = 0.0f;
+        for (int d = 0; d < HS; d++) dq[d] = 0.0f;
         axpy_rows(dq, ds, base + C, ld, n, HS);
         for (int s = 0; s < n; s++) {
             axpy(w->dk + (size_t)s * HS, ds[s], q, HS);

@@ -67,8 +67,7 @@ enum { EXP_BLOCK = 256, SUM_LANES = 4 };
 EXP_TARGETS
 static void exp_shifted(float *dst, const float *x, int n, float mx) {
     int j = 0;
-    for (; j + 8 <= n; j += 8)
-        exp8_shifted(dst + j, x + j, mx);
+    for (; j + 8 <= n; j += 8) exp8_shifted(dst + j, x + j, mx);
     if (j < n) { /* the tail through a padded vector */
         float v[8] = {0};
         memcpy(v, x + j, sizeof(float) * (size_t)(n - j));
@@ -88,10 +87,8 @@ static double sum_exp(float *x, int V, float mx, int write_back) {
         exp_shifted(e, x + j0, m, mx);
         int j = 0;
         for (; j + SUM_LANES <= m; j += SUM_LANES)
-            for (int l = 0; l < SUM_LANES; l++)
-                lanes[l] += e[j + l];
-        for (; j < m; j++)
-            lanes[j % SUM_LANES] += e[j];
+            for (int l = 0; l < SUM_LANES; l++) lanes[l] += e[j + l];
+        for (; j < m; j++) lanes[j % SUM_LANES] += e[j];
     }
     return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3]);
 }
@@ -104,8 +101,7 @@ void classifier_forward_backward_cpu(float *logits, float *losses, const int32_t
         const int target = targets[i];
         float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
-        for (int j = 0; j < V; j++)
-            mx = x[j] > mx ? x[j] : mx;
+        for (int j = 0; j < V; j++) mx = x[j] > mx ? x[j] : mx;
         const float x_target = x[target];
         const double sum = sum_exp(x, V, mx, dloss != 0.0f);
         /* -log p[target] = log(sum) - (x[target] - max) */
@@ -113,11 +109,9 @@ void classifier_forward_backward_cpu(float *logits, float *losses, const int32_t
         if (dloss != 0.0f) {
             const double inv_sum = 1.0 / sum;
             const float p_target = (float)(x[target] * inv_sum);
-            for (int j = 0; j < V; j++)
-                x[j] = (float)(x[j] * inv_sum) * dloss;
+            for (int j = 0; j < V; j++) x[j] = (float)(x[j] * inv_sum) * dloss;
             x[target] = (p_target - 1.0f) * dloss;
-            for (int j = V; j < Vp; j++)
-                x[j] = 0.0f;
+            for (int j = V; j < Vp; j++) x[j] = 0.0f;
         }
     }
 }

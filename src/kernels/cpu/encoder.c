@@ -16,8 +16,7 @@ void encoder_forward_cpu(float *out, const int32_t *inp, const float *wte, const
         float *o = out + (size_t)bt * C;
         const float *e = wte + (size_t)inp[bt] * C;
         const float *p = wpe + (size_t)(bt % T) * C;
-        for (int c = 0; c < C; c++)
-            o[c] = e[c] + p[c];
+        for (int c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }
 

@@ -22,8 +22,7 @@ static inline float gelu_sigmoid(float x) {
 
 void gelu_forward_cpu(float *out, const float *inp, size_t n) {
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++)
-        out[i] = inp[i] * gelu_sigmoid(inp[i]);
+    for (size_t i = 0; i < n; i++) out[i] = inp[i] * gelu_sigmoid(inp[i]);
 }
 
 /* dinp may alias dout: dout[i] is read before dinp[i] is written. */

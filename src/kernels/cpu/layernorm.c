@@ -24,10 +24,8 @@ static float row_sum(const float *x, int C) {
     float s[LANES] = {0};
     int c = 0;
     for (; c + LANES <= C; c += LANES)
-        for (int l = 0; l < LANES; l++)
-            s[l] += x[c + l];
-    for (; c < C; c++)
-        s[c % LANES] += x[c];
+        for (int l = 0; l < LANES; l++) s[l] += x[c + l];
+    for (; c < C; c++) s[c % LANES] += x[c];
     return fold_lanes(s);
 }
 
@@ -39,8 +37,7 @@ static float row_sq_dev(const float *x, float m, int C) {
             const float d = x[c + l] - m;
             s[l] += d * d;
         }
-    for (; c < C; c++)
-        s[c % LANES] += (x[c] - m) * (x[c] - m);
+    for (; c < C; c++) s[c % LANES] += (x[c] - m) * (x[c] - m);
     return fold_lanes(s);
 }
 
@@ -50,8 +47,7 @@ static void layernorm_row(float *out, float *mean, float *rstd, const float *x, 
     const float m = row_sum(x, C) / (float)C;
     const float var = row_sq_dev(x, m, C) / (float)C; /* biased, as torch */
     const float s = 1.0f / sqrtf(var + LN_EPS);
-    for (int c = 0; c < C; c++)
-        out[c] = (x[c] - m) * s * weight[c] + bias[c];
+    for (int c = 0; c < C; c++) out[c] = (x[c] - m) * s * weight[c] + bias[c];
     *mean = m;
     *rstd = s;
 }
@@ -73,8 +69,7 @@ void residual_layernorm_forward_cpu(float *residual, float *out, float *mean, fl
     for (int i = 0; i < N; i++) {
         float *r = residual + (size_t)i * C;
         const float *ai = a + (size_t)i * C, *bi = b + (size_t)i * C;
-        for (int c = 0; c < C; c++)
-            r[c] = ai[c] + bi[c];
+        for (int c = 0; c < C; c++) r[c] = ai[c] + bi[c];
         layernorm_row(out + (size_t)i * C, mean + i, rstd + i, r, weight, bias, C);
     }
 }

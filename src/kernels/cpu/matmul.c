@@ -56,16 +56,14 @@ static void pack_panel(float *restrict dst, int width, operand x, int r0, int ro
     const float *src = x.p + (size_t)r0 * x.rs + (size_t)k0 * x.ks;
     if (x.ks == 1) {
         for (int r = 0; r < rows; r++)
-            for (int k = 0; k < kc; k++)
-                dst[k * width + r] = src[(size_t)r * x.rs + k];
+            for (int k = 0; k < kc; k++) dst[k * width + r] = src[(size_t)r * x.rs + k];
     } else {
         for (int k = 0; k < kc; k++)
             for (int r = 0; r < rows; r++)
                 dst[k * width + r] = src[(size_t)k * x.ks + (size_t)r * x.rs];
     }
     for (int k = 0; k < kc; k++)
-        for (int r = rows; r < width; r++)
-            dst[k * width + r] = 0.0f;
+        for (int r = rows; r < width; r++) dst[k * width + r] = 0.0f;
 }
 
 /* ct (MR x nr_w, row-major) += A (MR x kc, element (i, k) at a[i*rs + k*ks])
@@ -77,21 +75,17 @@ static inline __attribute__((always_inline)) void micro_kernel(int kc, const flo
                                                                float *restrict ct, const int nv) {
     vec8 acc[MR][NR_MAX / 8];
     for (int i = 0; i < MR; i++)
-        for (int v = 0; v < nv; v++)
-            memcpy(&acc[i][v], ct + (i * nv + v) * 8, sizeof(vec8));
+        for (int v = 0; v < nv; v++) memcpy(&acc[i][v], ct + (i * nv + v) * 8, sizeof(vec8));
     for (int k = 0; k < kc; k++) {
         vec8 b[NR_MAX / 8];
-        for (int v = 0; v < nv; v++)
-            memcpy(&b[v], bp + ((size_t)k * nv + v) * 8, sizeof(vec8));
+        for (int v = 0; v < nv; v++) memcpy(&b[v], bp + ((size_t)k * nv + v) * 8, sizeof(vec8));
         for (int i = 0; i < MR; i++) {
             const float x = a[(size_t)i * rs + (size_t)k * ks];
-            for (int v = 0; v < nv; v++)
-                acc[i][v] += x * b[v];
+            for (int v = 0; v < nv; v++) acc[i][v] += x * b[v];
         }
     }
     for (int i = 0; i < MR; i++)
-        for (int v = 0; v < nv; v++)
-            memcpy(ct + (i * nv + v) * 8, &acc[i][v], sizeof(vec8));
+        for (int v = 0; v < nv; v++) memcpy(ct + (i * nv + v) * 8, &acc[i][v], sizeof(vec8));
 }
 
 /* ct (MR x nr_w) = the mr x nr corner of C at cb, or with start the bias
@@ -106,8 +100,7 @@ static inline __attribute__((always_inline)) void load_tile(float *restrict ct, 
                 ct[i * nr_w + j] = !start ? cb[(size_t)i * ldc + j] : bias ? bias[j] : 0.0f;
         return;
     }
-    for (int i = 0; i < MR * nr_w; i++)
-        ct[i] = 0.0f;
+    for (int i = 0; i < MR * nr_w; i++) ct[i] = 0.0f;
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
             ct[i * nr_w + j] = !start ? cb[(size_t)i * ldc + j] : bias ? bias[j] : 0.0f;
@@ -118,13 +111,11 @@ static inline __attribute__((always_inline)) void
 store_tile(float *cb, size_t ldc, const float *restrict ct, int mr, int nr, const int nr_w) {
     if (mr == MR && nr == nr_w) {
         for (int i = 0; i < MR; i++)
-            for (int j = 0; j < nr_w; j++)
-                cb[(size_t)i * ldc + j] = ct[i * nr_w + j];
+            for (int j = 0; j < nr_w; j++) cb[(size_t)i * ldc + j] = ct[i * nr_w + j];
         return;
     }
     for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++)
-            cb[(size_t)i * ldc + j] = ct[i * nr_w + j];
+        for (int j = 0; j < nr; j++) cb[(size_t)i * ldc + j] = ct[i * nr_w + j];
 }
 
 /* One product: C (row stride ldc) [+]= A B with B given as its transpose
@@ -154,8 +145,7 @@ static inline __attribute__((always_inline)) void gemm_block(const gemm_args *g,
         for (int ib = i0; ib < i1; ib += MC) {
             const int mc = i1 - ib < MC ? i1 - ib : MC;
             const int full = mc / MR * MR; /* rows read in place; a ragged end is packed */
-            if (full < mc)
-                pack_panel(ap, MR, a, ib + full, mc - full, k0, kc);
+            if (full < mc) pack_panel(ap, MR, a, ib + full, mc - full, k0, kc);
             for (int jp = 0; jp < nc; jp += nr_w) {
                 const int nr = nc - jp < nr_w ? nc - jp : nr_w;
                 for (int ip = 0; ip < mc; ip += MR) {
@@ -201,8 +191,7 @@ static void gemm(float *c, size_t ldc, operand a, operand bt, int M, int N, int 
                  const float *bias) {
     void (*block)(const gemm_args *, int, int, int, int, float *, float *) = gemm_block_base;
 #if GEMM_HAVE_AVX2_PATH
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        block = gemm_block_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) block = gemm_block_avx2;
 #endif
     const gemm_args g = {c, ldc, a, bt, K, init, bias};
     const int blocks_n = (N + NC - 1) / NC;
@@ -264,8 +253,7 @@ void bias_grad_cpu(float *dbias, const float *dout, int N, int OC) {
         const int o1 = o0 + BIAS_CHUNK < OC ? o0 + BIAS_CHUNK : OC;
         for (int n = 0; n < N; n++) {
             const float *d = dout + (size_t)n * OC;
-            for (int o = o0; o < o1; o++)
-                dbias[o] += d[o];
+            for (int o = o0; o < o1; o++) dbias[o] += d[o];
         }
     }
 }

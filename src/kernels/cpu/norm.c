@@ -13,10 +13,8 @@ static double chunk_sum_squares(const float *x, size_t n) {
     double s[LANES] = {0};
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++)
-            s[l] += (double)x[i + l] * (double)x[i + l];
-    for (; i < n; i++)
-        s[i % LANES] += (double)x[i] * (double)x[i];
+        for (int l = 0; l < LANES; l++) s[l] += (double)x[i + l] * (double)x[i + l];
+    for (; i < n; i++) s[i % LANES] += (double)x[i] * (double)x[i];
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
@@ -30,7 +28,6 @@ double sum_squares_cpu(const float *x, size_t n) {
         partial[ch] = chunk_sum_squares(x + lo, hi - lo);
     }
     double total = 0.0;
-    for (int ch = 0; ch < NORM_CHUNKS; ch++)
-        total += partial[ch];
+    for (int ch = 0; ch < NORM_CHUNKS; ch++) total += partial[ch];
     return total;
 }

@@ -13,9 +13,10 @@
  * the scalars formed on the host in double exactly as there, and every
  * operation written as an explicitly rounded intrinsic so that nvcc cannot
  * contract a multiply-add: the result is the CPU's, bit for bit. */
+#include "kernels/adamw.h"
+
 #include <math.h>
 
-#include "kernels/adamw.h"
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -45,10 +46,9 @@ static __device__ __forceinline__ float chunk_decay(const uint8_t *decay_chunks,
     return decay_chunks == nullptr || decay_chunks[i / ADAMW_DECAY_CHUNK] ? decay : 1.0f;
 }
 
-static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16 *grad,
-                                         float *m, float *v, size_t n4,
-                                         const uint8_t *decay_chunks, const float *grad_scale,
-                                         adamw_consts k) {
+static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16 *grad, float *m,
+                                         float *v, size_t n4, const uint8_t *decay_chunks,
+                                         const float *grad_scale, adamw_consts k) {
     const float s = *grad_scale;
     if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
@@ -77,8 +77,8 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
     }
 }
 
-static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf16 *grad,
-                                           float *m, float *v, size_t begin, size_t n,
+static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf16 *grad, float *m,
+                                           float *v, size_t begin, size_t n,
                                            const uint8_t *decay_chunks, const float *grad_scale,
                                            adamw_consts k) {
     const float s = *grad_scale;
@@ -101,9 +101,9 @@ static unsigned grid_for(size_t work, int block) {
     return (unsigned)(g ? g : 1);
 }
 
-extern "C" void adamw_update_cuda(void *params, float *master, const void *grad, float *m,
-                                  float *v, size_t n, const uint8_t *decay_chunks, float lr,
-                                  float beta1, float beta2, float eps, float weight_decay,
+extern "C" void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
+                                  size_t n, const uint8_t *decay_chunks, float lr, float beta1,
+                                  float beta2, float eps, float weight_decay,
                                   const float *grad_scale, int t, cudaStream_t stream) {
     if (n == 0) return;
     adamw_consts k;
@@ -131,8 +131,7 @@ extern "C" void adamw_update_cuda(void *params, float *master, const void *grad,
     }
     if (done < n) {
         adamw_scalar_kernel<<<grid_for(n - done, block), block, 0, stream>>>(
-            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, decay_chunks, grad_scale,
-            k);
+            (bf16 *)params, master, (const bf16 *)grad, m, v, done, n, decay_chunks, grad_scale, k);
         CUDA_CHECK_LAUNCH("adamw_scalar_kernel");
     }
 }

@@ -20,12 +20,13 @@
  * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
  * by name in place of the production kernel (attention_forward_cuda_variant,
  * attention_backward_cuda_variant). */
+#include "kernels/attention.h"
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/attention.h"
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -60,8 +61,10 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
             const uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w}, dw[4] = {dv.x, dv.y, dv.z, dv.w};
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&ow[k]));
-                const float2 d = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&dw[k]));
+                const float2 a =
+                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&ow[k]));
+                const float2 d =
+                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&dw[k]));
                 acc = fmaf(a.x, d.x, fmaf(a.y, d.y, acc));
             }
             z4[2 * c] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -76,16 +79,17 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
 // dqkv's q part = bf16(dq_acc * scale), 8 elements per thread.
 // WGMMA_LAYOUT: dq_acc is the wgmma backward's (dq_wgmma_index), else [B * T][C].
 template <bool WGMMA_LAYOUT>
-static __global__ void attn_dq_convert_kernel(bf16 *__restrict__ dqkv, const float *__restrict__ dq_acc,
-                                       size_t n8, int C, float scale, int T, int NH) {
+static __global__ void attn_dq_convert_kernel(bf16 *__restrict__ dqkv,
+                                              const float *__restrict__ dq_acc, size_t n8, int C,
+                                              float scale, int T, int NH) {
     const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n8) return;
     const size_t e = i * 8, row = e / C, c = e % C;
     size_t src = e; // 8 consecutive dims stay one 8-float chunk in either layout
     if constexpr (WGMMA_LAYOUT) {
         const int HS = C / NH;
-        src = dq_wgmma_index((int)(row / T), (int)(c / HS), (int)(row % T), (int)(c % HS), NH, T,
-                            HS);
+        src =
+            dq_wgmma_index((int)(row / T), (int)(c / HS), (int)(row % T), (int)(c % HS), NH, T, HS);
     }
     const float4 a = reinterpret_cast<const float4 *>(dq_acc + src)[0];
     const float4 d = reinterpret_cast<const float4 *>(dq_acc + src)[1];
@@ -168,8 +172,8 @@ extern "C" bool attention_cuda_options_supported(const attention_cuda_options *o
     return !opt || !opt->deterministic || use_wgmma(opt);
 }
 
-extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T,
-                                       int C, int NH, const attention_cuda_options *opt,
+extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                       int NH, const attention_cuda_options *opt,
                                        cudaStream_t stream) {
     if (B <= 0 || T <= 0) return;
     bf16 *o = static_cast<bf16 *>(out);
@@ -187,8 +191,8 @@ extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH
 
 extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,
                                         const void *out, const float *lse, int B, int T, int C,
-                                        int NH, void *workspace,
-                                        const attention_cuda_options *opt, cudaStream_t stream) {
+                                        int NH, void *workspace, const attention_cuda_options *opt,
+                                        cudaStream_t stream) {
     if (B <= 0 || T <= 0) return;
     const bool wgmma = use_wgmma(opt), deterministic = opt && opt->deterministic;
     if (deterministic && !wgmma)
@@ -198,8 +202,7 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
                 ATTN_FAMILY_MMA);
     const AttnBwdArgs a =
         backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, deterministic);
-    run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma,
-                 stream);
+    run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma, stream);
 }
 
 #ifdef GPT2_ATTN_TUNING
@@ -226,8 +229,7 @@ const AttnVariant &find_variant(const char *name, int HS, bool backward) {
                     v.info.backward ? "backward" : "forward");
         if (v.info.head_size != HS)
             fail_at(__FILE__, __LINE__, EXIT_FATAL,
-                    "attention variant %s is for head size %d, not %d", name, v.info.head_size,
-                    HS);
+                    "attention variant %s is for head size %d, not %d", name, v.info.head_size, HS);
         if (v.wgmma && !attention_wgmma_supported())
             fail_at(__FILE__, __LINE__, EXIT_FATAL,
                     "attention variant %s: the wgmma kernels do not run here", name);
@@ -253,9 +255,9 @@ extern "C" void attention_forward_cuda_variant(const char *name, void *out, floa
 }
 
 extern "C" void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
-                                                const void *qkv, const void *out,
-                                                const float *lse, int B, int T, int C, int NH,
-                                                void *workspace, cudaStream_t stream) {
+                                                const void *qkv, const void *out, const float *lse,
+                                                int B, int T, int C, int NH, void *workspace,
+                                                cudaStream_t stream) {
     const AttnVariant &v = find_variant(name, head_size(C, NH), true);
     if (B <= 0 || T <= 0) return;
     const AttnBwdArgs a = backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, false);

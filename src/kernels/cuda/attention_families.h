@@ -35,8 +35,8 @@ struct AttnBwdArgs {
 };
 
 // A forward of one tile shape (its head size fixed), and a backward main kernel.
-typedef void (*attn_fwd_fn)(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B,
-                            int T, int NH, cudaStream_t stream);
+typedef void (*attn_fwd_fn)(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
+                            int NH, cudaStream_t stream);
 typedef void (*attn_bwd_fn)(const AttnBwdArgs &a, cudaStream_t stream);
 
 // mma.sync (attention_mma.cu): runs on every GPU the build targets.
@@ -48,8 +48,8 @@ void attention_mma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 // current device runs it (compute capability 9.0); only then may the two
 // below be called.
 bool attention_wgmma_supported();
-void attention_wgmma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B,
-                             int T, int NH, int HS, cudaStream_t stream);
+void attention_wgmma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
+                             int NH, int HS, cudaStream_t stream);
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 
 #ifdef GPT2_ATTN_TUNING

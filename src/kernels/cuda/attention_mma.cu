@@ -153,9 +153,8 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int kk = 0; kk < KT; kk++)
-            ldmatrix_x4(qf[mt][kk],
-                        smem_u32(sQ + tile_off<HS>(wl0 + mt * 16 + (lane & 15),
-                                                   kk * 16 + (lane >> 4) * 8)));
+            ldmatrix_x4(qf[mt][kk], smem_u32(sQ + tile_off<HS>(wl0 + mt * 16 + (lane & 15),
+                                                               kk * 16 + (lane >> 4) * 8)));
 
     float o[MT][NO][4];
     float m[MT][2], l[MT][2];
@@ -177,10 +176,8 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
         }
         if (j > 0) {
             const int k0 = (j - 1) * BN;
-            load_tile<BN, HS, NTH>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld, T - k0,
-                                   tid);
-            load_tile<BN, HS, NTH>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld, T - k0,
-                                   tid);
+            load_tile<BN, HS, NTH>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld, T - k0, tid);
+            load_tile<BN, HS, NTH>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld, T - k0, tid);
             cp_async_commit();
         }
         // causal block skipping: the whole tile is above this warp's rows
@@ -199,8 +196,9 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
 #pragma unroll
             for (int np = 0; np < NS / 2; np++) {
                 uint32_t kb[4];
-                ldmatrix_x4(kb, smem_u32(ks + tile_off<HS>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
-                                                           kk * 16 + ((lane >> 3) & 1) * 8)));
+                ldmatrix_x4(kb,
+                            smem_u32(ks + tile_off<HS>(np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                       kk * 16 + ((lane >> 3) & 1) * 8)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_bf16(s[mt][2 * np], qf[mt][kk], kb[0], kb[1]);
@@ -268,9 +266,9 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
 #pragma unroll
             for (int dp = 0; dp < HS / 16; dp++) {
                 uint32_t vb[4];
-                ldmatrix_x4_trans(vb, smem_u32(vs + tile_off<HS>(kk * 16 + (lane & 7) +
-                                                                     ((lane >> 3) & 1) * 8,
-                                                                 dp * 16 + (lane >> 4) * 8)));
+                ldmatrix_x4_trans(
+                    vb, smem_u32(vs + tile_off<HS>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                   dp * 16 + (lane >> 4) * 8)));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_bf16(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
@@ -338,9 +336,9 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
     extern __shared__ __align__(128) unsigned char smem_raw[];
     bf16 *sK = reinterpret_cast<bf16 *>(smem_raw);
     bf16 *sV = sK + BN * HS;
-    bf16 *sQ = sV + BN * HS;   // [2][BM * HS]
-    bf16 *sdO = sQ + 2 * BM * HS; // [2][BM * HS]
-    bf16 *sdS = sdO + 2 * BM * HS; // BN x BM: dS^T, keys as rows
+    bf16 *sQ = sV + BN * HS;                              // [2][BM * HS]
+    bf16 *sdO = sQ + 2 * BM * HS;                         // [2][BM * HS]
+    bf16 *sdS = sdO + 2 * BM * HS;                        // BN x BM: dS^T, keys as rows
     float *sL = reinterpret_cast<float *>(sdS + BN * BM); // [2][BM]
     float *sD = sL + 2 * BM;                              // [2][BM]
 
@@ -389,7 +387,7 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
             for (int n = 0; n < QN; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.f;
-            // S^T = K Q^T, dP^T = V dO^T (16 keys x BM queries)
+                    // S^T = K Q^T, dP^T = V dO^T (16 keys x BM queries)
 #pragma unroll
             for (int kk = 0; kk < KT; kk++) {
                 uint32_t ka[4], va[4];
@@ -455,8 +453,8 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
             for (int n = 0; n < QN; n++)
 #pragma unroll
                 for (int r = 0; r < 2; r++)
-                    *reinterpret_cast<uint32_t *>(sdS + tile_off<BM>(kw + g + 8 * r,
-                                                                     n * 8 + 2 * t4)) =
+                    *reinterpret_cast<uint32_t *>(sdS +
+                                                  tile_off<BM>(kw + g + 8 * r, n * 8 + 2 * t4)) =
                         pack_bf16(dp[n][2 * r], dp[n][2 * r + 1]);
         } else {
 #pragma unroll
@@ -479,16 +477,15 @@ static __global__ void __launch_bounds__(Shape::WARPS * 32, Shape::MIN_BLOCKS)
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++) {
                 uint32_t a[4];
-                ldmatrix_x4_trans(a, smem_u32(sdS + tile_off<BM>(kk * 16 + (lane & 7) +
-                                                                     ((lane >> 4) << 3),
-                                                                 mq * 16 + ((lane >> 3) & 1) * 8)));
+                ldmatrix_x4_trans(
+                    a, smem_u32(sdS + tile_off<BM>(kk * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                   mq * 16 + ((lane >> 3) & 1) * 8)));
 #pragma unroll
                 for (int np = 0; np < DQ_NT / 2; np++) {
                     uint32_t kb[4];
-                    ldmatrix_x4_trans(kb, smem_u32(sK + tile_off<HS>(kk * 16 + (lane & 7) +
-                                                                         ((lane >> 3) & 1) * 8,
-                                                                     nb + np * 16 +
-                                                                         (lane >> 4) * 8)));
+                    ldmatrix_x4_trans(
+                        kb, smem_u32(sK + tile_off<HS>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                       nb + np * 16 + (lane >> 4) * 8)));
                     mma_bf16(acc[2 * np], a, kb[0], kb[1]);
                     mma_bf16(acc[2 * np + 1], a, kb[2], kb[3]);
                 }
@@ -571,8 +568,8 @@ template <class Shape> void launch_bwd_mma(const AttnBwdArgs &a, cudaStream_t st
     raise_smem_limit(kernel, Cfg::SMEM, smem_done);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + Cfg::BN - 1) / Cfg::BN);
     const float scale = 1.f / sqrtf((float)HS);
-    kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse,
-                                                  a.dsum, a.T, a.NH, scale, scale * LOG2E);
+    kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum,
+                                                  a.T, a.NH, scale, scale * LOG2E);
     CUDA_CHECK_LAUNCH("attn_bwd_mma_kernel");
 }
 
@@ -625,23 +622,37 @@ constexpr const char *MMA = ATTN_FAMILY_MMA;
 
 const AttnVariant attention_mma_variants[] = {
     {{"mma_fwd64_4x16_3blocks", MMA, 64, false, "forward: 4 warps x 16 rows, 3 blocks/SM"},
-     false, launch_fwd_mma<MmaFwd64_4x16_3blocks>, nullptr},
+     false,
+     launch_fwd_mma<MmaFwd64_4x16_3blocks>,
+     nullptr},
     {{"mma_fwd64_8x16_2blocks", MMA, 64, false, "forward: 8 warps x 16 rows, 2 blocks/SM"},
-     false, launch_fwd_mma<MmaFwd64_8x16_2blocks>, nullptr},
+     false,
+     launch_fwd_mma<MmaFwd64_8x16_2blocks>,
+     nullptr},
     {{"mma_fwd64_4x16_1block", MMA, 64, false, "forward: 4 warps x 16 rows, 1 block/SM"},
-     false, launch_fwd_mma<MmaFwd64_4x16_1block>, nullptr},
+     false,
+     launch_fwd_mma<MmaFwd64_4x16_1block>,
+     nullptr},
     {{"mma_bwd64_4x64q_2blocks", MMA, 64, true,
       "backward: 4 warps x 16 keys, 64 queries a step, 2 blocks/SM"},
-     false, nullptr, launch_bwd_mma<MmaBwd64_4x64q_2blocks>},
+     false,
+     nullptr,
+     launch_bwd_mma<MmaBwd64_4x64q_2blocks>},
     {{"mma_bwd64_8x32q_1block", MMA, 64, true,
       "backward: 8 warps x 16 keys, 32 queries a step, 1 block/SM"},
-     false, nullptr, launch_bwd_mma<MmaBwd64_8x32q_1block>},
+     false,
+     nullptr,
+     launch_bwd_mma<MmaBwd64_8x32q_1block>},
     {{"mma_bwd64_4x32q_2blocks", MMA, 64, true,
       "backward: 4 warps x 16 keys, 32 queries a step, 2 blocks/SM"},
-     false, nullptr, launch_bwd_mma<MmaBwd64_4x32q_2blocks>},
+     false,
+     nullptr,
+     launch_bwd_mma<MmaBwd64_4x32q_2blocks>},
     {{"mma_bwd64_8x64q_1block", MMA, 64, true,
       "backward: 8 warps x 16 keys, 64 queries a step, 1 block/SM"},
-     false, nullptr, launch_bwd_mma<MmaBwd64_8x64q_1block>},
+     false,
+     nullptr,
+     launch_bwd_mma<MmaBwd64_8x64q_1block>},
 };
 const int attention_mma_variant_count =
     (int)(sizeof attention_mma_variants / sizeof attention_mma_variants[0]);

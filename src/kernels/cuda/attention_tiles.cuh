@@ -84,10 +84,14 @@ __device__ __forceinline__ void fwd_block_coords(int x, int n_bh, int n_qt, int 
 // 8 distinct bank groups (ldmatrix reads 8 rows x 16 bytes per matrix).
 
 template <int CH> __device__ __forceinline__ int swz_chunk(int row, int chunk) {
-    if constexpr (CH >= 8) return chunk ^ (row & 7);
-    else if constexpr (CH == 4) return chunk ^ ((row >> 1) & 3);
-    else if constexpr (CH == 2) return chunk ^ ((row >> 2) & 1);
-    else return chunk;
+    if constexpr (CH >= 8)
+        return chunk ^ (row & 7);
+    else if constexpr (CH == 4)
+        return chunk ^ ((row >> 1) & 3);
+    else if constexpr (CH == 2)
+        return chunk ^ ((row >> 2) & 1);
+    else
+        return chunk;
 }
 
 // Element offset of (row, col) in a swizzled tile with COLS columns.
@@ -175,8 +179,8 @@ __device__ __forceinline__ void load_row_stats(float *sL, float *sD, const BwdBl
 // row XORed with t % 8 (stores of mma-layout fragments to shared memory in
 // this layout are free of bank conflicts). The mma.sync kernels use
 // [B * T][NH * HS] instead.
-__host__ __device__ __forceinline__ size_t dq_wgmma_index(int b, int h, int t, int d, int NH,
-                                                          int T, int HS) {
+__host__ __device__ __forceinline__ size_t dq_wgmma_index(int b, int h, int t, int d, int NH, int T,
+                                                          int HS) {
     const size_t tile = ((size_t)b * NH + h) * (HS / 64) + d / 64;
     return (tile * T + t) * 64 + ((((d >> 3) & 7) ^ (t & 7)) << 3) + (d & 7);
 }
@@ -189,8 +193,8 @@ void raise_smem_limit(Kernel kernel, size_t bytes, unsigned long long &done) {
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     if (dev < 64 && (done >> dev & 1ull)) return;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)bytes));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
     if (dev < 64) done |= 1ull << dev;
 }
 

@@ -38,8 +38,6 @@
  * (attention_wgmma_variants, at the end). This file's kernels have bodies
  * only when compiled for sm_90a (GPT2_CUDA_ARCHS with "90a"; the build then
  * defines GPT2_HAVE_SM90A). */
-#include "kernels/cuda/attention_families.h"
-
 #include <cuda.h> // CUtensorMap (the driver's function is reached through the runtime)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -48,6 +46,7 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -110,9 +109,10 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
 // thread two adjacent elements of a row) stored transposed: lane 8i + c
 // gives the address of row c of matrix i's transpose (16 bytes).
 __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
-                 ::"r"(addr), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-                 : "memory");
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+        "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+        : "memory");
 }
 
 // mbarriers (shared-memory barrier objects that count arrivals and the bytes
@@ -125,8 +125,7 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 // This thread's arrival, and `bytes` more of asynchronous copies to wait for.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-                 "r"(bytes)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                  : "memory");
 }
 // Waits for the completion of the barrier's phase of the given parity.
@@ -144,22 +143,21 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
                                             int c2, int c3, uint32_t bar) {
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
-                 "r"(bar)
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
                  : "memory");
 }
 // ROWS positions from row0 of head `head` of batch b of a make_head_map
 // tensor map, NA atoms of 64 head dims (ROWS / 64 x NA boxes), into the
 // tile at s in the atom layout (attention_tiles.cuh), completing on bar.
 template <int ROWS, int NA>
-__device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int head, int row0,
-                                         int b, uint32_t bar) {
+__device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int head, int row0, int b,
+                                         uint32_t bar) {
 #pragma unroll
     for (int a = 0; a < NA; a++)
 #pragma unroll
         for (int r = 0; r < ROWS / 64; r++)
-            tma_load_4d(smem_u32(s + a * ROWS * 64 + r * 64 * 64), map, 64 * a, head,
-                        row0 + 64 * r, b, bar);
+            tma_load_4d(smem_u32(s + a * ROWS * 64 + r * 64 * 64), map, 64 * a, head, row0 + 64 * r,
+                        b, bar);
 }
 // Makes the mbarrier initialisations of this thread visible to the other
 // threads and to the copy engine (a block barrier must follow).
@@ -171,9 +169,10 @@ __device__ __forceinline__ void mbar_init_fence() {
 // copy engine (TMA) as one asynchronous operation of this thread's bulk
 // group; bytes a multiple of 16, both addresses 16-byte aligned.
 __device__ __forceinline__ void bulk_reduce_add_f32(float *dst, uint32_t src, uint32_t bytes) {
-    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
-                 ::"l"(dst), "r"(src), "r"(bytes)
-                 : "memory");
+    asm volatile(
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+        "r"(src), "r"(bytes)
+        : "memory");
 }
 __device__ __forceinline__ void bulk_commit() {
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
@@ -206,8 +205,8 @@ __device__ __forceinline__ void turn_pass(unsigned *counter) {
 // and B 16 x 64 in shared memory (descriptors): A K-major; B K-major (stored
 // as 64 x 16, TRANS_B = 0: D = A B^T of that) or MN-major (TRANS_B = 1).
 template <int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a,
-                                                    uint64_t desc_b, int scale_d) {
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
+                                                   int scale_d) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -253,7 +252,7 @@ wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_
 // D (64 x 64, fp32) += A B: A 64 x 16 bf16 in registers (per warp of the
 // group, the mma.sync m16n8k16 A fragment), B 16 x 64 MN-major in shared memory.
 __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4],
-                                                    uint64_t desc_b) {
+                                                   uint64_t desc_b) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -322,8 +321,8 @@ template <int HS, int NWG, int BN, int STAGES> struct WgmmaFwdCfg {
 template <class Shape>
 static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLOCKS)
     attn_fwd_wgmma_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
-                          const bf16 *__restrict__ qkv, int T, int NH, float scale_log2,
-                          int group, const __grid_constant__ CUtensorMap qkv_map) {
+                          const bf16 *__restrict__ qkv, int T, int NH, float scale_log2, int group,
+                          const __grid_constant__ CUtensorMap qkv_map) {
     // the shape under the body's names (unused where the body is __trap())
     [[maybe_unused]] constexpr int HS = Shape::HS, NWG = Shape::WARPGROUPS, BN = Shape::KEYS,
                                    STAGES = Shape::TMA_STAGES;
@@ -390,8 +389,8 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
         cp_async_commit();
     }
 
-    const int g_row0 = q0 + 64 * wg;          // the warpgroup's first row in the sequence
-    const int wrow0 = g_row0 + 16 * warp;     // the warp's
+    const int g_row0 = q0 + 64 * wg;      // the warpgroup's first row in the sequence
+    const int wrow0 = g_row0 + 16 * warp; // the warp's
     const bool group_active = g_row0 < T;
     const int g = lane >> 2, t4 = lane & 3;
     const Sw128 q_desc(smem_u32(sQ + 64 * wg * 64)); // the group's rows of atom 0
@@ -403,7 +402,7 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
 
     // The steps of one key tile, shared by both walks below.
     // S = Q K^T, issued (not waited for): k steps of 16 head dims.
-    auto issue_s = [&](float (&s)[NS * 4], Sw128 k_desc) {
+    auto issue_s = [&](float(&s)[NS * 4], Sw128 k_desc) {
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < HS / 16; kk++) {
@@ -418,7 +417,7 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
     // Key tile j's mask and online softmax, base 2: s becomes p = 2^(s*scale*log2e - m),
     // m and l move on, alpha is O's factor; returns whether a row max of this thread went up.
     // may_cross = false: the caller knows the tile below every row of the warp.
-    auto softmax_tile = [&](float (&s)[NS * 4], int j, float (&alpha)[2], bool may_cross) {
+    auto softmax_tile = [&](float(&s)[NS * 4], int j, float(&alpha)[2], bool may_cross) {
         // s[4n + e]: row wrow0 + g + 8 (e >> 1), key j BN + 8n + 2 t4 + (e & 1)
         if (may_cross && j * BN + BN - 1 > wrow0) { // crosses the diagonal
 #pragma unroll
@@ -460,7 +459,7 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
     // alpha = 1 exactly where the max stayed: the warp skips the HS / 2
     // multiplies a thread unless one of its 16 rows went up (LAZY; after
     // the first tiles from the diagonal most tiles raise no row max)
-    auto rescale_o = [&](bool grew, const float (&alpha)[2]) {
+    auto rescale_o = [&](bool grew, const float(&alpha)[2]) {
         if (LAZY && !__any_sync(0xffffffffu, grew)) return;
 #pragma unroll
         for (int r = 0; r < 2; r++)
@@ -471,12 +470,12 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
             }
     };
     // P as the A fragments of P V
-    auto pack_p = [&](const float (&s)[NS * 4], uint32_t (&pa)[BN / 16][4]) {
+    auto pack_p = [&](const float(&s)[NS * 4], uint32_t(&pa)[BN / 16][4]) {
         pack_a_frags<BN / 16>(s, pa);
     };
     // O += P V per 64 head dims (atom a of V), issued: k steps of 16 keys =
     // 16 rows of V (2048 bytes)
-    auto issue_pv = [&](const uint32_t (&pa)[BN / 16][4], Sw128 v_desc) {
+    auto issue_pv = [&](const uint32_t(&pa)[BN / 16][4], Sw128 v_desc) {
         wgmma_fence();
         fence_regs(o);
         wgmma_rs_tile<NA, BN / 16, BN>(o, pa, v_desc);
@@ -556,10 +555,10 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
                 __syncthreads(); // tile j landed; everyone is done with buffer buf ^ 1
                 if (j > 0) {
                     const int k0 = (j - 1) * BN;
-                    load_tile<BN, HS, NTH, true>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld,
-                                                 ld, T - k0, tid);
-                    load_tile<BN, HS, NTH, true>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld,
-                                                 ld, T - k0, tid);
+                    load_tile<BN, HS, NTH, true>(sK + (buf ^ 1) * BN * HS, kg + (size_t)k0 * ld, ld,
+                                                 T - k0, tid);
+                    load_tile<BN, HS, NTH, true>(sV + (buf ^ 1) * BN * HS, vg + (size_t)k0 * ld, ld,
+                                                 T - k0, tid);
                     cp_async_commit();
                 }
             }
@@ -667,9 +666,9 @@ typedef std::false_type Below;
 // K, V, NST x (Q, dO), dS (queries x keys), then NST x (lse, D), NST mbarriers;
 // +1024 for alignment
 template <int HS, int NST = 2>
-constexpr size_t BWD_SMEM =
-    (size_t)(2 * BWD_BN * HS + 2 * NST * BWD_BM * HS + BWD_BM * BWD_BN) * sizeof(bf16) +
-    2 * NST * BWD_BM * sizeof(float) + NST * 8 + 1024;
+constexpr size_t BWD_SMEM = (size_t)(2 * BWD_BN * HS + 2 * NST * BWD_BM * HS + BWD_BM * BWD_BN) *
+                                sizeof(bf16) +
+                            2 * NST *BWD_BM * sizeof(float) + NST * 8 + 1024;
 
 // Shape: WgmmaBwd64's members (below). Shape::TMA: thread 0 loads K, V and
 // each stage's Q, dO with TMA (qkv_map, dout_map: make_head_map's)
@@ -694,10 +693,10 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
     // [NST stages][Q, dO] (BM * HS each): a stage's pair is also the staging
     // area of that tile's dQ in fp32 ([HS / 64 atoms][BM][64])
     bf16 *sQdO = sV + BN * HS;
-    bf16 *sdS = sQdO + 2 * NST * BM * HS; // BM x BN: dS, queries as rows
+    bf16 *sdS = sQdO + 2 * NST * BM * HS;                 // BM x BN: dS, queries as rows
     float *sL = reinterpret_cast<float *>(sdS + BM * BN); // [NST][BM]
     float *sD = sL + NST * BM;                            // [NST][BM]
-    const uint32_t full_bar0 = smem_u32(sD + NST * BM); // TMA: stage st's Q, dO landed: + 8 st
+    const uint32_t full_bar0 = smem_u32(sD + NST * BM);   // TMA: stage st's Q, dO landed: + 8 st
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -768,7 +767,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
         cp_async_wait<NST - 2>(); // tile it's; with 3 stages, tile it + 1's may be pending
         if (TMA) mbar_wait(full_bar0 + 8 * st, (it / NST) & 1);
         if (!TMA) fence_proxy_async(); // cp.async's writes, read by wgmma
-        __syncthreads(); // tile i landed; everyone is done with sdS
+        __syncthreads();               // tile i landed; everyone is done with sdS
         const Sw128 q_desc(smem_u32(sQdO + st * 2 * BM * HS)),
             do_desc(smem_u32(sQdO + (st * 2 + 1) * BM * HS));
         const float *ls = sL + st * BM, *ds = sD + st * BM;
@@ -796,11 +795,11 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
                 const float2 L = *reinterpret_cast<const float2 *>(ls + n * 8 + 2 * t4);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const float p = fast_exp2(
-                        fmaf(s[4 * n + e], scale_log2, -((e & 1) ? L.y : L.x) * LOG2E));
+                    const float p =
+                        fast_exp2(fmaf(s[4 * n + e], scale_log2, -((e & 1) ? L.y : L.x) * LOG2E));
                     s[4 * n + e] =
                         MASKED && kw0 + g + ((e >> 1) << 3) > q0 + n * 8 + 2 * t4 + (e & 1) ? 0.f
-                                                                                          : p;
+                                                                                            : p;
                 }
             }
         };
@@ -814,7 +813,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
             }
         };
         uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
-        if (SPLIT) { // P^T while the tensor cores do dP^T
+        if (SPLIT) {                             // P^T while the tensor cores do dP^T
             wgmma_wait<1>();
             fence_regs(s);
             exp_p();
@@ -864,7 +863,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
         // size 128)
         if (lane == 0) bulk_wait_read();
         __syncthreads(); // dS complete (all four warps' keys); stage st ^ 1 free
-        if (NST > 2) { // tile it + 2 into the stage of tile it - 1
+        if (NST > 2) {   // tile it + 2 into the stage of tile it - 1
             if (it + 2 < n_it) load_q_tile(tile_of(it + 2), (it + 2) % NST, false);
             cp_async_commit();
         } else if (it + 1 < n_it) {
@@ -992,9 +991,9 @@ int make_head_map(CUtensorMap *map, const bf16 *x, int B, int T, int HEADS, int 
     const cuuint64_t dims[4] = {(cuuint64_t)HS, (cuuint64_t)HEADS, (cuuint64_t)T, (cuuint64_t)B};
     const cuuint64_t strides[3] = {HS * sizeof(bf16), row, (cuuint64_t)T * row}; // dims 1..3
     const cuuint32_t box[4] = {64, 1, 64, 1}, elem_strides[4] = {1, 1, 1, 1};
-    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<bf16 *>(x), dims,
-                  strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+    return encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<bf16 *>(x), dims, strides,
+                  box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
@@ -1092,16 +1091,16 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
               make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, HS)))
             return launch_bwd_wgmma<CpAsyncBwd<Shape>>(a, stream);
     }
-    auto kernel = a.dq_order ? attn_bwd_wgmma_kernel<Shape, true>
-                             : attn_bwd_wgmma_kernel<Shape, false>;
+    auto kernel =
+        a.dq_order ? attn_bwd_wgmma_kernel<Shape, true> : attn_bwd_wgmma_kernel<Shape, false>;
     constexpr size_t SMEM = BWD_SMEM<HS, Shape::STAGES>;
     static unsigned long long smem_done[2] = {0, 0};
     raise_smem_limit(kernel, SMEM, smem_done[a.dq_order != nullptr]);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
-    kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T,
-                                        a.NH, scale, scale * LOG2E, a.dq_order, Shape::GROUP,
-                                        qkv_map, dout_map);
+    kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH,
+                                        scale, scale * LOG2E, a.dq_order, Shape::GROUP, qkv_map,
+                                        dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
 
@@ -1204,48 +1203,88 @@ constexpr const char *WGMMA = ATTN_FAMILY_WGMMA;
 
 const AttnVariant attention_wgmma_variants[] = {
     {{"wgmma_fwd64_cp_async", WGMMA, 64, false, "the fallback: loads by cp.async, double buffered"},
-     true, launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd64>>, nullptr},
+     true,
+     launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd64>>,
+     nullptr},
     {{"wgmma_fwd64_cp_async_2x128", WGMMA, 64, false,
       "cp.async, 2 warpgroups x 128 keys, 1 block/SM"},
-     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync2x128>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_CpAsync2x128>,
+     nullptr},
     {{"wgmma_fwd64_cp_async_3wg", WGMMA, 64, false, "cp.async, 3 warpgroups, 1 block/SM"},
-     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync3wg>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_CpAsync3wg>,
+     nullptr},
     {{"wgmma_fwd64_cp_async_1wg", WGMMA, 64, false, "cp.async, 1 warpgroup, 4 blocks/SM"},
-     true, launch_fwd_wgmma<WgmmaFwd64_CpAsync1wg>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_CpAsync1wg>,
+     nullptr},
     {{"wgmma_fwd64_tma3", WGMMA, 64, false, "the walk unpipelined, 3 TMA stages"},
-     true, launch_fwd_wgmma<WgmmaFwd64_Tma3>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_Tma3>,
+     nullptr},
     {{"wgmma_fwd64_tma3_ungrouped", WGMMA, 64, false,
       "tma3 with the blocks longest first over all heads, not in groups of 16"},
-     true, launch_fwd_wgmma<WgmmaFwd64_Tma3Ungrouped>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_Tma3Ungrouped>,
+     nullptr},
     {{"wgmma_fwd64_tma3_eager_rescale", WGMMA, 64, false, "tma3 rescaling O after every tile"},
-     true, launch_fwd_wgmma<WgmmaFwd64_Tma3EagerRescale>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_Tma3EagerRescale>,
+     nullptr},
     {{"wgmma_fwd64_tma2", WGMMA, 64, false, "the walk unpipelined, 2 TMA stages"},
-     true, launch_fwd_wgmma<WgmmaFwd64_Tma2>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_Tma2>,
+     nullptr},
     {{"wgmma_fwd64_pipelined_tma3", WGMMA, 64, false, "the pipelined walk with 3 TMA stages"},
-     true, launch_fwd_wgmma<WgmmaFwd64_PipelinedTma3>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_PipelinedTma3>,
+     nullptr},
     {{"wgmma_fwd128_cp_async", WGMMA, 128, false,
       "the fallback: loads by cp.async, double buffered"},
-     true, launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd128>>, nullptr},
+     true,
+     launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd128>>,
+     nullptr},
     {{"wgmma_fwd128_cp_async_3wg", WGMMA, 128, false, "cp.async, 3 warpgroups, 1 block/SM"},
-     true, launch_fwd_wgmma<WgmmaFwd128_CpAsync3wg>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_CpAsync3wg>,
+     nullptr},
     {{"wgmma_fwd128_cp_async_1block", WGMMA, 128, false, "cp.async, 1 block/SM"},
-     true, launch_fwd_wgmma<WgmmaFwd128_CpAsync1block>, nullptr},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_CpAsync1block>,
+     nullptr},
     {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
-     true, nullptr, launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd64>>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd64>>},
     {{"wgmma_bwd64_2blocks", WGMMA, 64, true, "2 blocks/SM"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_2blocks>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd64_2blocks>},
     {{"wgmma_bwd64_tma2", WGMMA, 64, true, "2 TMA stages"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_Tma2>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd64_Tma2>},
     {{"wgmma_bwd64_ungrouped", WGMMA, 64, true, "each pair's key blocks in turn"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd64_Ungrouped>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd64_Ungrouped>},
     {{"wgmma_bwd128_cp_async", WGMMA, 128, true, "the fallback: loads by cp.async, 2 stages"},
-     true, nullptr, launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd128>>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd128>>},
     {{"wgmma_bwd128_unsplit", WGMMA, 128, true, "the products in order (SPLIT 0)"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_Unsplit>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd128_Unsplit>},
     {{"wgmma_bwd128_split_p", WGMMA, 128, true, "only P^T under dP^T (SPLIT 1)"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_SplitP>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd128_SplitP>},
     {{"wgmma_bwd128_ungrouped", WGMMA, 128, true, "each pair's key blocks in turn"},
-     true, nullptr, launch_bwd_wgmma<WgmmaBwd128_Ungrouped>},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd128_Ungrouped>},
 };
 const int attention_wgmma_variant_count =
     (int)(sizeof attention_wgmma_variants / sizeof attention_wgmma_variants[0]);

@@ -14,9 +14,10 @@
  * 100 KB, usually still in L2) and writes (softmax - onehot) * dloss rounded
  * to bf16, and zeros for the padding columns [V, Vp). With dloss == 0 the
  * logits are not written. */
+#include "kernels/classifier.h"
+
 #include <math.h>
 
-#include "kernels/classifier.h"
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -115,8 +116,7 @@ extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
              "logits 16-byte aligned",
              Vp, V);
     if (N <= 0) return;
-    classifier_kernel<<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp,
-                                                     dloss);
+    classifier_kernel<<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
     CUDA_CHECK_LAUNCH("classifier_kernel");
 }
 
@@ -125,8 +125,7 @@ static __global__ void loss_accumulate_kernel(float *acc, const float *losses, i
     if (i < N) acc[i] += losses[i];
 }
 
-extern "C" void loss_accumulate_cuda(float *acc, const float *losses, int N,
-                                     cudaStream_t stream) {
+extern "C" void loss_accumulate_cuda(float *acc, const float *losses, int N, cudaStream_t stream) {
     if (N <= 0) return;
     loss_accumulate_kernel<<<(N + 255) / 256, 256, 0, stream>>>(acc, losses, N);
     CUDA_CHECK_LAUNCH("loss_accumulate_kernel");

@@ -1,8 +1,8 @@
 // GPU discovery through the CUDA runtime (see kernels/cuda_info.h).
+#include "kernels/cuda_info.h"
+
 #include <cuda_runtime.h>
 #include <stdio.h>
-
-#include "kernels/cuda_info.h"
 
 extern "C" int cuda_device_count(void) {
     int n = 0;

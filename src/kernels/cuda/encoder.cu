@@ -19,11 +19,12 @@
  *   block reading a few thousand rows alone on real text: several times
  *   slower than on hashed tokens; docs/gpu-training.md.) Fixed tiles and fixed orders: one
  *   bf16 rounding per element and the same bits on every run. */
+#include "kernels/encoder.h"
+
 #include <cub/device/device_radix_sort.cuh>
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/encoder.h"
 
 static __global__ void encoder_forward_kernel(bf16 *out, const int32_t *inp, const bf16 *wte,
                                               const bf16 *wpe, int N, int T, int C) {
@@ -72,8 +73,7 @@ enum { WTE_TILE = 32 }; /* sorted positions per block (16 measured slower on tex
 /* Partials of runs that cross tile edges: slot (tile, 0) holds the piece
  * that opens the tile and belongs to a run begun in an earlier tile; slot
  * (tile, 1) the piece of a run that begins in the tile and goes on past it. */
-static __device__ __forceinline__ float *wte_partial(float *partials, int tile, int slot,
-                                                     int C) {
+static __device__ __forceinline__ float *wte_partial(float *partials, int tile, int slot, int C) {
     return partials + ((size_t)tile * 2 + slot) * C;
 }
 
@@ -95,8 +95,7 @@ static __device__ __forceinline__ void add_into_bf16(bf16 *w, const float *acc) 
 /* Block x: tile x of the sorted positions; thread: 8 channels (blockIdx.y
  * selects the channel range when C/8 exceeds the block). */
 static __global__ void encoder_backward_wte_tile_kernel(bf16 *dwte, float *partials,
-                                                        const bf16 *dout,
-                                                        const int32_t *sorted_tok,
+                                                        const bf16 *dout, const int32_t *sorted_tok,
                                                         const int32_t *sorted_row, int N, int C) {
     const int tile = blockIdx.x, first = tile * WTE_TILE, end = min(N, first + WTE_TILE);
     const int c8 = blockIdx.y * blockDim.x + threadIdx.x;
@@ -108,7 +107,8 @@ static __global__ void encoder_backward_wte_tile_kernel(bf16 *dwte, float *parti
         const bool begun_before = i == first && i > 0 && sorted_tok[i - 1] == tok;
         float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
         int j = i;
-        for (; j < end && sorted_tok[j] == tok; j++) add_row8(acc, dout + (size_t)sorted_row[j] * C + c);
+        for (; j < end && sorted_tok[j] == tok; j++)
+            add_row8(acc, dout + (size_t)sorted_row[j] * C + c);
         const bool goes_on = j == end && end < N && sorted_tok[end] == tok;
         if (begun_before || goes_on) {
             float *p = wte_partial(partials, tile, begun_before ? 0 : 1, C) + c;
@@ -127,8 +127,9 @@ static __global__ void encoder_backward_wte_runs_kernel(bf16 *dwte, const float 
                                                         const int32_t *sorted_tok, int N, int C) {
     const int tile = blockIdx.x, first = tile * WTE_TILE, end = min(N, first + WTE_TILE);
     const int tok = sorted_tok[end - 1];
-    if (end >= N || sorted_tok[end] != tok) return;                          /* ends in the tile */
-    if (sorted_tok[first] == tok && first > 0 && sorted_tok[first - 1] == tok) return; /* begun before */
+    if (end >= N || sorted_tok[end] != tok) return; /* ends in the tile */
+    if (sorted_tok[first] == tok && first > 0 && sorted_tok[first - 1] == tok)
+        return; /* begun before */
     const int c8 = blockIdx.y * blockDim.x + threadIdx.x;
     if (c8 >= C / 8) return;
     const int c = c8 * 8;
@@ -184,9 +185,9 @@ extern "C" size_t encoder_backward_cuda_workspace_bytes(int B, int T) {
            align_up((size_t)wte_tiles(N) * 2 * MAX_C * sizeof(float));
 }
 
-extern "C" void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout,
-                                      const int32_t *inp, int B, int T, int C, void *workspace,
-                                      size_t workspace_bytes, cudaStream_t stream) {
+extern "C" void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
+                                      int B, int T, int C, void *workspace, size_t workspace_bytes,
+                                      cudaStream_t stream) {
     check_shape("encoder_backward_cuda", C, dwte, dwpe, dout);
     const int N = B * T;
     const size_t need = encoder_backward_cuda_workspace_bytes(B, T);
@@ -212,8 +213,8 @@ extern "C" void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout,
     CUDA_CHECK_LAUNCH("iota_kernel");
     /* All 32 key bits: the table does not pass the vocabulary size, and for
      * 32K keys the two extra radix passes cost a few microseconds. */
-    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inp, sorted_tok, rows,
-                                               sorted_row, N, 0, 32, stream));
+    CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inp, sorted_tok, rows, sorted_row,
+                                               N, 0, 32, stream));
 
     if (C > MAX_C) FAIL("encoder_backward_cuda: C=%d is wider than %d", C, MAX_C);
     float *partials = (float *)((char *)temp + align_up(temp_bytes));
@@ -222,7 +223,7 @@ extern "C" void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout,
     encoder_backward_wte_tile_kernel<<<grid, block, 0, stream>>>(
         (bf16 *)dwte, partials, (const bf16 *)dout, sorted_tok, sorted_row, N, C);
     CUDA_CHECK_LAUNCH("encoder_backward_wte_tile_kernel");
-    encoder_backward_wte_runs_kernel<<<grid, block, 0, stream>>>((bf16 *)dwte, partials,
-                                                                 sorted_tok, N, C);
+    encoder_backward_wte_runs_kernel<<<grid, block, 0, stream>>>((bf16 *)dwte, partials, sorted_tok,
+                                                                 N, C);
     CUDA_CHECK_LAUNCH("encoder_backward_wte_runs_kernel");
 }

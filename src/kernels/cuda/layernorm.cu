@@ -26,9 +26,10 @@
  * stream received, which would otherwise cost the matmul backward another
  * pass over it (12 KB of shared memory per warp at C = 768 instead of 8:
  * still 3 blocks per SM). */
+#include "kernels/layernorm.h"
+
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/layernorm.h"
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
@@ -100,7 +101,9 @@ static __global__ void __launch_bounds__(LN_THREADS)
 /* 3 blocks (24 warps) per SM up to C = 768: 85 registers and 48 KB of
  * shared memory each (72 KB with COLSUM) */
 template <int VPL, bool COLSUM>
-static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2 : 1)
+static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3   ? 3
+                                                     : VPL <= 7 ? 2
+                                                                : 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
                               int C, int rows_per_block) {
@@ -210,8 +213,8 @@ static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3 ? 3 : VPL <= 7 ? 2
  * are added in y order. Columns [0, C) go to dbias, [C, 2C) to dweight,
  * [2C, 3C) (nsum 3) to colsum. */
 static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias, bf16 *colsum,
-                                                        const float *partials, int nblocks,
-                                                        int C, int nsum) {
+                                                        const float *partials, int nblocks, int C,
+                                                        int nsum) {
     __shared__ float sh[RED_Y][RED_X + 1];
     const int j = blockIdx.x * RED_X + threadIdx.x;
     const int width = nsum * C;
@@ -245,10 +248,10 @@ static void launch_forward(int vpl, bf16 *residual, bf16 *out, float *mean, floa
                            const bf16 *a, const bf16 *b, const bf16 *w, const bf16 *bias, int N,
                            int C, cudaStream_t stream) {
     const unsigned grid = (unsigned)((N + LN_WARPS - 1) / LN_WARPS);
-#define LN_FWD_CASE(V)                                                                          \
-    case V:                                                                                     \
-        layernorm_forward_kernel<V, RESIDUAL>                                                   \
-            <<<grid, LN_THREADS, 0, stream>>>(residual, out, mean, rstd, a, b, w, bias, N, C); \
+#define LN_FWD_CASE(V)                                                                             \
+    case V:                                                                                        \
+        layernorm_forward_kernel<V, RESIDUAL>                                                      \
+            <<<grid, LN_THREADS, 0, stream>>>(residual, out, mean, rstd, a, b, w, bias, N, C);     \
         break;
     switch (vpl) {
         LN_FWD_CASE(1)
@@ -275,10 +278,10 @@ extern "C" void layernorm_forward_cuda(void *out, float *mean, float *rstd, cons
                           (const bf16 *)weight, (const bf16 *)bias, N, C, stream);
 }
 
-extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float *mean,
-                                                float *rstd, const void *a, const void *b,
-                                                const void *weight, const void *bias, int N,
-                                                int C, cudaStream_t stream) {
+extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float *mean, float *rstd,
+                                                const void *a, const void *b, const void *weight,
+                                                const void *bias, int N, int C,
+                                                cudaStream_t stream) {
     const int vpl = vectors_per_lane("residual_layernorm_forward_cuda", C);
     const void *ptrs[] = {residual, out, a, b, weight, bias};
     for (const void *p : ptrs) check_aligned("residual_layernorm_forward_cuda", p);
@@ -316,29 +319,29 @@ static int multiprocessors(void) {
 
 /* Launches the backward kernel; returns its number of blocks (partials). */
 template <bool COLSUM>
-static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout,
-                           const bf16 *inp, const bf16 *weight, const float *mean,
-                           const float *rstd, int N, int C, cudaStream_t stream) {
+static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+                           const bf16 *weight, const float *mean, const float *rstd, int N, int C,
+                           cudaStream_t stream) {
     const size_t smem = (size_t)LN_WARPS * (COLSUM ? 3 : 2) * C * sizeof(float);
     int nblocks = 0, rows = 0, per_sm = 0;
     /* set up once per variant and C (the occupancy depends on both) */
-#define LN_BWD_CASE(V)                                                                        \
-    case V: {                                                                                 \
-        static int known_c = 0, known_per_sm = 0;                                             \
-        if (known_c != C) {                                                                   \
-            if (smem > 48 * 1024)                                                             \
-                CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,         \
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,  \
-                                                (int)smem));                                  \
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(                         \
-                &known_per_sm, layernorm_backward_kernel<V, COLSUM>, LN_THREADS, smem));      \
-            known_c = C;                                                                      \
-        }                                                                                     \
-        per_sm = known_per_sm > 0 ? known_per_sm : 1;                                         \
-        nblocks = backward_grid(N, per_sm * multiprocessors(), &rows);                        \
-        layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(          \
-            dinp, partials, dout, inp, weight, mean, rstd, N, C, rows);                       \
-        break;                                                                                \
+#define LN_BWD_CASE(V)                                                                             \
+    case V: {                                                                                      \
+        static int known_c = 0, known_per_sm = 0;                                                  \
+        if (known_c != C) {                                                                        \
+            if (smem > 48 * 1024)                                                                  \
+                CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,              \
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,       \
+                                                (int)smem));                                       \
+            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(                              \
+                &known_per_sm, layernorm_backward_kernel<V, COLSUM>, LN_THREADS, smem));           \
+            known_c = C;                                                                           \
+        }                                                                                          \
+        per_sm = known_per_sm > 0 ? known_per_sm : 1;                                              \
+        nblocks = backward_grid(N, per_sm * multiprocessors(), &rows);                             \
+        layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(               \
+            dinp, partials, dout, inp, weight, mean, rstd, N, C, rows);                            \
+        break;                                                                                     \
     }
     switch (vpl) {
         LN_BWD_CASE(1)
@@ -370,13 +373,12 @@ extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, 
     if (dinp_colsum) check_aligned("layernorm_backward_cuda", dinp_colsum);
     float *partials = (float *)workspace;
     const int nblocks =
-        dinp_colsum
-            ? launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
-                                    (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C,
-                                    stream)
-            : launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
-                                     (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C,
-                                     stream);
+        dinp_colsum ? launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
+                                            (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N,
+                                            C, stream)
+                    : launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
+                                             (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N,
+                                             C, stream);
     const dim3 block(RED_X, RED_Y);
     const int nsum = dinp_colsum ? 3 : 2;
     layernorm_backward_reduce_kernel<<<(nsum * C + RED_X - 1) / RED_X, block, 0, stream>>>(

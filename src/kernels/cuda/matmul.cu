@@ -47,17 +47,18 @@
  * into D (beta = 1: dweight) has D saved and restored around the trials;
  * the others overwrite everything they write, so the call itself, run last
  * with the chosen algorithm, leaves what it would have without them. */
+#include "kernels/matmul.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/matmul.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_CUBE 0.044715f
-enum { BIAS_ROWS = 64 };                  /* rows per chunk of the fallback column sum */
-enum { RED_X = 32, RED_Y = 16 };          /* column-sum reduce: columns x chunk stripes */
+enum { BIAS_ROWS = 64 };         /* rows per chunk of the fallback column sum */
+enum { RED_X = 32, RED_Y = 16 }; /* column-sum reduce: columns x chunk stripes */
 enum { MAX_PLANS = 96 };
 enum { MAX_CANDIDATES = 8, TUNE_REPS = 5 }; /* algorithms tried per plan; timed runs of each */
 static const float TUNE_MARGIN = 0.02f;     /* a challenger must be 2% faster */
@@ -141,8 +142,7 @@ static __global__ void add_bf16_kernel(bf16 *dst, const bf16 *src, int n) {
     if (j < n) dst[j] = __float2bfloat16_rn(__bfloat162float(dst[j]) + __bfloat162float(src[j]));
 }
 
-static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols,
-                           cudaStream_t stream) {
+static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols, cudaStream_t stream) {
     column_sum_add_kernel<<<(ncols + RED_X - 1) / RED_X, dim3(RED_X, RED_Y), 0, stream>>>(
         dst, src, nrows, ncols);
     CUDA_CHECK_LAUNCH("column_sum_add_kernel");
@@ -165,8 +165,8 @@ typedef struct {
     cublasLtMatmulAlgo_t algo;
     cublasLtMatmulAlgo_t candidates[MAX_CANDIDATES]; /* the heuristic's order */
     int n_candidates;
-    int tuned;                  /* candidates timed (or nothing to choose from) */
-    int chosen;                 /* index of algo among the candidates */
+    int tuned;                    /* candidates timed (or nothing to choose from) */
+    int chosen;                   /* index of algo among the candidates */
     float heuristic_us, tuned_us; /* median of TUNE_REPS, first candidate and chosen */
 } plan;
 
@@ -237,9 +237,9 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
 
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                      &lt->workspace_bytes,
-                                                      sizeof lt->workspace_bytes));
+    CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &lt->workspace_bytes, sizeof lt->workspace_bytes));
     const uint32_t al[4] = {key->align_a, key->align_b, key->align_d, key->align_d};
     const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -276,8 +276,8 @@ static float time_algo(const cublaslt_ctx *lt, cudaStream_t stream, const plan *
     for (int r = -1; r < TUNE_REPS; r++) {
         if (r >= 0) CUDA_CHECK(cudaEventRecord(start, stream));
         if (cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D, p->d,
-                           algo, lt->workspace, lt->workspace_bytes, stream) !=
-            CUBLAS_STATUS_SUCCESS) {
+                           algo, lt->workspace, lt->workspace_bytes,
+                           stream) != CUBLAS_STATUS_SUCCESS) {
             cudaGetLastError();
             return -1.0f;
         }
@@ -341,10 +341,10 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
 
 /* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
  * cuBLASLt has no algorithm for it (the caller falls back). */
-static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m, int n,
-                   int k, const void *A, int lda, const void *B, int ldb, void *D, int ldd,
-                   float beta, cublasLtEpilogue_t epilogue, const void *bias, int bias_type,
-                   const void *aux, int64_t aux_ld) {
+static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m, int n, int k,
+                   const void *A, int lda, const void *B, int ldb, void *D, int ldd, float beta,
+                   cublasLtEpilogue_t epilogue, const void *bias, int bias_type, const void *aux,
+                   int64_t aux_ld) {
     plan_key key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     key.ta = ta;
@@ -393,27 +393,26 @@ extern "C" void matmul_cuda_print_tuning(FILE *out) {
         const plan *p = &g_plans[i];
         if (!p->used || !p->ok || p->n_candidates < 2 || p->tuned_us <= 0.0f) continue;
         if (!any)
-            fprintf(out, "GEMM algorithms by measurement (cuBLASLt; m n k as cuBLAS sees them, "
-                         "column-major; us = median of %d runs):\n%-14s %6s %6s %6s %12s "
-                         "%12s %6s %10s\n",
-                    TUNE_REPS, "epilogue", "m", "n", "k", "heuristic us", "chosen us",
-                    "pick", "TFLOP/s");
+            fprintf(out,
+                    "GEMM algorithms by measurement (cuBLASLt; m n k as cuBLAS sees them, "
+                    "column-major; us = median of %d runs):\n%-14s %6s %6s %6s %12s "
+                    "%12s %6s %10s\n",
+                    TUNE_REPS, "epilogue", "m", "n", "k", "heuristic us", "chosen us", "pick",
+                    "TFLOP/s");
         any = 1;
         const plan_key *k = &p->key;
         const double flops = 2.0 * k->m * (double)k->n * k->k;
         fprintf(out, "%-14s %6d %6d %6d %12.1f %12.1f %3d/%-2d %10.1f\n",
-                epilogue_name((cublasLtEpilogue_t)k->epilogue), k->m, k->n, k->k,
-                p->heuristic_us, p->tuned_us, p->chosen + 1, p->n_candidates,
-                flops / (p->tuned_us * 1e-6) * 1e-12);
+                epilogue_name((cublasLtEpilogue_t)k->epilogue), k->m, k->n, k->k, p->heuristic_us,
+                p->tuned_us, p->chosen + 1, p->n_candidates, flops / (p->tuned_us * 1e-6) * 1e-12);
     }
     if (any) fprintf(out, "\n");
 }
 
 /* A GEMM that must run: no algorithm is a fatal error naming the shape. */
 static void lt_gemm_required(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m,
-                             int n, int k, const void *A, int lda, const void *B, int ldb,
-                             void *D, int ldd, float beta, cublasLtEpilogue_t epilogue,
-                             const void *bias) {
+                             int n, int k, const void *A, int lda, const void *B, int ldb, void *D,
+                             int ldd, float beta, cublasLtEpilogue_t epilogue, const void *bias) {
     if (!lt_gemm(lt, stream, ta, tb, m, n, k, A, lda, B, ldb, D, ldd, beta, epilogue, bias,
                  CUDA_R_16BF, nullptr, 0))
         FAIL("cuBLASLt has no algorithm for a bf16 GEMM m=%d n=%d k=%d (epilogue %s)", m, n, k,
@@ -449,8 +448,8 @@ static void check_args(const char *op, int N, int C, int OC, const void *const *
 static unsigned blocks_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
 
 extern "C" void matmul_forward_cuda(void *out, const void *inp, const void *weight,
-                                    const void *bias, int N, int C, int OC,
-                                    const cublaslt_ctx *lt, cudaStream_t stream) {
+                                    const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
+                                    cudaStream_t stream) {
     const void *ptrs[] = {out, inp, weight, bias};
     check_args("matmul_forward_cuda", N, C, OC, ptrs, 4);
     if (N == 0) return;
@@ -458,13 +457,14 @@ extern "C" void matmul_forward_cuda(void *out, const void *inp, const void *weig
                      bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
 }
 
-extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp,
-                                         const void *weight, const void *bias, int N, int C,
-                                         int OC, const cublaslt_ctx *lt, cudaStream_t stream) {
+extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
+                                         const void *bias, int N, int C, int OC,
+                                         const cublaslt_ctx *lt, cudaStream_t stream) {
     const void *ptrs[] = {out, pre, inp, weight, bias};
     check_args("matmul_gelu_forward_cuda", N, C, OC, ptrs, 5);
     if (N == 0) return;
-    const cublasLtEpilogue_t ep = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    const cublasLtEpilogue_t ep =
+        bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     const int fuse = g_fusion & MATMUL_FUSE_GELU;
     if (fuse && lt_gemm(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, out, OC, 0.0f, ep, bias,
                         CUDA_R_16BF, pre, OC))
@@ -520,7 +520,7 @@ static int dgelu_bgrad_gemm(const cublaslt_ctx *lt, cudaStream_t stream, bf16 *d
     if (lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
                 CUBLASLT_EPILOGUE_DGELU_BGRAD, workspace, CUDA_R_16BF, pre, C)) {
         add_bf16_kernel<<<blocks_for(C, 256), 256, 0, stream>>>(dpre_colsum,
-                                                               (const bf16 *)workspace, C);
+                                                                (const bf16 *)workspace, C);
         CUDA_CHECK_LAUNCH("add_bf16_kernel");
         return 1;
     }
@@ -584,8 +584,8 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
             bias_done = lt_gemm(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
                                 CUBLASLT_EPILOGUE_BGRADB, bias_bf16, CUDA_R_16BF, nullptr, 0);
             if (bias_done) {
-                add_bf16_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>((bf16 *)dbias,
-                                                                        bias_bf16, OC);
+                add_bf16_kernel<<<blocks_for(OC, 256), 256, 0, stream>>>((bf16 *)dbias, bias_bf16,
+                                                                         OC);
                 CUDA_CHECK_LAUNCH("add_bf16_kernel");
             } else {
                 note_fallback(CUBLASLT_EPILOGUE_BGRADB, C, OC, N);

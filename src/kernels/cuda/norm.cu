@@ -8,9 +8,10 @@
  * one thread adds the partials in index order into the device result, which
  * the clip factor then reads on the device. Same input, same bits, on any
  * GPU. One pass over the bf16 data, no atomics. */
+#include "kernels/norm.h"
+
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/norm.h"
 
 enum { SS_BLOCKS = 1024, SS_THREADS = 256 };
 
@@ -61,8 +62,7 @@ static __global__ void add_partials_kernel(double *sum, const double *partials, 
     *sum = total;
 }
 
-static __global__ void clip_scale_kernel(float *scale, const double *sum_squares,
-                                         double max_norm) {
+static __global__ void clip_scale_kernel(float *scale, const double *sum_squares, double max_norm) {
     *scale = clip_factor(*sum_squares, max_norm);
 }
 
@@ -70,8 +70,8 @@ static __global__ void nonfinite_fold_kernel(double *sum_squares, const double *
     *sum_squares = nonfinite_fold_value(*sum_squares, *value);
 }
 
-static __global__ void __launch_bounds__(SS_THREADS) sum_f32_kernel(double *sum, const float *x,
-                                                                    size_t n) {
+static __global__ void __launch_bounds__(SS_THREADS)
+    sum_f32_kernel(double *sum, const float *x, size_t n) {
     double acc = 0.0;
     for (size_t i = threadIdx.x; i < n; i += SS_THREADS) acc += (double)x[i];
     acc = block_sum_double(acc);
@@ -100,8 +100,7 @@ extern "C" void clip_scale_cuda(float *scale, const double *sum_squares, double 
     CUDA_CHECK_LAUNCH("clip_scale_kernel");
 }
 
-extern "C" void nonfinite_fold_cuda(double *sum_squares, const double *value,
-                                    cudaStream_t stream) {
+extern "C" void nonfinite_fold_cuda(double *sum_squares, const double *value, cudaStream_t stream) {
     nonfinite_fold_kernel<<<1, 1, 0, stream>>>(sum_squares, value);
     CUDA_CHECK_LAUNCH("nonfinite_fold_kernel");
 }

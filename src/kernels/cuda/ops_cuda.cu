@@ -15,6 +15,8 @@
  * through a device staging buffer in chunks of STAGING_FLOATS. The
  * conversion kernels live here because only the table's memory functions use
  * them. */
+#include "kernels/ops.h"
+
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,8 @@
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
-#include "kernels/ops.h"
 
-enum { STAGING_FLOATS = 16 << 20 };              /* 64 MiB of fp32 per conversion chunk */
+enum { STAGING_FLOATS = 16 << 20 };                 /* 64 MiB of fp32 per conversion chunk */
 static const size_t LT_WORKSPACE_BYTES = 32u << 20; /* cuBLASLt's recommendation for Hopper */
 
 /* The backend's state, set by ops_cuda_init. */
@@ -72,8 +73,7 @@ extern "C" cuda_backend_options cuda_backend_defaults(void) {
 }
 
 static bool same_options(const cuda_backend_options *a, const cuda_backend_options *b) {
-    return a->matmul_autotune == b->matmul_autotune &&
-           a->attention.hopper == b->attention.hopper &&
+    return a->matmul_autotune == b->matmul_autotune && a->attention.hopper == b->attention.hopper &&
            a->attention.deterministic == b->attention.deterministic;
 }
 
@@ -95,8 +95,8 @@ extern "C" void ops_cuda_init(int device, const cuda_backend_options *opt) {
     CUDA_CHECK(cudaMalloc(&g.lt.workspace, LT_WORKSPACE_BYTES));
     g.lt.workspace_bytes = LT_WORKSPACE_BYTES;
     g.lt.autotune = o.matmul_autotune;
-    CUDA_CHECK(cudaMalloc((void **)&g.norm_partials,
-                          (size_t)sum_squares_cuda_blocks() * sizeof(double)));
+    CUDA_CHECK(
+        cudaMalloc((void **)&g.norm_partials, (size_t)sum_squares_cuda_blocks() * sizeof(double)));
     g.device = device;
     g.ready = 1;
 }
@@ -133,8 +133,8 @@ static void *cuda_alloc(size_t bytes) {
         size_t free_b = 0, total_b = 0;
         cudaMemGetInfo(&free_b, &total_b);
         FAIL("cudaMalloc of %zu bytes (%.2f GiB) failed on device %d: %s (%.2f of %.2f GiB free)",
-             bytes, bytes / 1073741824.0, g.device, cudaGetErrorString(err),
-             free_b / 1073741824.0, total_b / 1073741824.0);
+             bytes, bytes / 1073741824.0, g.device, cudaGetErrorString(err), free_b / 1073741824.0,
+             total_b / 1073741824.0);
     }
     return p;
 }
@@ -208,8 +208,8 @@ static void cuda_upload_f32(void *dst, const float *src_host, size_t n) {
         const size_t m = n - off < (size_t)STAGING_FLOATS ? n - off : (size_t)STAGING_FLOATS;
         CUDA_CHECK(cudaMemcpyAsync(st, src_host + off, m * sizeof(float), cudaMemcpyHostToDevice,
                                    g.stream));
-        f32_to_bf16_kernel<<<(unsigned)((m + 255) / 256), 256, 0, g.stream>>>((bf16 *)dst + off,
-                                                                             st, m);
+        f32_to_bf16_kernel<<<(unsigned)((m + 255) / 256), 256, 0, g.stream>>>((bf16 *)dst + off, st,
+                                                                              m);
         CUDA_CHECK_LAUNCH("f32_to_bf16_kernel");
     }
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
@@ -255,16 +255,15 @@ static void cuda_layernorm_forward(void *out, float *mean, float *rstd, const vo
 static void cuda_residual_layernorm_forward(void *residual, void *out, float *mean, float *rstd,
                                             const void *a, const void *b, const void *weight,
                                             const void *bias, int N, int C) {
-    residual_layernorm_forward_cuda(residual, out, mean, rstd, a, b, weight, bias, N, C,
-                                    g.stream);
+    residual_layernorm_forward_cuda(residual, out, mean, rstd, a, b, weight, bias, N, C, g.stream);
 }
 
 static void cuda_layernorm_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                     const void *inp, const void *weight, const float *mean,
                                     const float *rstd, int N, int C, void *dinp_colsum) {
     const size_t bytes = layernorm_backward_cuda_workspace_bytes(N, C);
-    layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
-                            dinp_colsum, scratch(bytes), bytes, g.stream);
+    layernorm_backward_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dinp_colsum,
+                            scratch(bytes), bytes, g.stream);
 }
 
 static void cuda_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
@@ -297,9 +296,8 @@ static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B
     attention_forward_cuda(out, lse, qkv, B, T, C, NH, &g.opt.attention, g.stream);
 }
 
-static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv,
-                                    const void *out, const float *lse, int B, int T, int C,
-                                    int NH) {
+static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                    const float *lse, int B, int T, int C, int NH) {
     const size_t bytes = attention_backward_workspace_bytes(B, T, C, NH);
     attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch(bytes),
                             &g.opt.attention, g.stream);
@@ -351,7 +349,8 @@ static void cuda_adamw_update(void *params, float *master, const void *grad, flo
 extern "C" const kernel_ops ops_cuda = {
     .name = "cuda",
     .elem_bytes = 2,
-    .logits_chunk_bytes = 1024u << 20, /* <= 10672 rows of Vp 50304 (B=32: 4 x 8192): GEMMs at 700+ TFLOP/s */
+    .logits_chunk_bytes =
+        1024u << 20, /* <= 10672 rows of Vp 50304 (B=32: 4 x 8192): GEMMs at 700+ TFLOP/s */
     .alloc = cuda_alloc,
     .release = cuda_release,
     .zero = cuda_zero,

@@ -39,8 +39,8 @@ void metrics_step(metrics_log *log, const step_record *r) {
     eta_format(r->eta_s, eta, sizeof eta);
     printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.1f ms | %9.0f tok/s%s | %s "
            "elapsed, eta %s\n",
-           r->step, log->max_steps, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s,
-           mfu_text, elapsed, eta);
+           r->step, log->max_steps, r->loss, r->lr, r->grad_norm, r->ms, r->tokens_per_s, mfu_text,
+           elapsed, eta);
     fflush(stdout);
     /* Losses with 17 digits: they read back as the exact double, so runs
      * can be compared bit for bit (resume, rank counts). */

@@ -14,7 +14,7 @@ typedef struct {
 typedef struct {
     int step; /* 1-based: optimizer steps completed */
     double loss, lr, grad_norm, ms, tokens_per_s;
-    double mfu; /* fraction of peak, < 0 when unknown (CPU) */
+    double mfu;              /* fraction of peak, < 0 when unknown (CPU) */
     double elapsed_s, eta_s; /* since training started; time left (< 0: unknown) */
 } step_record;
 

@@ -11,10 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "config/config.h"
 #include "data/tokenizer.h"
 #include "model/generate.h"
 #include "model/gpt2.h"
-#include "config/config.h"
 
 /* build-nanogpt's choice: sample among the 50 most likely tokens. */
 #define SAMPLES_TOP_K 50

@@ -7,9 +7,9 @@
 
 #include <stdbool.h>
 
+#include "config/config.h"
 #include "dist/comm.h"
 #include "model/gpt2.h"
-#include "config/config.h"
 #include "train/observe/metrics.h"
 
 typedef struct run_watch run_watch;
@@ -22,8 +22,7 @@ void watch_close(run_watch *w);
 
 /* Collective, after each validation loss: HellaSwag on every rank's share,
  * summed, logged by rank 0. Returns the ms it took (0 when off). */
-double watch_hellaswag(run_watch *w, gpt2_model *m, communicator *comm, metrics_log *log,
-                       int step);
+double watch_hellaswag(run_watch *w, gpt2_model *m, communicator *comm, metrics_log *log, int step);
 
 /* Is a sample due before step `step` (a positive multiple of sample_every)? */
 bool watch_sample_due(const run_watch *w, int step);

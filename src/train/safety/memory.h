@@ -8,17 +8,17 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model/layout.h"
 #include "config/config.h"
+#include "model/layout.h"
 
 typedef struct {
     int world, zero_stage;
-    size_t elem_bytes;      /* storage of params/grads/activations on the device */
-    size_t params, grads;   /* bytes */
-    size_t shard_grads;     /* ZeRO-1 reduced-gradient shard */
-    size_t optimizer;       /* fp32 master, m, v for this rank's range */
-    size_t optimizer_full;  /* the same at zero_stage 0, for comparison */
-    size_t activations;     /* model buffers for one micro-batch */
+    size_t elem_bytes;     /* storage of params/grads/activations on the device */
+    size_t params, grads;  /* bytes */
+    size_t shard_grads;    /* ZeRO-1 reduced-gradient shard */
+    size_t optimizer;      /* fp32 master, m, v for this rank's range */
+    size_t optimizer_full; /* the same at zero_stage 0, for comparison */
+    size_t activations;    /* model buffers for one micro-batch */
     size_t total;
 } memory_estimate;
 

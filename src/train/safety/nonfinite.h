@@ -21,9 +21,9 @@
 #define NONFINITE_TEST_ENV "GPT2_TEST_NAN_STEP"
 
 typedef struct {
-    int max_in_a_row;                     /* max_bad_steps */
-    int in_a_row, total;                  /* skipped steps: the current streak, the run's */
-    int poison_first, poison_last;        /* the test hook's steps; 0: none */
+    int max_in_a_row;              /* max_bad_steps */
+    int in_a_row, total;           /* skipped steps: the current streak, the run's */
+    int poison_first, poison_last; /* the test hook's steps; 0: none */
 } nonfinite_guard;
 
 /* Reads the test hook (a malformed value ends every rank with exit 2). */

@@ -82,7 +82,8 @@ void preflight_describe(const preflight_plan *p, const config *cfg, int world, i
                       cfg->recompute_gelu ? "" : " as is");
     if (o < len && !cfg->recompute_gelu) {
         if (p->recompute_fits)
-            o += snprintf(buf + o, len - o, "recompute_gelu=1 would fit at micro_batch = %d (%.2f GiB). ",
+            o += snprintf(buf + o, len - o,
+                          "recompute_gelu=1 would fit at micro_batch = %d (%.2f GiB). ",
                           cfg->micro_batch, p->recompute_need / GIB);
         else if (p->recompute_micro_batch > 0)
             o += snprintf(buf + o, len - o,
@@ -104,8 +105,10 @@ void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state
     double mine = 0.0;
 #if GPT2_HAVE_CUDA
     size_t free_b = 0, total_b = 0;
-    if (cuda_memory_info(&free_b, &total_b) == 0) mine = (double)free_b;
-    else mine = -1.0; /* unknown: nothing to compare with */
+    if (cuda_memory_info(&free_b, &total_b) == 0)
+        mine = (double)free_b;
+    else
+        mine = -1.0; /* unknown: nothing to compare with */
 #endif
     /* The least free memory over the ranks, and which rank has it. */
     struct {

@@ -13,10 +13,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config/config.h"
 #include "dist/dist.h"
 #include "kernels/ops.h"
 #include "model/layout.h"
-#include "config/config.h"
 
 typedef struct {
     size_t estimate, reserve, free; /* bytes; free: the least over the ranks */

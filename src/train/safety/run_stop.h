@@ -30,14 +30,14 @@ enum { RUN_STOP_RECENT = 8 };
 typedef struct {
     int rank;
     char stop_file[2100];
-    double deadline;      /* CLOCK_REALTIME seconds; 0: no time limit */
-    double budget_s;      /* deadline - start */
+    double deadline; /* CLOCK_REALTIME seconds; 0: no time limit */
+    double budget_s; /* deadline - start */
     char deadline_source[160];
     double recent_step_s[RUN_STOP_RECENT];
     int n_steps;
     double save_s; /* the longest save measured, or the estimate */
     bool save_measured;
-    double eval_s; /* the last evaluation's time */
+    double eval_s;         /* the last evaluation's time */
     double left_s, need_s; /* at the decision that stopped the run */
 } run_stop;
 

@@ -18,7 +18,8 @@ void signals_install(void) {
     sa.sa_flags = SA_RESTART; /* system calls in progress (file I/O, MPI) carry on */
     const int sigs[] = {SIGTERM, SIGUSR1};
     for (int i = 0; i < 2; i++)
-        if (sigaction(sigs[i], &sa, NULL) != 0) FAIL("cannot install the handler of signal %d", sigs[i]);
+        if (sigaction(sigs[i], &sa, NULL) != 0)
+            FAIL("cannot install the handler of signal %d", sigs[i]);
     /* A file-size limit (ulimit -f) then fails the write with EFBIG, which
      * the writer reports like a full disk, instead of killing the rank
      * with a core dump. */
