@@ -145,10 +145,14 @@ static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resu
 /* save_init: the weights before step 1, for reproducing the run elsewhere
  * (tests/train/test_loss_curve_cuda.py starts PyTorch from them). */
 static void save_initial_weights(const run_state *r) {
+    run_save_weights(r, "init.h5", "initial weights");
+}
+
+void run_save_weights(const run_state *r, const char *file, const char *what) {
     char path[RUN_PATH_MAX];
-    run_path(r, path, "init.h5");
+    run_path(r, path, file);
     weights_save(path, &r->lay, r->host_params, r->config_text);
-    printf("saved initial weights to %s\n", path);
+    printf("saved %s to %s\n", what, path);
 }
 
 /* The model on the backend, with its initial weights. */

@@ -80,4 +80,7 @@ int run_exit_code(const run_state *r);
 /* path = run_dir/NAME, NAME from the format. */
 void run_path(const run_state *r, char path[RUN_PATH_MAX], const char *name_fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Rank 0: host_params as a weights file run_dir/FILE, said as "saved WHAT
+ * to PATH". */
+void run_save_weights(const run_state *r, const char *file, const char *what);
 #endif

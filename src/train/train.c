@@ -13,7 +13,6 @@
 #include "base/clock.h"
 #include "base/fail.h"
 #include "eval/val_loss.h"
-#include "io/weights_h5.h"
 #include "kernels/ops_profile.h"
 #include "optim/schedule.h"
 #include "train/backend.h"
@@ -181,10 +180,7 @@ static void train_loop(run_state *r) {
 
 static void save_final_weights(run_state *r) {
     r->ops->download_f32(r->host_params, r->model.params, r->lay.n_elements);
-    char path[RUN_PATH_MAX];
-    run_path(r, path, "model.h5");
-    weights_save(path, &r->lay, r->host_params, r->config_text);
-    printf("saved weights to %s\n", path);
+    run_save_weights(r, "model.h5", "weights");
 }
 
 /* A completed run ends with a validation, a sample and its weights; a
