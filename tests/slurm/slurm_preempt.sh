@@ -45,9 +45,11 @@ echo "pre-empted job $job: $state, exit $code, $restarts restart(s) after $((SEC
 [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && [ "$restarts" = 1 ] ||
   fail "expected COMPLETED, exit 0:0 after 1 restart"
 
-stopped=$(sed -n 's/^stopped by a pre-emption signal .* after step \([0-9]*\):.*exit code 3$/\1/p' "$log")
+# The script both forwards the signal and creates the STOP file; whichever
+# reaches the trainer first names the stop (srun's forwarding can lose the race).
+stopped=$(sed -En 's/^stopped by (a pre-emption signal|the STOP file) .* after step ([0-9]+):.*exit code 3$/\2/p' "$log")
 [ -n "$stopped" ] && [ "$stopped" -ge "$signal_after" ] && [ "$stopped" -lt "$steps" ] ||
-  fail "no 'stopped by a pre-emption signal after step N' with $signal_after <= N < $steps"
+  fail "no 'stopped by a pre-emption signal or the STOP file after step N' with $signal_after <= N < $steps"
 for pattern in "[job $job restart 0 " "got SIGUSR1: passing it on to the trainer" \
                "checkpoint: step $stopped saved" "exit 3, after SIGUSR1): requeueing" \
                "[job $job restart 1 " "launcher: srun (Slurm job $job, step 0, restart 1)" \
