@@ -142,11 +142,14 @@ int llmc_read_header(const char *path, llmc_header *h, char *err, size_t err_len
     if (stat(path, &st) != 0)
         return set_error(err, err_len, "cannot stat %s: %s", path, strerror(errno));
     if ((size_t)st.st_size != expect)
-        return set_error(err, err_len,
-                         "%s: %lld bytes, but its header's sizes make %zu (1024-byte header + "
-                         "%zu parameters x %zu bytes): the file is %s",
-                         path, (long long)st.st_size, expect, header_n_params(h), elem,
-                         (size_t)st.st_size < expect ? "truncated" : "longer than its model");
+        return set_error(
+            err, err_len,
+            "%s: %lld bytes, but its header's sizes make %zu (1024-byte header + "
+            "%zu parameters x %zu bytes): the file is %s",
+            path, (long long)st.st_size, expect, header_n_params(h), elem,
+            (size_t)st.st_size < expect
+                ? "shorter than its header says (truncated, or a wrong size in the header)"
+                : "longer than its header says");
     return 0;
 }
 
