@@ -15,6 +15,9 @@ int64_t *shape_size(model_shape *s, int i) {
 }
 
 int64_t shape_padded_vocab(int64_t vocab_size) {
+    /* Out of range: shape_check refuses vocab_size itself (and the sum
+     * below could overflow). */
+    if (vocab_size < 1 || vocab_size > SHAPE_MAX_VOCAB) return vocab_size;
     return (vocab_size + SHAPE_VOCAB_PAD - 1) / SHAPE_VOCAB_PAD * SHAPE_VOCAB_PAD;
 }
 

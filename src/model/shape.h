@@ -38,7 +38,8 @@ extern const char *const shape_size_names[SHAPE_N_SIZES];
 /* The size at index i (0 .. SHAPE_N_SIZES - 1, in the order above). */
 int64_t *shape_size(model_shape *s, int i);
 
-/* vocab_size rounded up to a multiple of SHAPE_VOCAB_PAD. */
+/* vocab_size rounded up to a multiple of SHAPE_VOCAB_PAD (vocab_size
+ * itself when it is out of range: no overflow on a file's value). */
 int64_t shape_padded_vocab(int64_t vocab_size);
 
 /* 0 when s is a GPT-2 gpt2_ddp can build; else -1 with the first broken

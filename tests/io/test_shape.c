@@ -60,6 +60,12 @@ static void test_vocab(void) {
     EXPECT(shape_padded_vocab(50257) == 50304 && shape_padded_vocab(128) == 128 &&
                shape_padded_vocab(129) == 256 && shape_padded_vocab(1) == 128,
            "padding to 128");
+    EXPECT(shape_padded_vocab(INT64_MAX) == INT64_MAX && shape_padded_vocab(-5) == -5,
+           "an out-of-range vocab_size is left for shape_check to refuse (no overflow)");
+    model_shape huge = with(3, INT64_MAX);
+    huge.padded_vocab_size = shape_padded_vocab(huge.vocab_size);
+    expect_refused(&huge, NULL,
+                   "vocab_size = 9223372036854775807: out of range: must be in [1, 16777216]");
     model_shape s = with(3, 60000);
     expect_refused(&s, NULL,
                    "vocab_size = 60000 is larger than padded_vocab_size = 50304 (the rows wte "

@@ -85,6 +85,23 @@ for c in "${cases[@]}"; do
   echo "  $name: exit 2 from each tool: $(grep -m1 -o "$name: .*" "$work/$name.eval.log" | cut -c1-150)"
 done
 
+echo "a Hugging Face config.json with the same sizes (the same rules and words):"
+"$convert" "$good" "$work/hf" >"$work/hf_export.log" 2>&1 || fail "Hugging Face export" "$work/hf_export.log"
+for kv in "n_head 0|n_head = 0: out of range: must be in \[1, 4096\]" \
+          "n_head 3|n_embd = 64 is not divisible by n_head = 3" \
+          "n_positions 0|n_positions = 0: out of range: must be in \[1, 1048576\]" \
+          "n_embd 1099511627776|n_embd = 1099511627776: out of range: must be in \[1, 65536\]"; do
+  set -- ${kv%%|*}
+  dir=$work/hf_$1_$2
+  cp -r "$work/hf" "$dir"
+  /usr/bin/python3 -c "import json, sys; p = sys.argv[1]; c = json.load(open(p)); c[sys.argv[2]] = int(sys.argv[3]); json.dump(c, open(p, 'w'))" \
+    "$dir/config.json" "$1" "$2"
+  expect 2 "$dir.convert.log" "error: $dir/config.json: ${kv#*|}" "$convert" "$dir" "$dir.out.h5"
+  expect 2 "$dir.init.log" "error: init_from = $dir: $dir/config.json: ${kv#*|}" \
+    "${init[@]}" run_name="init_hf_$1_$2" init_from="$dir"
+  echo "  config.json $1 = $2: exit 2 from gpt2_convert and init_from: ${kv#*|}"
+done
+
 echo "mpirun -np 2, init_from=<bad .h5>:"
 expect 2 "$work/np2.log" "error: init_from = $work/bad/n_head_zero.h5: .*n_head = 0" \
   mpi_run -np 2 "${init[@]}" run_name=np2 init_from="$work/bad/n_head_zero.h5"
