@@ -99,7 +99,7 @@ for kv in "n_head 0|n_head = 0: out of range: must be in \[1, 4096\]" \
   expect 2 "$dir.convert.log" "error: $dir/config.json: ${kv#*|}" "$convert" "$dir" "$dir.out.h5"
   expect 2 "$dir.init.log" "error: init_from = $dir: $dir/config.json: ${kv#*|}" \
     "${init[@]}" run_name="init_hf_$1_$2" init_from="$dir"
-  echo "  config.json $1 = $2: exit 2 from gpt2_convert and init_from: ${kv#*|}"
+  echo "  config.json $1 = $2: exit 2 from gpt2_convert and init_from: $(grep -m1 -o 'config.json: .*' "$dir.convert.log")"
 done
 
 echo "mpirun -np 2, init_from=<bad .h5>:"
