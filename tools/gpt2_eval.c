@@ -6,6 +6,7 @@
 #include "model/gpt2.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,12 @@ static void eval_hellaswag(const eval_args *a, gpt2_model *m) {
     snprintf(vocab, sizeof vocab, "%s/vocab.bpe", a->tokenizer);
     bpe_tokenizer *tok = tokenizer_load(encoder, vocab, err, sizeof err);
     if (!tok) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--tokenizer %s: %s", a->tokenizer, err);
+    /* A token id beyond the model's vocabulary would index past wte. */
+    if (tokenizer_vocab_size(tok) > m->lay.vocab_size)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "--hellaswag: the tokenizer %s has %d tokens, more than the model's vocab_size = "
+                "%d",
+                a->tokenizer, tokenizer_vocab_size(tok), m->lay.vocab_size);
     hellaswag_set set;
     if (hellaswag_load(&set, a->hellaswag, tok, a->examples, 0, 1, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--hellaswag: %s", err);
@@ -186,10 +193,16 @@ int main(int argc, char **argv) {
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
+    const model_shape shape = model_source_shape(&src);
+    if (strcmp(a.device, "cuda") == 0 && shape_check_cuda(&shape, err, sizeof err) != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--device cuda: %s: %s", src.file, err);
     const int T = a.seq_len ? a.seq_len : src.block_size;
     if (T > src.block_size)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--seq-len %d: the model's block_size is %d", T,
                 src.block_size);
+    if ((int64_t)a.batch * T > INT_MAX) /* the kernels count a forward's tokens in an int */
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "--batch %d x --seq-len %d: more tokens per forward than %d", a.batch, T, INT_MAX);
     gpt2_layout lay;
     model_source_layout(&src, &lay);
     float *host = xmalloc(lay.n_elements * sizeof(float));

@@ -107,14 +107,19 @@ int main(int argc, char **argv) {
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
+    bpe_tokenizer *tok = tokenizer_load(a.encoder, a.vocab, err, sizeof err);
+    if (!tok) FAIL("%s", err);
+    /* A token id beyond the model's vocabulary would index past wte. */
+    if (tokenizer_vocab_size(tok) > src.vocab_size)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "--weights: %s has vocab_size = %d, fewer tokens than the tokenizer's %d (%s)",
+                src.file, src.vocab_size, tokenizer_vocab_size(tok), a.encoder);
     gpt2_layout lay;
     model_source_layout(&src, &lay);
     const int maxT = src.block_size;
     float *host = xmalloc(lay.n_elements * sizeof(float));
     model_source_load(&src, &lay, host);
 
-    bpe_tokenizer *tok = tokenizer_load(a.encoder, a.vocab, err, sizeof err);
-    if (!tok) FAIL("%s", err);
     /* Like GPT-2's own samples, the context starts with <|endoftext|>. */
     size_t n = 1, cap = 1;
     int32_t *ids = xmalloc(sizeof(int32_t));

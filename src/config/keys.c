@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "config/suggest.h"
+#include "model/shape.h"
 
 /* offsetof and sizeof of a field, after _Generic checked that its C type is
  * the one the key type stores: a mismatch does not compile. */
@@ -45,17 +46,18 @@ static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
 
 /* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
  * .ini only says what differs. Upper bounds catch typos (an extra zero),
- * not every value that would run out of memory. */
+ * not every value that would run out of memory; the model's are the shape
+ * rules' (model/shape.h), which every reader of weights applies. */
 const config_key config_keys[] = {
-    INT_KEY("model", n_layer, "12", CLOSED(1, 1024), "transformer blocks"),
-    INT_KEY("model", n_embd, "768", CLOSED(1, 65536),
+    INT_KEY("model", n_layer, "12", CLOSED(1, SHAPE_MAX_LAYER), "transformer blocks"),
+    INT_KEY("model", n_embd, "768", CLOSED(1, SHAPE_MAX_EMBD),
             "model width C (channels of the residual stream)"),
-    INT_KEY("model", n_head, "12", CLOSED(1, 4096),
+    INT_KEY("model", n_head, "12", CLOSED(1, SHAPE_MAX_HEAD),
             "attention heads, dividing n_embd; device=cuda runs head sizes n_embd / n_head of 64 "
             "and 128"),
     INT_KEY("model", vocab_size, "50257", AT_LEAST(1),
             "real vocabulary size (50257 for GPT-2), <= 65536 for uint16 token shards"),
-    INT_KEY("model", block_size, "1024", CLOSED(1, 1 << 20),
+    INT_KEY("model", block_size, "1024", CLOSED(1, SHAPE_MAX_BLOCK),
             "maximum context length (rows of the position embedding)"),
 
     INT_KEY("train", micro_batch, "32", CLOSED(1, 65536), "B: sequences per rank per micro-step"),

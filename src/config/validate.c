@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "config/keys.h"
 #include "config/values.h"
+#include "model/shape.h"
 
 #ifndef GPT2_HAVE_TOKENIZER
 #define GPT2_HAVE_TOKENIZER 0
@@ -26,17 +27,24 @@ static void validate_keys(const config *cfg) {
     }
 }
 
+/* The model's sizes by the rules every reader of weights applies too
+ * (model/shape.h); the key ranges hold the same bounds. */
 static void validate_model(config *cfg) {
-    if (cfg->n_embd % cfg->n_head != 0)
-        fail_collective(EXIT_USAGE, "n_embd = %d is not divisible by n_head = %d", cfg->n_embd,
-                        cfg->n_head);
+    /* Padding to 128 keeps the classifier matmul on nice sizes (50257 -> 50304). */
+    cfg->padded_vocab_size = (int)shape_padded_vocab(cfg->vocab_size);
+    const model_shape shape = {.n_layer = cfg->n_layer,
+                               .n_embd = cfg->n_embd,
+                               .n_head = cfg->n_head,
+                               .vocab_size = cfg->vocab_size,
+                               .padded_vocab_size = cfg->padded_vocab_size,
+                               .block_size = cfg->block_size};
+    char why[512];
+    if (shape_check(&shape, NULL, why, sizeof why) != 0) fail_collective(EXIT_USAGE, "%s", why);
     if (cfg->vocab_size > 65536)
         fail_collective(
             EXIT_USAGE,
             "vocab_size = %d: token shards store uint16 ids, so vocab_size must be <= 65536",
             cfg->vocab_size);
-    /* Padding to 128 keeps the classifier matmul on nice sizes (50257 -> 50304). */
-    cfg->padded_vocab_size = (cfg->vocab_size + 127) / 128 * 128;
 }
 
 static void validate_batch(config *cfg) {

@@ -97,8 +97,17 @@ void ckpt_h5_model_write(const char *path, const gpt2_layout *lay, const float *
 
 void ckpt_h5_state_read(const char *path, ckpt_state *st) {
     memset(st, 0, sizeof *st);
-    weights_read_sizes(path, &st->n_layer, &st->n_embd, &st->n_head, &st->vocab_size,
-                       &st->padded_vocab_size, &st->block_size);
+    /* Every rank reads the same file and comes to the same verdict. */
+    model_shape shape;
+    char err[8192]; /* a path and a message */
+    if (weights_read_shape(path, &shape, err, sizeof err) != 0)
+        fail_collective(EXIT_USAGE,
+                        "cannot resume: %s (the checkpoint's model file is not one this build "
+                        "can read: resume=<step> continues from another checkpoint)",
+                        err);
+    st->n_layer = (int)shape.n_layer, st->n_embd = (int)shape.n_embd;
+    st->n_head = (int)shape.n_head, st->vocab_size = (int)shape.vocab_size;
+    st->padded_vocab_size = (int)shape.padded_vocab_size, st->block_size = (int)shape.block_size;
     hid_t file = h5_open_read(path, "checkpoint file");
     attrs_read(file, path, STATE_ATTRS, N_OF(STATE_ATTRS), st);
     if (st->format_version != CKPT_FORMAT_VERSION)

@@ -105,6 +105,24 @@ hid_t h5_open_read(const char *path, const char *what) {
     return file;
 }
 
+bool h5_is_hdf5(const char *path) {
+    /* HDF5's rule, read here so that a file whose signature is intact but
+     * whose metadata is damaged still counts (and fails its checksum on
+     * open): the signature at byte 0 or at 512, 1024, 2048, ... (after a
+     * user block). */
+    static const char signature[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool found = false;
+    char got[8];
+    for (long at = 0; !found && at >= 0 && at < (1L << 40); at = at ? 2 * at : 512) {
+        if (fseek(f, at, SEEK_SET) != 0 || fread(got, 1, 8, f) != 8) break;
+        found = memcmp(got, signature, 8) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
 void h5_close(hid_t file, const char *path) {
     if (H5Fclose(file) < 0) {
         char why[600];
@@ -178,6 +196,25 @@ void h5_attr_read_i64_array(hid_t obj, const char *path, const char *name, int64
     attr_read(obj, path, name, H5T_NATIVE_INT64, values, n);
 }
 
+int h5_attr_get_i64(hid_t obj, const char *name, int64_t *value, char *why, size_t why_len) {
+    if (H5Aexists(obj, name) <= 0) return set_error(why, why_len, "missing");
+    hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+    if (attr < 0) return set_error(why, why_len, "cannot be opened");
+    hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+    const hssize_t count = H5Sget_simple_extent_npoints(space);
+    int rc = 0;
+    if (H5Tget_class(type) != H5T_INTEGER)
+        rc = set_error(why, why_len, "not an integer");
+    else if (count != 1)
+        rc = set_error(why, why_len, "%lld values, not one", (long long)count);
+    else if (H5Aread(attr, H5T_NATIVE_INT64, value) < 0)
+        rc = set_error(why, why_len, "cannot be read");
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Aclose(attr);
+    return rc;
+}
+
 uint64_t h5_attr_read_u64(hid_t obj, const char *path, const char *name) {
     uint64_t v = 0;
     attr_read(obj, path, name, H5T_NATIVE_UINT64, &v, 1);
@@ -244,6 +281,23 @@ void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, cons
     H5Dclose(dset);
     H5Pclose(dcpl);
     H5Sclose(space);
+}
+
+int h5_dataset_info(hid_t file, const char *name, int *ndim, int64_t dims[2], bool *is_float) {
+    h5_quiet();
+    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return -1;
+    hid_t dset = H5Dopen2(file, name, H5P_DEFAULT); /* fails on a group of that name */
+    if (dset < 0) return -1;
+    hid_t space = H5Dget_space(dset), type = H5Dget_type(dset);
+    hsize_t got[H5S_MAX_RANK] = {0};
+    *ndim = H5Sget_simple_extent_dims(space, got, NULL);
+    dims[0] = *ndim > 0 ? (int64_t)got[0] : 0;
+    dims[1] = *ndim > 1 ? (int64_t)got[1] : 0;
+    *is_float = H5Tget_class(type) == H5T_FLOAT;
+    H5Tclose(type);
+    H5Sclose(space);
+    H5Dclose(dset);
+    return 0;
 }
 
 /* Opens dataset name and checks its shape is (ndim, dims). */

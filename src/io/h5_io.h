@@ -8,6 +8,7 @@
 #define GPT2_IO_H5_IO_H
 
 #include <hdf5.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,8 @@ hid_t h5_create(const char *path);
 /* Opens an existing file read-only; what names the file's role in messages
  * ("weights file", "checkpoint shard"). */
 hid_t h5_open_read(const char *path, const char *what);
+/* Does path begin with HDF5's file signature? (false when unreadable) */
+bool h5_is_hdf5(const char *path);
 /* Closes a file; a failure (disk full while flushing) names path. */
 void h5_close(hid_t file, const char *path);
 
@@ -36,6 +39,9 @@ void h5_attr_read_i64_array(hid_t obj, const char *path, const char *name, int64
                             size_t n);
 uint64_t h5_attr_read_u64(hid_t obj, const char *path, const char *name);
 double h5_attr_read_f64(hid_t obj, const char *path, const char *name);
+/* For readers that refuse a bad file themselves: a scalar integer
+ * attribute into *value, or -1 with why ("missing", "not an integer", ...). */
+int h5_attr_get_i64(hid_t obj, const char *name, int64_t *value, char *why, size_t why_len);
 /* Returns a malloc'd string. */
 char *h5_attr_read_str(hid_t obj, const char *path, const char *name);
 
@@ -43,6 +49,10 @@ char *h5_attr_read_str(hid_t obj, const char *path, const char *name);
  * chunk) with the Fletcher32 filter. */
 void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
                   const float *data);
+/* The rank (*ndim) and up to two dimensions of dataset name, and whether
+ * it holds floating-point numbers: 0, or -1 when file has no dataset of
+ * that name. Reads no data. */
+int h5_dataset_info(hid_t file, const char *name, int *ndim, int64_t dims[2], bool *is_float);
 /* Reads a whole dataset whose shape must be exactly (ndim, dims). */
 void h5_read_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
                  float *out);

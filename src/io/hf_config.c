@@ -2,10 +2,12 @@
 #include "io/hf_config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "io/json_util.h"
+#include "model/shape.h"
 
 /* transformers' GPT2Config defaults for what a config.json may leave out. */
 static const hf_config GPT2_DEFAULTS = {
@@ -29,24 +31,31 @@ static bool check_bool(json_object *root, const char *key, bool dflt, bool want,
     return false;
 }
 
+/* The sizes by the rules every reader applies (model/shape.h), named as
+ * config.json names them. */
 static bool check_sizes(json_object *root, hf_config *c, char *err, size_t err_len) {
     *c = GPT2_DEFAULTS;
-    const struct {
-        const char *key;
-        int *out;
-        int64_t hi;
-    } sizes[] = {{"n_layer", &c->n_layer, 1024},
-                 {"n_embd", &c->n_embd, 65536},
-                 {"n_head", &c->n_head, 4096},
-                 {"vocab_size", &c->vocab_size, 1 << 24},
-                 {"n_positions", &c->n_positions, 1 << 20}};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        if (!json_member_int(root, sizes[i].key, 1, sizes[i].hi, sizes[i].out, err, err_len))
+    model_shape shape = {.n_layer = c->n_layer,
+                         .n_embd = c->n_embd,
+                         .n_head = c->n_head,
+                         .vocab_size = c->vocab_size,
+                         .block_size = c->n_positions};
+    static const char *const names[SHAPE_N_SIZES] = {
+        "n_layer", "n_embd", "n_head", "vocab_size", "padded_vocab_size", "n_positions"};
+    for (int i = 0; i < SHAPE_N_SIZES; i++) {
+        int ignored;
+        json_object *v = json_member(root, names[i]);
+        if (i == 4 || !v) continue; /* not in config.json; left out: GPT2Config's default */
+        /* json_member_int for its type check; the value is read whole, so
+         * the shape check sees what the file says. */
+        if (!json_member_int(root, names[i], INT64_MIN, INT64_MAX, &ignored, err, err_len))
             return false;
-    if (c->n_embd % c->n_head != 0) {
-        snprintf(err, err_len, "n_embd = %d is not divisible by n_head = %d", c->n_embd, c->n_head);
-        return false;
+        *shape_size(&shape, i) = json_object_get_int64(v);
     }
+    shape.padded_vocab_size = shape_padded_vocab(shape.vocab_size);
+    if (shape_check(&shape, names, err, err_len) != 0) return false;
+    c->n_layer = (int)shape.n_layer, c->n_embd = (int)shape.n_embd, c->n_head = (int)shape.n_head;
+    c->vocab_size = (int)shape.vocab_size, c->n_positions = (int)shape.block_size;
     int n_inner = 4 * c->n_embd;
     if (!json_member_int(root, "n_inner", 1, 1 << 30, &n_inner, err, err_len)) return false;
     if (n_inner != 4 * c->n_embd) {

@@ -92,23 +92,38 @@ bool llmc_is_model_file(const char *path) {
     return yes;
 }
 
+model_shape llmc_header_shape(const llmc_header *h) {
+    return (model_shape){.n_layer = h->n_layer,
+                         .n_embd = h->n_embd,
+                         .n_head = h->n_head,
+                         .vocab_size = h->vocab_size,
+                         .padded_vocab_size = h->padded_vocab_size,
+                         .block_size = h->max_seq_len};
+}
+
 static size_t header_n_params(const llmc_header *h) {
     size_t C = (size_t)h->n_embd, L = (size_t)h->n_layer;
     return (size_t)h->padded_vocab_size * C + (size_t)h->max_seq_len * C + L * 12 * C * C +
            L * 13 * C + 2 * C;
 }
 
-void llmc_read_header(const char *path, llmc_header *h) {
+int llmc_read_header(const char *path, llmc_header *h, char *err, size_t err_len) {
     FILE *f = fopen(path, "rb");
-    if (!f) FAIL("cannot open llm.c model file %s: %s", path, strerror(errno));
+    if (!f)
+        return set_error(err, err_len, "cannot open llm.c model file %s: %s", path,
+                         strerror(errno));
     int32_t hd[LLMC_HEADER_INTS];
-    if (fread(hd, sizeof(int32_t), LLMC_HEADER_INTS, f) != LLMC_HEADER_INTS)
-        FAIL("%s: shorter than llm.c's 1024-byte header", path);
+    const size_t got = fread(hd, sizeof(int32_t), LLMC_HEADER_INTS, f);
     fclose(f);
+    if (got != LLMC_HEADER_INTS)
+        return set_error(err, err_len, "%s: shorter than llm.c's 1024-byte header", path);
     if (hd[0] != LLMC_MAGIC)
-        FAIL("%s: bad magic %d (an llm.c model file has %d)", path, hd[0], LLMC_MAGIC);
+        return set_error(err, err_len, "%s: bad magic %d (an llm.c model file has %d)", path, hd[0],
+                         LLMC_MAGIC);
     if (hd[1] != LLMC_VERSION_FP32 && hd[1] != LLMC_VERSION_BF16)
-        FAIL("%s: llm.c model version %d; supported: 3 (fp32) and 5 (bf16)", path, hd[1]);
+        return set_error(err, err_len,
+                         "%s: llm.c model version %d; supported: 3 (fp32) and 5 (bf16)", path,
+                         hd[1]);
     *h = (llmc_header){.version = hd[1],
                        .max_seq_len = hd[2],
                        .vocab_size = hd[3],
@@ -116,21 +131,32 @@ void llmc_read_header(const char *path, llmc_header *h) {
                        .n_head = hd[5],
                        .n_embd = hd[6],
                        .padded_vocab_size = hd[7]};
-    if (h->max_seq_len <= 0 || h->vocab_size <= 0 || h->n_layer <= 0 || h->n_head <= 0 ||
-        h->n_embd <= 0 || h->padded_vocab_size < h->vocab_size)
-        FAIL("%s: bad sizes in the header (maxT %d, V %d, L %d, NH %d, C %d, Vp %d)", path,
-             h->max_seq_len, h->vocab_size, h->n_layer, h->n_head, h->n_embd, h->padded_vocab_size);
+    const model_shape shape = llmc_header_shape(h);
+    char why[512];
+    if (shape_check(&shape, NULL, why, sizeof why) != 0)
+        return set_error(err, err_len, "%s: llm.c header: %s", path, why);
+    /* The sizes passed their bounds: these products cannot overflow. */
     struct stat st;
-    size_t elem = h->version == LLMC_VERSION_BF16 ? 2 : 4;
-    size_t expect = LLMC_HEADER_INTS * 4 + header_n_params(h) * elem;
-    if (stat(path, &st) != 0 || (size_t)st.st_size != expect)
-        FAIL("%s: %lld bytes, but its header describes %zu (truncated or not an llm.c model)", path,
-             (long long)st.st_size, expect);
+    const size_t elem = h->version == LLMC_VERSION_BF16 ? 2 : 4;
+    const size_t expect = LLMC_HEADER_INTS * 4 + header_n_params(h) * elem;
+    if (stat(path, &st) != 0)
+        return set_error(err, err_len, "cannot stat %s: %s", path, strerror(errno));
+    if ((size_t)st.st_size != expect)
+        return set_error(
+            err, err_len,
+            "%s: %lld bytes, but its header's sizes make %zu (1024-byte header + "
+            "%zu parameters x %zu bytes): the file is %s",
+            path, (long long)st.st_size, expect, header_n_params(h), elem,
+            (size_t)st.st_size < expect
+                ? "shorter than its header says (truncated, or a wrong size in the header)"
+                : "longer than its header says");
+    return 0;
 }
 
 void llmc_load(const char *path, const gpt2_layout *lay, float *host_params) {
     llmc_header h;
-    llmc_read_header(path, &h);
+    char err[4096];
+    if (llmc_read_header(path, &h, err, sizeof err) != 0) FAIL("%s", err);
     if (h.n_layer != lay->n_layer || h.n_embd != lay->n_embd || h.n_head != lay->n_head ||
         h.vocab_size != lay->vocab_size || h.padded_vocab_size != lay->padded_vocab_size ||
         h.max_seq_len != lay->block_size)

@@ -11,8 +11,10 @@
 #define GPT2_IO_LLMC_IO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "model/layout.h"
+#include "model/shape.h"
 
 #define LLMC_MAGIC 20240326
 #define LLMC_VERSION_FP32 3
@@ -24,8 +26,13 @@ typedef struct {
 
 /* Does path begin with llm.c's model magic? (false when unreadable) */
 bool llmc_is_model_file(const char *path);
-/* Reads and checks the header (magic, version, positive sizes, file length). */
-void llmc_read_header(const char *path, llmc_header *h);
+/* Reads and checks the header (magic, version, the sizes by the rules of
+ * model/shape.h) and the file's length against what the sizes imply,
+ * before anything is allocated: 0, or -1 with "path: problem" in err (bad
+ * input: callers exit 2). */
+int llmc_read_header(const char *path, llmc_header *h, char *err, size_t err_len);
+/* The header's sizes as model/shape.h names them (max_seq_len is block_size). */
+model_shape llmc_header_shape(const llmc_header *h);
 /* Reads every parameter into host_params (flat fp32 in lay's layout, zeroed
  * first); the file's sizes must be lay's. */
 void llmc_load(const char *path, const gpt2_layout *lay, float *host_params);

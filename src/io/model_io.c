@@ -10,6 +10,7 @@
 
 #include "base/fail.h"
 #include "base/files.h"
+#include "io/h5_io.h"
 #include "io/llmc_io.h"
 #include "io/weights_h5.h"
 
@@ -41,7 +42,7 @@ static int open_hf(model_source *s, const char *path, char *err, size_t err_len)
     s->kind = MODEL_FROM_HF;
     snprintf(s->file, sizeof s->file, "%s", path);
     s->n_layer = c.n_layer, s->n_embd = c.n_embd, s->n_head = c.n_head;
-    s->vocab_size = c.vocab_size, s->padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
+    s->vocab_size = c.vocab_size, s->padded_vocab_size = (int)shape_padded_vocab(c.vocab_size);
     s->block_size = c.n_positions;
     return 0;
 #else
@@ -71,6 +72,34 @@ static int resolve_checkpoint(model_source *s, const char *path, char *err, size
     return 0;
 }
 
+/* The sizes of a source that passed its reader's checks. */
+static void set_sizes(model_source *s, const model_shape *shape) {
+    s->n_layer = (int)shape->n_layer, s->n_embd = (int)shape->n_embd;
+    s->n_head = (int)shape->n_head, s->vocab_size = (int)shape->vocab_size;
+    s->padded_vocab_size = (int)shape->padded_vocab_size, s->block_size = (int)shape->block_size;
+}
+
+/* A file: an llm.c model (by its magic) or an HDF5 weights file. */
+static int open_file(model_source *s, char *err, size_t err_len) {
+    model_shape shape;
+    if (llmc_is_model_file(s->file)) {
+        llmc_header h;
+        if (llmc_read_header(s->file, &h, err, err_len) != 0) return -1;
+        s->kind = MODEL_FROM_LLMC;
+        shape = llmc_header_shape(&h);
+    } else if (h5_is_hdf5(s->file)) {
+        if (weights_read_shape(s->file, &shape, err, err_len) != 0) return -1;
+    } else {
+        return set_error(err, err_len,
+                         "%s: neither an HDF5 weights file nor an llm.c model file (accepted: a "
+                         "weights .h5 such as a run's model.h5, a checkpoint's step or run "
+                         "directory, an llm.c .bin, or a Hugging Face GPT-2 directory)",
+                         s->file);
+    }
+    set_sizes(s, &shape);
+    return 0;
+}
+
 int model_source_open(model_source *s, const char *path, char *err, size_t err_len) {
     memset(s, 0, sizeof *s);
     struct stat st;
@@ -81,21 +110,25 @@ int model_source_open(model_source *s, const char *path, char *err, size_t err_l
     if (S_ISDIR(st.st_mode) && is_hf_dir(path)) return open_hf(s, path, err, err_len);
     if (S_ISDIR(st.st_mode)) {
         if (resolve_checkpoint(s, path, err, err_len) != 0) return -1;
-    } else {
-        snprintf(s->file, sizeof s->file, "%s", path);
-        s->kind = llmc_is_model_file(path) ? MODEL_FROM_LLMC : MODEL_FROM_WEIGHTS;
+        model_shape shape;
+        if (weights_read_shape(s->file, &shape, err, err_len) != 0) return -1;
+        set_sizes(s, &shape);
+        return 0;
     }
-    if (s->kind == MODEL_FROM_LLMC) {
-        llmc_header h;
-        llmc_read_header(s->file, &h);
-        s->n_layer = h.n_layer, s->n_embd = h.n_embd, s->n_head = h.n_head;
-        s->vocab_size = h.vocab_size, s->padded_vocab_size = h.padded_vocab_size;
-        s->block_size = h.max_seq_len;
-    } else {
-        weights_read_sizes(s->file, &s->n_layer, &s->n_embd, &s->n_head, &s->vocab_size,
-                           &s->padded_vocab_size, &s->block_size);
-    }
-    return 0;
+    if (!S_ISREG(st.st_mode))
+        return set_error(err, err_len, "%s: not a regular file nor a directory", path);
+    snprintf(s->file, sizeof s->file, "%s", path);
+    s->kind = MODEL_FROM_WEIGHTS;
+    return open_file(s, err, err_len);
+}
+
+model_shape model_source_shape(const model_source *s) {
+    return (model_shape){.n_layer = s->n_layer,
+                         .n_embd = s->n_embd,
+                         .n_head = s->n_head,
+                         .vocab_size = s->vocab_size,
+                         .padded_vocab_size = s->padded_vocab_size,
+                         .block_size = s->block_size};
 }
 
 void model_source_layout(const model_source *s, gpt2_layout *lay) {

@@ -10,6 +10,7 @@
 
 #include "io/ckpt_dir.h"
 #include "model/layout.h"
+#include "model/shape.h"
 
 typedef enum {
     MODEL_FROM_CHECKPOINT,
@@ -25,12 +26,15 @@ typedef struct {
     int n_layer, n_embd, n_head, vocab_size, padded_vocab_size, block_size;
 } model_source;
 
-/* Resolves path and reads the model sizes; returns -1 with the reason in
- * err when path is none of the sources above (a missing path, a directory
- * without a complete checkpoint) or a Hugging Face directory that is not a
- * GPT-2 we can read (every tensor is checked here). A damaged .h5 or .bin
- * fails the process. */
+/* Resolves path and reads the model sizes, checking them (model/shape.h)
+ * and the tensors' shapes in the file against them without reading a
+ * tensor; returns -1 with the reason in err (bad input: callers exit 2)
+ * when path is none of the sources above (a missing path, a text file, a
+ * directory without a complete checkpoint), or one whose sizes or stored
+ * shapes are wrong. An .h5 HDF5 cannot open (damaged) fails the process. */
 int model_source_open(model_source *s, const char *path, char *err, size_t err_len);
+/* The source's sizes (they passed shape_check in model_source_open). */
+model_shape model_source_shape(const model_source *s);
 /* Builds the layout of the source's sizes (layout_free it). */
 void model_source_layout(const model_source *s, gpt2_layout *lay);
 /* Reads the weights into host_params (flat fp32 in lay, whose sizes must be

@@ -7,8 +7,8 @@
 #include "base/fail.h"
 #include "io/h5_io.h"
 
-static const char *const SIZE_ATTRS[] = {"n_layer",           "n_embd",    "n_head", "vocab_size",
-                                         "padded_vocab_size", "block_size"};
+/* The size attributes are model/shape.h's names, in its order. */
+#define SIZE_ATTRS shape_size_names
 
 void weights_write(hid_t file, const char *path, const gpt2_layout *lay, const float *host_params,
                    const char *config_text) {
@@ -33,16 +33,90 @@ void weights_save(const char *path, const gpt2_layout *lay, const float *host_pa
     if (rename(tmp, path) != 0) FAIL("cannot rename %s to %s", tmp, path);
 }
 
-void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head, int *vocab_size,
-                        int *padded_vocab_size, int *block_size) {
+static int read_sizes(hid_t file, const char *path, model_shape *s, char *err, size_t err_len) {
+    for (int i = 0; i < SHAPE_N_SIZES; i++) {
+        char why[128];
+        if (h5_attr_get_i64(file, SIZE_ATTRS[i], shape_size(s, i), why, sizeof why) != 0)
+            return set_error(err, err_len,
+                             "%s: size attribute '%s': %s (a gpt2_ddp weights file has the "
+                             "integer attributes n_layer, n_embd, n_head, vocab_size, "
+                             "padded_vocab_size and block_size)",
+                             path, SIZE_ATTRS[i], why);
+    }
+    char why[512];
+    if (shape_check(s, NULL, why, sizeof why) != 0)
+        return set_error(err, err_len, "%s: %s", path, why);
+    return 0;
+}
+
+/* "192 x 64" */
+static void format_dims(char *buf, size_t len, int ndim, const int64_t *dims) {
+    if (ndim == 1)
+        snprintf(buf, len, "%lld", (long long)dims[0]);
+    else if (ndim == 2)
+        snprintf(buf, len, "%lld x %lld", (long long)dims[0], (long long)dims[1]);
+    else
+        snprintf(buf, len, "a %d-D array", ndim);
+}
+
+/* A tensor's shape in terms of the sizes: "3 n_embd x n_embd". */
+static void format_rule(char *buf, size_t len, const gpt2_layout *lay, const param_tensor *t) {
+    char dim[2][32];
+    for (int i = 0; i < t->ndim; i++) {
+        const int64_t k = t->shape[i] / lay->n_embd;
+        if (i == 0 && strcmp(t->name, "wte.weight") == 0)
+            snprintf(dim[i], sizeof dim[i], "padded_vocab_size");
+        else if (i == 0 && strcmp(t->name, "wpe.weight") == 0)
+            snprintf(dim[i], sizeof dim[i], "block_size");
+        else if (k == 1)
+            snprintf(dim[i], sizeof dim[i], "n_embd");
+        else
+            snprintf(dim[i], sizeof dim[i], "%lld n_embd", (long long)k);
+    }
+    snprintf(buf, len, t->ndim == 2 ? "%s x %s" : "%s", dim[0], dim[1]);
+}
+
+/* Every tensor of lay is a floating-point dataset of its shape. */
+static int check_datasets(hid_t file, const char *path, const gpt2_layout *lay, char *err,
+                          size_t err_len) {
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const param_tensor *t = &lay->tensors[i];
+        int ndim = 0;
+        int64_t dims[2];
+        bool is_float = false;
+        if (h5_dataset_info(file, t->name, &ndim, dims, &is_float) != 0)
+            return set_error(err, err_len,
+                             "%s: dataset %s is missing (a model of n_layer = %d has it)", path,
+                             t->name, lay->n_layer);
+        if (!is_float)
+            return set_error(err, err_len, "%s: dataset %s does not hold floating-point numbers",
+                             path, t->name);
+        if (ndim == t->ndim && dims[0] == t->shape[0] && (ndim == 1 || dims[1] == t->shape[1]))
+            continue;
+        char got[48], want[48], rule[64];
+        format_dims(got, sizeof got, ndim, dims);
+        format_dims(want, sizeof want, t->ndim, t->shape);
+        format_rule(rule, sizeof rule, lay, t);
+        return set_error(err, err_len,
+                         "%s: dataset %s is %s, but the size attributes make it %s (%s; n_embd = "
+                         "%d, block_size = %d, padded_vocab_size = %d)",
+                         path, t->name, got, want, rule, lay->n_embd, lay->block_size,
+                         lay->padded_vocab_size);
+    }
+    return 0;
+}
+
+int weights_read_shape(const char *path, model_shape *s, char *err, size_t err_len) {
     hid_t file = h5_open_read(path, "weights file");
-    int *out[] = {n_layer, n_embd, n_head, vocab_size, padded_vocab_size, block_size};
-    for (int i = 0; i < 6; i++) {
-        if (H5Aexists(file, SIZE_ATTRS[i]) <= 0)
-            FAIL("%s: attribute '%s' missing (not a gpt2_ddp weights file)", path, SIZE_ATTRS[i]);
-        *out[i] = (int)h5_attr_read_i64(file, path, SIZE_ATTRS[i]);
+    int rc = read_sizes(file, path, s, err, err_len);
+    if (rc == 0) {
+        gpt2_layout lay;
+        shape_layout_build(s, &lay);
+        rc = check_datasets(file, path, &lay, err, err_len);
+        layout_free(&lay);
     }
     H5Fclose(file);
+    return rc;
 }
 
 void weights_read(hid_t file, const char *path, const gpt2_layout *lay, float *host_params) {

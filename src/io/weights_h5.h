@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "model/layout.h"
+#include "model/shape.h"
 
 /* Writes the size attributes, the config text (may be NULL) and every tensor
  * of lay from host_params (flat fp32) into an open file; path is for messages. */
@@ -21,10 +22,13 @@ void weights_write(hid_t file, const char *path, const gpt2_layout *lay, const f
 void weights_save(const char *path, const gpt2_layout *lay, const float *host_params,
                   const char *config_text);
 
-/* Reads the model sizes stored in path (fails with a message naming the
- * file when it is not a gpt2_ddp weights file). */
-void weights_read_sizes(const char *path, int *n_layer, int *n_embd, int *n_head, int *vocab_size,
-                        int *padded_vocab_size, int *block_size);
+/* Reads the model sizes stored in path and checks them (model/shape.h)
+ * and every tensor's dataset (present, floating point, of the shape the
+ * sizes imply) without reading any tensor: 0, or -1 with "path: problem"
+ * in err when path is not a gpt2_ddp weights file of one consistent shape
+ * (bad input: callers exit 2). A file HDF5 cannot open (damaged) fails the
+ * process as h5_open_read does. */
+int weights_read_shape(const char *path, model_shape *s, char *err, size_t err_len);
 
 /* Reads every tensor of lay into host_params (flat fp32, zeroed first); a
  * missing dataset, a shape mismatch or a checksum error fails, naming the

@@ -10,6 +10,7 @@
 #include "base/fail.h"
 #include "kernels/attention.h"
 #include "kernels/ops_profile.h"
+#include "model/shape.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #include "kernels/matmul.h"
@@ -28,12 +29,10 @@ void backend_resolve_device(config *cfg) {
         fail_collective(EXIT_USAGE,
                         "device=cuda but this binary was built without the CUDA backend "
                         "(configure where nvcc is found, or use device=cpu)");
-    const int head_size = cfg->n_embd / cfg->n_head;
-    if (!attention_cuda_head_size_ok(head_size))
-        fail_collective(EXIT_USAGE,
-                        "device=cuda: head size n_embd / n_head = %d / %d = %d, but the CUDA "
-                        "attention supports head sizes 64 and 128",
-                        cfg->n_embd, cfg->n_head, head_size);
+    const model_shape shape = {.n_embd = cfg->n_embd, .n_head = cfg->n_head};
+    char why[256];
+    if (shape_check_cuda(&shape, why, sizeof why) != 0)
+        fail_collective(EXIT_USAGE, "device=cuda: %s", why);
 }
 
 const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {

@@ -115,7 +115,8 @@ static void test_llmc(const char *run) {
     EXPECT(memcmp(a, b, lay.n_elements * sizeof(float)) == 0, "fp32 round trip bit for bit");
     llmc_save(path, &lay, a, true);
     llmc_header h;
-    llmc_read_header(path, &h);
+    char err[4096];
+    EXPECT(llmc_read_header(path, &h, err, sizeof err) == 0, "bf16 header read: %s", err);
     EXPECT(h.version == LLMC_VERSION_BF16 && h.padded_vocab_size == 384 && h.max_seq_len == 32,
            "bf16 header");
     llmc_load(path, &lay, b);
