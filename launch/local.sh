@@ -10,13 +10,21 @@
 #   env: RANKS (CPU ranks), DEVICE=cpu (CPU ranks even where GPUs are),
 #        BUILD_DIR (default build), MPIRUN_ARGS (extra mpirun flags),
 #        STOP_BY_FILE=1 (pre-emption through the STOP file only, see below)
-# Pre-emption: SIGUSR1 or SIGTERM to this script is passed on to every rank
-# (which save a checkpoint and exit 3); mpirun's own forwarding of SIGUSR1
-# cannot be relied on (Ubuntu 24.04's Open MPI 4.1.6 did not forward it).
-# Where no rank is a child of mpirun (Open MPI 5's launch daemons), or with
-# STOP_BY_FILE=1, the script creates the run directory's STOP file instead,
-# which the trainer checks every step and removes when it stops (the script
-# removes one the run did not get to).
+# Stopping: SIGTERM, SIGUSR1, SIGINT (Ctrl-C) or SIGHUP to this script, or
+# to its process group, is passed on to every rank (SIGUSR1 as is, the others
+# as SIGTERM), which save a checkpoint and exit 3, and so does this script.
+# mpirun runs in a session of its own so that such signals do not reach it:
+# Open MPI 4.1's mpirun, signalled itself with SIGTERM or SIGINT, sends its
+# ranks SIGTERM and a second later SIGKILL (a checkpoint that takes longer
+# is cut short) and exits 1 whatever they returned; and its forwarding of
+# SIGUSR1 cannot be relied on (Ubuntu 24.04's 4.1.6 did not forward it).
+# Where mpirun is signalled anyway (kill by its pid), rank 0 records its
+# exit code in a file this script names (GPT2_EXIT_STATUS_FILE), and the
+# script exits with a 3 recorded there rather than mpirun's 1. Where no rank
+# is a child of mpirun (Open MPI 5's launch daemons), or with STOP_BY_FILE=1,
+# the script creates the run directory's STOP file instead, which the
+# trainer checks every step and removes when it stops (the script removes
+# one the run did not get to).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -80,27 +88,42 @@ run_dir() {
   echo "$out/$run"
 }
 made_stop=
-forward() { # signal
+forward() { # signal received, signal for the ranks
   interrupted=1
-  local ranks_pids=
+  local ranks_pids= how=
+  [ "$1" = "$2" ] || how=" as SIG$2"
   [ "${STOP_BY_FILE:-0}" = 1 ] || ranks_pids=$(pgrep -P "$mpirun_pid" -x gpt2_ddp || true)
   if [ -n "$ranks_pids" ]; then
-    echo "launch: got SIG$1: passing it on to the ranks ($(echo $ranks_pids))" >&2
-    kill -s "$1" $ranks_pids 2>/dev/null || true
+    echo "launch: got SIG$1: passing it on$how to the ranks ($(echo $ranks_pids))" >&2
+    kill -s "$2" $ranks_pids 2>/dev/null || true
   elif dir=$(run_dir) && [ -d "$dir" ]; then
     [ -e "$dir/STOP" ] || made_stop="$dir/STOP"
     echo "launch: got SIG$1: asking the run to stop with $dir/STOP" >&2
     touch "$dir/STOP"
   else
-    echo "launch: got SIG$1: passing it on to mpirun (pid $mpirun_pid)" >&2
-    kill -s "$1" "$mpirun_pid" 2>/dev/null || true
+    echo "launch: got SIG$1: passing it on$how to mpirun (pid $mpirun_pid)" >&2
+    kill -s "$2" "$mpirun_pid" 2>/dev/null || true
   fi
 }
-trap 'forward USR1' USR1
-trap 'forward TERM' TERM
+# A name of this launch's own for rank 0's exit code (see above): an empty
+# file until the trainer replaces it, so no earlier run's code is read.
+status_file=$(mktemp "${TMPDIR:-/tmp}/gpt2_ddp-exit.XXXXXX")
+trap 'rm -f "$status_file" "$status_file.tmp"' EXIT
+export GPT2_EXIT_STATUS_FILE=$status_file
 
-mpirun -np "$ranks" "${mpi_flags[@]}" ${MPIRUN_ARGS:-} "$BIN" "${args[@]}" &
+# setsid: mpirun and its ranks in a session of their own (see above). A
+# watcher in that session ends mpirun (SIGTERM) should this script be killed
+# with SIGKILL, which it cannot pass on: no run is left behind without it.
+# The ranks' pid parent is mpirun: bash -c execs it.
+setsid bash -c 'script=$1; shift
+  (while kill -0 $$; do kill -0 "$script" || { kill -TERM $$; break; }; sleep 1; done) </dev/null >/dev/null 2>&1 &
+  exec "$@"' launch-mpirun $$ \
+  mpirun -np "$ranks" "${mpi_flags[@]}" ${MPIRUN_ARGS:-} "$BIN" "${args[@]}" </dev/null &
 mpirun_pid=$!
+trap 'forward USR1 USR1' USR1
+trap 'forward TERM TERM' TERM
+trap 'forward INT TERM' INT
+trap 'forward HUP TERM' HUP
 # wait returns early when a trapped signal arrives: wait again until mpirun
 # itself has ended (127: its status was already collected).
 rc=0 prev=
@@ -116,4 +139,9 @@ while :; do
 done
 # A STOP file this script made and the run did not consume (it ended first).
 [ -z "$made_stop" ] || rm -f "$made_stop"
+recorded=$(cat "$status_file" 2>/dev/null || true)
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ] && [ "$recorded" = 3 ]; then
+  echo "launch: mpirun exited $rc, but the trainer saved a checkpoint and stopped (exit 3)" >&2
+  rc=3
+fi
 exit "$rc"

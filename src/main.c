@@ -14,6 +14,7 @@
 #endif
 #include "config/config.h"
 #include "train/backend.h"
+#include "train/safety/exit_status.h"
 #include "train/train.h"
 
 static void print_usage(FILE *out) {
@@ -106,6 +107,10 @@ int main(int argc, char **argv) {
     /* Rank 0 reports the job's shape; a rank without a GPU of its own ends the job. */
     dist_check_environment(&dist, strcmp(cfg.device, "cuda") == 0 && !cfg.dry_run);
     int rc = train_run(&cfg, &dist);
+    /* Before MPI_Finalize: an mpirun that was signalled itself kills its
+     * ranks a second after it asks them to stop, and exits 1 whatever they
+     * return; the launch scripts read the code from here instead. */
+    exit_status_record(dist.rank, rc);
     dist_free(&dist);
     return rc;
 }

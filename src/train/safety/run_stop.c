@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,11 +79,54 @@ static double slurm_time_left(char *source, size_t len) {
     return left;
 }
 
+/* What a STOP the run cannot remove (errno err from unlink, or from the run
+ * directory's access check) is, and the fix, as "WHAT: FIX". */
+static void describe_unremovable(const char *path, int err, char *out, size_t len) {
+    if (err == EISDIR)
+        snprintf(out, len, "it is a directory: remove it (rm -r %s; a STOP must be a file)", path);
+    else
+        snprintf(out, len, "%s: remove it (rm -f %s) or make the run directory writable",
+                 strerror(err), path);
+}
+
+/* Collective: rank 0's error text (empty: none) ends every rank with exit 2. */
+static void fail_if_any(const char *msg) {
+    int bad = msg[0] != '\0';
+    MPI_CHECK(MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (bad) fail_collective(EXIT_USAGE, "%s", msg);
+}
+
+/* Collective. A STOP that is there before the run starts must be one the run
+ * can remove when it stops: a directory named STOP, or one in a run directory
+ * it cannot write, would stop this run after its first step, and every run
+ * after it (a requeued job, forever). */
+static void check_stop_at_start(const run_stop *s, const char *run_dir) {
+    char msg[4800] = "";
+    struct stat st;
+    if (s->rank == 0 && lstat(s->stop_file, &st) == 0) {
+        int err = 0;
+        if (S_ISDIR(st.st_mode))
+            err = EISDIR;
+        else if (access(run_dir, W_OK) != 0)
+            err = errno;
+        if (err) {
+            char what[2400];
+            describe_unremovable(s->stop_file, err, what, sizeof what);
+            snprintf(msg, sizeof msg,
+                     "%s cannot be removed by the run, so it would stop this run after its first "
+                     "step and every later run the same way; %s, then run the same command again",
+                     s->stop_file, what);
+        }
+    }
+    fail_if_any(msg);
+}
+
 void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, int rank,
                    double checkpoint_bytes) {
     memset(s, 0, sizeof *s);
     s->rank = rank;
     snprintf(s->stop_file, sizeof s->stop_file, "%s/%s", run_dir, RUN_STOP_FILE);
+    check_stop_at_start(s, run_dir);
     s->save_s = checkpoint_bytes / SAVE_BYTES_PER_S + SAVE_FIXED_S;
     if (rank != 0) return; /* rank 0 decides; the others follow through run_stop_agree */
     const double now = wall_now();
@@ -146,21 +190,36 @@ int run_stop_agree(run_stop *s, bool eval_next) {
 }
 
 void run_stop_report(run_stop *s, int reasons, int step) {
-    if (s->rank != 0) return;
+    char unremovable[4800] = "";
     char why[1024] = "";
     size_t o = 0;
-    if (reasons & STOP_SIGNAL)
-        o += snprintf(why + o, sizeof why - o, "a pre-emption signal (SIGTERM/SIGUSR1)");
-    if ((reasons & STOP_FILE) && o < sizeof why) {
-        const bool removed = unlink(s->stop_file) == 0 || errno == ENOENT;
-        o += snprintf(why + o, sizeof why - o, "%sthe STOP file (%s, %s)", o ? " and " : "",
-                      s->stop_file, removed ? "now removed" : "could not be removed");
+    if (s->rank == 0) {
+        if (reasons & STOP_SIGNAL)
+            o += snprintf(why + o, sizeof why - o,
+                          "a pre-emption signal (SIGTERM, SIGUSR1 or SIGINT)");
+        if ((reasons & STOP_FILE) && o < sizeof why) {
+            const int err = unlink(s->stop_file) == 0 ? 0 : errno;
+            if (err && err != ENOENT) {
+                char what[2400];
+                describe_unremovable(s->stop_file, err, what, sizeof what);
+                snprintf(unremovable, sizeof unremovable,
+                         "%s stopped the run after step %d (checkpoint saved) but cannot be "
+                         "removed, so it would stop every later run after its first step; %s, "
+                         "then run the same command again to continue",
+                         s->stop_file, step, what);
+            }
+            o += snprintf(why + o, sizeof why - o, "%sthe STOP file (%s, now removed)",
+                          o ? " and " : "", s->stop_file);
+        }
+        if ((reasons & STOP_TIME_LIMIT) && o < sizeof why)
+            o += snprintf(why + o, sizeof why - o,
+                          "%sthe time limit (%s: %.0f s left, the next step and a save need "
+                          "about %.0f s)",
+                          o ? " and " : "", s->deadline_source, s->left_s, s->need_s);
     }
-    if ((reasons & STOP_TIME_LIMIT) && o < sizeof why)
-        o += snprintf(why + o, sizeof why - o,
-                      "%sthe time limit (%s: %.0f s left, the next step and a save need about "
-                      "%.0f s)",
-                      o ? " and " : "", s->deadline_source, s->left_s, s->need_s);
+    /* Not exit 3: a scheduler would requeue the run into the same stop. */
+    if (reasons & STOP_FILE) fail_if_any(unremovable);
+    if (s->rank != 0) return;
     printf("stopped by %s after step %d: checkpoint saved, exit code %d\n", why, step,
            EXIT_PREEMPTED);
     fflush(stdout);

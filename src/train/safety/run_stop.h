@@ -3,7 +3,11 @@
  *  - a stop signal (SIGTERM/SIGUSR1, train/signals.h) on any rank;
  *  - a file named STOP in the run directory (rank 0 looks for it every
  *    step; removed once the run has stopped and saved): a stop that needs
- *    no signal, for launchers that do not forward one;
+ *    no signal, for launchers that do not forward one. A STOP the run
+ *    cannot remove (a directory, a run directory it cannot write) is an
+ *    error, exit 2: at the start before any step, else once the stop's
+ *    checkpoint is saved; exit 3 would have a scheduler requeue the run into
+ *    the same stop, forever;
  *  - the wall-clock budget: time_limit_min, or under Slurm the job's end
  *    time (squeue's time left) when time_limit_min is 0 and the job has
  *    one. Rank 0 stops the run while the next step, an evaluation due
@@ -41,7 +45,8 @@ typedef struct {
     double left_s, need_s; /* at the decision that stopped the run */
 } run_stop;
 
-/* Every rank. Rank 0 reads the budget (time_limit_min, or the Slurm job's
+/* Every rank (collective). Ends every rank with exit 2 when the run
+ * directory holds a STOP the run could not remove. Rank 0 reads the budget (time_limit_min, or the Slurm job's
  * end time through squeue) and prints it; the others follow it through
  * run_stop_agree. checkpoint_bytes:
  * rank 0's share of a checkpoint, for the save time before one is measured. */
@@ -54,8 +59,9 @@ void run_stop_note_eval(run_stop *s, double ms);
  * the same on every rank; 0 to go on. eval_next: an evaluation runs before
  * the next step. */
 int run_stop_agree(run_stop *s, bool eval_next);
-/* Rank 0, once the stop's checkpoint is saved: says why the run stopped
- * after step, and removes the STOP file that stopped it. */
+/* Every rank (collective), once the stop's checkpoint is saved: rank 0 says
+ * why the run stopped after step and removes the STOP file that stopped
+ * it; one it cannot remove ends every rank with exit 2, naming it. */
 void run_stop_report(run_stop *s, int reasons, int step);
 
 /* "1-02:03:04", "02:03:04", "03:04" (squeue's time left) in seconds; -1

@@ -20,6 +20,14 @@ void signals_install(void) {
     for (int i = 0; i < 2; i++)
         if (sigaction(sigs[i], &sa, NULL) != 0)
             FAIL("cannot install the handler of signal %d", sigs[i]);
+    /* SIGINT (Ctrl-C) stops the same way, once: the handler then resets
+     * itself, so a second Ctrl-C ends the process at once, as users expect.
+     * An ignored SIGINT (nohup, a background job of a script) stays ignored. */
+    struct sigaction old;
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN) {
+        sa.sa_flags |= SA_RESETHAND;
+        if (sigaction(SIGINT, &sa, NULL) != 0) FAIL("cannot install the handler of SIGINT");
+    }
     /* A file-size limit (ulimit -f) then fails the write with EFBIG, which
      * the writer reports like a full disk, instead of killing the rank
      * with a core dump. */

@@ -1,0 +1,25 @@
+/* The exit code recorded for the launch scripts (see exit_status.h). */
+#include "train/safety/exit_status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void exit_status_record(int rank, int code) {
+    const char *path = getenv(EXIT_STATUS_ENV);
+    if (rank != 0 || !path || !*path) return;
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        fprintf(stderr, "warning: %s is too long; exit code %d not recorded\n", EXIT_STATUS_ENV,
+                code);
+        return;
+    }
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fprintf(f, "%d\n", code) > 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, path) == 0) return;
+    fprintf(stderr, "warning: cannot record exit code %d in %s = %s: %s\n", code, EXIT_STATUS_ENV,
+            path, strerror(errno));
+    remove(tmp);
+}
