@@ -19,36 +19,10 @@
 #include "train/safety/preflight.h"
 #include "train/safety/signals.h"
 
-/* Expands ${NAME} from the environment, so one config can name per-node or
- * per-job paths (${SLURM_JOB_ID}, ${OMPI_COMM_WORLD_RANK}, ...). */
-static void expand_env(const char *key, const char *in, char *out, size_t len) {
-    size_t o = 0;
-    for (const char *p = in; *p;) {
-        if (p[0] == '$' && p[1] == '{') {
-            const char *close = strchr(p, '}');
-            if (!close) FAIL("%s = %s: unterminated ${", key, in);
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
-            const char *value = getenv(name);
-            if (!value) FAIL("%s = %s: environment variable %s is not set", key, in, name);
-            size_t n = strlen(value);
-            if (o + n >= len) FAIL("%s: expanded value too long", key);
-            memcpy(out + o, value, n);
-            o += n;
-            p = close + 1;
-        } else {
-            if (o + 1 >= len) FAIL("%s: expanded value too long", key);
-            out[o++] = *p++;
-        }
-    }
-    out[o] = '\0';
-}
-
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
                          const config *cfg) {
-    char expanded[2048], err[2048];
-    expand_env(key, pattern, expanded, sizeof expanded);
-    if (dataset_open(ds, expanded, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
+    char err[2048]; /* ${VAR} in the pattern was expanded by config_load */
+    if (dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
         FAIL("%s: %s", key, err);
 }
 
