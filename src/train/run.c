@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 #include "base/files.h"
+#include "eval/val_loss.h"
 #include "io/weights_h5.h"
 #include "kernels/ops_profile.h"
 #include "train/backend.h"
@@ -92,12 +93,38 @@ static void run_claim_dir(run_state *r) {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* The validation batches an evaluation reads, each window once: a val set
+ * smaller than eval_batches x micro_batch windows gives fewer batches (with
+ * a note), one smaller than a single batch ends the run (exit 2). */
+static int val_batches_or_fail(const config *cfg, const token_dataset *val, int rank) {
+    const long long windows = (long long)val->n_samples, want = (long long)cfg->eval_batches;
+    const int batches = val_loss_batches(val->n_samples, cfg->eval_batches, cfg->micro_batch);
+    if (batches == 0)
+        fail_collective(EXIT_USAGE,
+                        "val_data = %s holds %lld windows of seq_len + 1 = %d tokens, fewer than "
+                        "one validation batch of micro_batch = %d: give val_data at least %lld "
+                        "tokens, lower micro_batch, or set eval_every = 0",
+                        cfg->val_data, windows, cfg->seq_len + 1, cfg->micro_batch,
+                        (long long)cfg->micro_batch * cfg->seq_len + 1);
+    if (batches < cfg->eval_batches && rank == 0)
+        printf("note: val_data holds %lld windows of %d tokens, fewer than eval_batches x "
+               "micro_batch = %lld x %d = %lld: each evaluation uses %d batches (%lld windows, "
+               "each once); set eval_batches = %d to silence this note, or give val_data more "
+               "tokens\n",
+               windows, cfg->seq_len + 1, want, cfg->micro_batch, want * cfg->micro_batch, batches,
+               (long long)batches * cfg->micro_batch, batches);
+    return batches;
+}
+
 static void run_open_data(run_state *r) {
     const config *cfg = r->cfg;
     open_dataset(&r->train_ds, "train_data", cfg->train_data, cfg);
     epochs_warn(cfg, &r->train_ds, r->dist->rank);
     r->do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
-    if (r->do_eval) open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+    if (r->do_eval) {
+        open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+        r->eval_batches = val_batches_or_fail(cfg, &r->val_ds, r->dist->rank);
+    }
     loader_init(&r->train_ld, &r->train_ds, cfg->seed, true);
     if (r->do_eval) loader_init(&r->val_ld, &r->val_ds, cfg->seed, false);
 }
