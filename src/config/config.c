@@ -130,7 +130,10 @@ static void expand_paths(config *cfg) {
             failed = msg;
             continue;
         }
-        memcpy(written, value, CONFIG_STR_MAX);
+        /* No comment where the value reads as written ("$$" escapes only). */
+        char escaped[2 * CONFIG_STR_MAX];
+        config_expand_escape(expanded, escaped, sizeof escaped);
+        if (strcmp(escaped, value) != 0) memcpy(written, value, CONFIG_STR_MAX);
         memcpy(value, expanded, CONFIG_STR_MAX);
     }
     if (!failed && slot != CONFIG_PATH_KEYS)

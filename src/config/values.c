@@ -214,6 +214,8 @@ static void overflow_reason(const config_key *k, char *why, size_t why_len) {
 
 bool config_key_set(config *cfg, const config_key *k, const char *text, char *why, size_t why_len) {
     void *p = field(cfg, k);
+    unsigned char before[sizeof(double)]; /* a numeric field, restored when out of range */
+    if (k->size <= sizeof before) memcpy(before, p, k->size);
     num_status st = NUM_OK;
     if (text[0] == '\0' && k->type != KEY_STRING) {
         snprintf(why, why_len, "empty value");
@@ -255,5 +257,7 @@ bool config_key_set(config *cfg, const config_key *k, const char *text, char *wh
     }
     if (st == NUM_NOT_FINITE) return snprintf(why, why_len, "not a finite number"), false;
     if (st == NUM_OVERFLOW) return overflow_reason(k, why, why_len), false;
-    return config_key_check(cfg, k, why, why_len);
+    if (config_key_check(cfg, k, why, why_len)) return true;
+    memcpy(p, before, k->size); /* a refused value is not kept */
+    return false;
 }
