@@ -83,7 +83,8 @@ const config_key config_keys[] = {
     INT_KEY("train", eval_every, "250", AT_LEAST(0), "steps between validation losses; 0 disables"),
     INT_KEY("train", eval_batches, "20", AT_LEAST(1),
             "validation micro-batches (of micro_batch sequences) per evaluation, over all ranks: "
-            "the same windows for any rank count"),
+            "the same windows for any rank count; fewer when val_data holds fewer windows (each "
+            "is read once)"),
     INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
     INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
             "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "
@@ -141,8 +142,9 @@ const config_key config_keys[] = {
              "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
              "the run elsewhere, e.g. in PyTorch)"),
     BOOL_KEY("run", memory_preflight, "true",
-             "device=cuda: before allocating, check that the memory estimate plus a reserve fits "
-             "the GPU's free memory; when not, exit 2 with the largest micro_batch that fits"),
+             "before allocating, check that the memory estimate plus a reserve fits the GPU's "
+             "free memory (device=cuda) or this rank's share of the node's available RAM "
+             "(device=cpu); when not, exit 2 with the largest micro_batch that fits"),
     BOOL_KEY("run", profile_ops, "false",
              "time every kernel op (synchronizing around each, so steps run slower) and print "
              "a per-op table (calls, ms and % per step, floor on this device) at the end of "
