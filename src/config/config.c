@@ -119,7 +119,9 @@ static void expand_paths(config *cfg) {
     for (size_t i = 0; i < config_n_keys; i++) {
         const config_key *k = &config_keys[i];
         if (!k->path) continue;
-        if (slot == CONFIG_PATH_KEYS) FAIL("config key table: more than %d path keys", slot);
+        if (slot == CONFIG_PATH_KEYS || k->size != CONFIG_STR_MAX)
+            FAIL("config key table: path key %s: more than %d path keys, or not %d bytes", k->name,
+                 CONFIG_PATH_KEYS, CONFIG_STR_MAX);
         char *value = (char *)cfg + k->offset, *written = cfg->path_written[slot++];
         written[0] = '\0';
         if (failed || !config_expand_needed(value)) continue;
