@@ -118,8 +118,18 @@ static void eval_val(const eval_args *a, gpt2_model *m) {
     loader_init(&ld, &ds, 0, false);
     const size_t n = (size_t)m->B * m->T;
     int32_t *inputs = xmalloc(n * sizeof(int32_t)), *targets = xmalloc(n * sizeof(int32_t));
-    const double loss = val_loss_mean(m, &ld, a->val_batches, m->B, m->T, 0, 1, inputs, targets);
-    printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, a->val_batches, m->B, m->T,
+    /* Each window once: a smaller set gives fewer batches, never repeats. */
+    const int batches = val_loss_batches(ds.n_samples, a->val_batches, m->B);
+    if (batches == 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                "--val %s holds %lld windows of %d tokens, fewer than one batch of --batch %d",
+                a->val, (long long)ds.n_samples, m->T + 1, m->B);
+    if (batches < a->val_batches)
+        printf("note: --val holds %lld windows of %d tokens: %d batches of %d instead of "
+               "--val-batches %d (each window once)\n",
+               (long long)ds.n_samples, m->T + 1, batches, m->B, a->val_batches);
+    const double loss = val_loss_mean(m, &ld, batches, m->B, m->T, 0, 1, inputs, targets);
+    printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, batches, m->B, m->T,
            a->val);
     free(inputs);
     free(targets);

@@ -65,6 +65,29 @@ _Noreturn void fail_collective(int exit_code, const char *fmt, ...) {
     exit(exit_code);
 }
 
+void fail_collective_any(int exit_code, const char *msg) {
+    int rank, size;
+    char host[256];
+    where_am_i(&rank, &size, host, sizeof host);
+    int first = msg ? rank : size;
+    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == size) return;
+    if (rank == first) {
+        fflush(stdout);
+        if (rank == 0)
+            fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
+        else
+            fprintf(stderr, "%s: error [rank %d/%d %s]: %s\n", program_invocation_short_name, rank,
+                    size, host, msg);
+        fflush(stderr);
+    }
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) MPI_Finalize();
+    exit(exit_code);
+}
+
 int set_error(char *err, size_t err_len, const char *fmt, ...) {
     if (err && err_len > 0) {
         va_list ap;

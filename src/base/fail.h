@@ -31,6 +31,13 @@ FAIL_NORETURN void fail_at(const char *file, int line, int exit_code, const char
 FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Collective, for an error that may differ between ranks (their
+ * environments): each rank passes its own message, or NULL. When some rank
+ * has one, the lowest such rank prints it (naming itself when it is not rank
+ * 0), and every rank finalizes MPI and exits with exit_code; otherwise it
+ * returns. */
+void fail_collective_any(int exit_code, const char *msg);
+
 #define FAIL(...) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__)
 
 /* Checks for the libraries we call; each names the failed statement. */

@@ -11,6 +11,8 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "config/elide.h"
+#include "config/expand.h"
 #include "config/ini.h"
 #include "config/keys.h"
 #include "config/values.h"
@@ -31,18 +33,22 @@ _Noreturn __attribute__((format(printf, 2, 3))) static void fail_source(const in
 
 /* Why name is not a key, naming the key it likely meant. */
 static void unknown_key(const char *name, const char *value, char *why, size_t why_len) {
+    char shown_name[ELIDE_KEEP + 40], shown[ELIDE_KEEP + 40];
+    elide(name, shown_name, sizeof shown_name);
+    elide(value, shown, sizeof shown);
     for (size_t i = 0; i < config_n_derived; i++)
         if (strcmp(name, config_derived[i].name) == 0) {
-            snprintf(why, why_len, "%s = %s: %s is derived (%s) and cannot be set", name, value,
+            snprintf(why, why_len, "%s = %s: %s is derived (%s) and cannot be set", name, shown,
                      name, config_derived[i].rule);
             return;
         }
     const char *guess = config_key_suggest(name);
     if (guess)
-        snprintf(why, why_len, "%s = %s: unknown key (did you mean '%s'?)", name, value, guess);
+        snprintf(why, why_len, "%s = %s: unknown key (did you mean '%s'?)", shown_name, shown,
+                 guess);
     else
-        snprintf(why, why_len, "%s = %s: unknown key (gpt2_ddp --help lists every key)", name,
-                 value);
+        snprintf(why, why_len, "%s = %s: unknown key (gpt2_ddp --help lists every key)", shown_name,
+                 shown);
 }
 
 /* ---------------------------------------------------------- loading */
@@ -61,19 +67,21 @@ static int set_entry(void *ctx_, const ini_entry *e) {
     load_ctx *ctx = ctx_;
     const config_key *k = config_key_find(e->key);
     if (!k) return unknown_key(e->key, e->value, ctx->why, sizeof ctx->why), 1;
+    char shown[ELIDE_KEEP + 40]; /* a long value leaves room for the reason */
+    elide(e->value, shown, sizeof shown);
     if (ctx->first_line) {
         int *seen = &ctx->first_line[k - config_keys];
         if (*seen)
             return snprintf(ctx->why, sizeof ctx->why,
                             "%s = %s: duplicate key, already set on line %d (each key may appear "
                             "once per file)",
-                            e->key, e->value, *seen),
+                            e->key, shown, *seen),
                    1;
         *seen = e->where.line;
     }
     char why[512];
     if (!config_key_set(ctx->cfg, k, e->value, why, sizeof why))
-        return snprintf(ctx->why, sizeof ctx->why, "%s = %s: %s", e->key, e->value, why), 1;
+        return snprintf(ctx->why, sizeof ctx->why, "%s = %s: %s", e->key, shown, why), 1;
     return 0;
 }
 
@@ -100,6 +108,41 @@ static void apply_override(config *cfg, const char *arg) {
                     arg);
 }
 
+/* ${VAR} in every path key, from this rank's environment: the value as
+ * written is kept for config_format's comment. An unset variable may be
+ * unset on some ranks only (mpirun passes the environment to other nodes
+ * only with -x), so the ranks agree before any of them exits. */
+static void expand_paths(config *cfg) {
+    static char msg[2048];
+    const char *failed = NULL;
+    int slot = 0;
+    for (size_t i = 0; i < config_n_keys; i++) {
+        const config_key *k = &config_keys[i];
+        if (!k->path) continue;
+        if (slot == CONFIG_PATH_KEYS || k->size != CONFIG_STR_MAX)
+            FAIL("config key table: path key %s: more than %d path keys, or not %d bytes", k->name,
+                 CONFIG_PATH_KEYS, CONFIG_STR_MAX);
+        char *value = (char *)cfg + k->offset, *written = cfg->path_written[slot++];
+        written[0] = '\0';
+        if (failed || !config_expand_needed(value)) continue;
+        char expanded[CONFIG_STR_MAX], why[512], shown[ELIDE_KEEP + 40];
+        if (!config_expand(value, expanded, sizeof expanded, why, sizeof why)) {
+            elide(value, shown, sizeof shown);
+            snprintf(msg, sizeof msg, "%s = %s: %s", k->name, shown, why);
+            failed = msg;
+            continue;
+        }
+        /* No comment where the value reads as written ("$$" escapes only). */
+        char escaped[2 * CONFIG_STR_MAX];
+        config_expand_escape(expanded, escaped, sizeof escaped);
+        if (strcmp(escaped, value) != 0) memcpy(written, value, CONFIG_STR_MAX);
+        memcpy(value, expanded, CONFIG_STR_MAX);
+    }
+    if (!failed && slot != CONFIG_PATH_KEYS)
+        FAIL("config key table: %d path keys, config.h has room for %d", slot, CONFIG_PATH_KEYS);
+    fail_collective_any(EXIT_USAGE, failed);
+}
+
 /* "configs/tiny.ini" -> "tiny": the run is named after its config file. */
 static void file_stem(const char *path, char *out, size_t len) {
     const char *base = strrchr(path, '/');
@@ -122,6 +165,7 @@ void config_load(config *cfg, const char *path, int n_overrides, char *const *ov
     }
     if (path) load_file(cfg, path);
     for (int i = 0; i < n_overrides; i++) apply_override(cfg, overrides[i]);
+    expand_paths(cfg);
     if (cfg->run_name[0] == '\0')
         file_stem(path ? path : "run", cfg->run_name, sizeof cfg->run_name);
 }
@@ -158,14 +202,18 @@ size_t config_format(const config *cfg, char *buf, size_t len) {
     text_out o = {buf, len, 0};
     if (len) buf[0] = '\0';
     const char *section = NULL;
+    int path_slot = 0;
     for (size_t i = 0; i < config_n_keys; i++) {
         const config_key *k = &config_keys[i];
         if (!section || strcmp(section, k->section) != 0)
             out_printf(&o, "%s[%s]\n", section ? "\n" : "", k->section);
         section = k->section;
-        char value[2 * CONFIG_STR_MAX + 8];
+        char value[4 * CONFIG_STR_MAX + 8]; /* '$' escaped and quoted: 4 bytes a character */
         config_key_format(cfg, k, true, value, sizeof value);
         out_printf(&o, "%s = %s\n", k->name, value);
+        if (k->path && cfg->path_written[path_slot][0])
+            out_printf(&o, "# %s as written: %s\n", k->name, cfg->path_written[path_slot]);
+        path_slot += k->path;
         format_derived(cfg, k, &o);
     }
     return o.used;

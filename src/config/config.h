@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #define CONFIG_STR_MAX 512
+/* Keys whose value is a path (keys.c marks them): ${VAR} is expanded there. */
+#define CONFIG_PATH_KEYS 8
 
 typedef struct {
     /* model */
@@ -80,12 +82,18 @@ typedef struct {
     bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */
     bool attention_deterministic; /* device=cuda: dq added in a fixed order (wgmma kernels) */
     bool save_init;               /* write the initial weights to out_dir/run_name/init.h5 */
+
+    /* Not keys: the path keys as written where ${VAR} expansion changed them,
+     * in key-table order of the path keys ("" where it did not), printed by
+     * config_format as comments. */
+    char path_written[CONFIG_PATH_KEYS][CONFIG_STR_MAX]; /* not a key */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each
- * "key=value" in overrides. Any problem fails every rank with exit code 2 and
- * a message naming the key (fail_collective). config_file_stem is stored in
- * run_name when run_name is left empty. */
+ * "key=value" in overrides, then expands ${VAR} in the path keys from this
+ * rank's environment. Any problem fails every rank with exit code 2 and a
+ * message naming the key (an unset variable on any rank too). The config
+ * file's stem is stored in run_name when run_name is left empty. */
 void config_load(config *cfg, const char *path, int n_overrides, char *const *overrides);
 
 /* Checks ranges and consistency and fills in the derived fields, for a job
@@ -96,7 +104,9 @@ void config_load(config *cfg, const char *path, int n_overrides, char *const *ov
 void config_validate(config *cfg, int launched_world);
 
 /* "key = value" lines for every key, in table order; returns bytes written
- * (like snprintf). The text parses back into the same config. */
+ * (like snprintf). The text parses back into the same config: path values
+ * are the expanded ones (with '$' escaped where needed), each followed by
+ * a "# KEY as written: ..." comment where expansion changed it. */
 size_t config_format(const config *cfg, char *buf, size_t len);
 
 /* Every key with its default and meaning, for --help. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "config/elide.h"
 
 static char *trim(char *s) {
     while (isspace((unsigned char)*s)) s++;
@@ -46,17 +47,19 @@ static bool split_section(char *s, char **name, char *why, size_t why_len) {
         if (is_name(*name, ".-") && is_blank_or_comment(close + 1)) return true;
         *close = ']'; /* the message shows the line as written */
     }
-    snprintf(why, why_len, "malformed section header '%s' (expected '[name]')", s);
+    char shown[ELIDE_KEEP + 40];
+    elide(s, shown, sizeof shown);
+    snprintf(why, why_len, "malformed section header '%s' (expected '[name]')", shown);
     return false;
 }
 
-/* The value after '=': "quoted" with \" and \\ escapes, or bare text up to
- * a comment, trimmed. */
-static bool split_value(char *s, char **value, char *why, size_t why_len) {
+/* The value after '=': "quoted" with \" and \\ escapes, or bare text,
+ * trimmed, up to a comment where comments may follow (a file's line). */
+static bool split_value(char *s, bool comments, char **value, char *why, size_t why_len) {
     char *v = s;
     while (*v == ' ' || *v == '\t') v++;
     if (*v != '"') {
-        char *comment = find_comment(s);
+        char *comment = comments ? find_comment(s) : NULL;
         if (comment) *comment = '\0';
         *value = trim(s);
         return true;
@@ -69,24 +72,29 @@ static bool split_value(char *s, char **value, char *why, size_t why_len) {
         *dst++ = *src;
     }
     *dst = '\0'; /* dst < src: the rest of the line is untouched */
-    if (!is_blank_or_comment(src + 1))
-        return snprintf(why, why_len, "unexpected text after the closing quote: '%s'", src + 1),
-               false;
+    const char *rest = src + 1;
+    while (*rest == ' ' || *rest == '\t') rest++;
+    if (*rest != '\0' && !(comments && is_blank_or_comment(rest))) {
+        char shown[ELIDE_KEEP + 40];
+        elide(src + 1, shown, sizeof shown);
+        snprintf(why, why_len, "unexpected text after the closing quote: '%s'", shown);
+        return false;
+    }
     *value = v;
     return true;
 }
 
 typedef enum { LINE_BLANK, LINE_SECTION, LINE_KEY_VALUE, LINE_ERROR } line_kind;
 
-/* Splits one line in place: a section's name goes to *key, a key/value to
- * *key and *value. */
-static line_kind split_line(char *line, char **key, char **value, char *why, size_t why_len) {
-    char *s = trim(line); /* also drops "\r\n" */
-    if (*s == '\0' || *s == '#' || *s == ';') return LINE_BLANK;
-    if (*s == '[') return split_section(s, key, why, why_len) ? LINE_SECTION : LINE_ERROR;
+/* "key = value" at s, split in place; comments: whether the value may end
+ * at a comment (a file's line) or not (a command-line override). */
+static line_kind split_key_value(char *s, bool comments, char **key, char **value, char *why,
+                                 size_t why_len) {
+    char shown[ELIDE_KEEP + 40];
     char *eq = strchr(s, '=');
     if (!eq) {
-        snprintf(why, why_len, "expected 'key = value' or '[section]', got '%s'", s);
+        elide(s, shown, sizeof shown);
+        snprintf(why, why_len, "expected 'key = value' or '[section]', got '%s'", shown);
         return LINE_ERROR;
     }
     *eq = '\0';
@@ -96,10 +104,20 @@ static line_kind split_line(char *line, char **key, char **value, char *why, siz
         return LINE_ERROR;
     }
     if (!is_name(*key, "")) {
-        snprintf(why, why_len, "'%s' is not a key name (expected 'key = value')", *key);
+        elide(*key, shown, sizeof shown);
+        snprintf(why, why_len, "'%s' is not a key name (expected 'key = value')", shown);
         return LINE_ERROR;
     }
-    return split_value(eq + 1, value, why, why_len) ? LINE_KEY_VALUE : LINE_ERROR;
+    return split_value(eq + 1, comments, value, why, why_len) ? LINE_KEY_VALUE : LINE_ERROR;
+}
+
+/* Splits one line of a file in place: a section's name goes to *key, a
+ * key/value to *key and *value. */
+static line_kind split_line(char *line, char **key, char **value, char *why, size_t why_len) {
+    char *s = trim(line); /* also drops "\r\n" */
+    if (*s == '\0' || *s == '#' || *s == ';') return LINE_BLANK;
+    if (*s == '[') return split_section(s, key, why, why_len) ? LINE_SECTION : LINE_ERROR;
+    return split_key_value(s, true, key, value, why, why_len);
 }
 
 /* Fills err (when there is one) and returns its status. */
@@ -162,11 +180,10 @@ ini_status ini_read_override(const char *text, ini_key_fn on_key, void *ctx, ini
     char *copy = xmalloc(n), *key = NULL, *value = NULL, why[INI_MESSAGE_MAX];
     memcpy(copy, text, n); /* split_line works in place */
     ini_status status = INI_OK;
-    line_kind kind = split_line(copy, &key, &value, why, sizeof why);
+    /* No comments on a command line: "run_name=exp #2" keeps its "#2". */
+    line_kind kind = split_key_value(copy, false, &key, &value, why, sizeof why);
     if (kind == LINE_ERROR) {
         status = error_at(err, INI_SYNTAX_ERROR, where, 0, why);
-    } else if (kind != LINE_KEY_VALUE) {
-        status = error_at(err, INI_NOT_KEY_VALUE, where, 0, "not key=value");
     } else {
         ini_entry entry = {"", key, value, where};
         int stop = on_key(ctx, &entry);

@@ -1,5 +1,6 @@
 /* A generic INI reader: "key = value" lines, [section] headers, comments, and
- * one "key=value" from a command line in the same syntax. It knows nothing
+ * one "key=value" from a command line in the same syntax but without
+ * comments. It knows nothing
  * about which keys exist: it hands each key/value to a callback with where it
  * came from, and returns syntax errors as a status with a message, so that
  * the caller decides how to report them (and a test can check them).
@@ -64,7 +65,10 @@ ini_status ini_read_file(const char *path, ini_key_fn on_key, void *ctx, ini_err
 ini_status ini_read_stream(FILE *f, const char *path, ini_key_fn on_key, void *ctx, ini_error *err);
 
 /* Reads one command-line override "key=value" with the syntax of a file's
- * line, calling on_key once (source path NULL). Text without '=' is
- * INI_NOT_KEY_VALUE. */
+ * key/value line but no comment: the value is everything after the first
+ * '=', trimmed ("run_name=exp #2" keeps "exp #2"), or "quoted" as in a file
+ * with nothing but spaces after the closing quote. Calls on_key once (source
+ * path NULL). Text without '=' is INI_NOT_KEY_VALUE; a [section] or comment
+ * is a syntax error (not a key name). */
 ini_status ini_read_override(const char *text, ini_key_fn on_key, void *ctx, ini_error *err);
 #endif

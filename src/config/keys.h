@@ -36,6 +36,7 @@ typedef struct {
     key_range range;
     const char *const *choices; /* KEY_ENUM: allowed values, NULL-terminated */
     const char *help;
+    bool path; /* a file or directory: ${VAR} in its value is expanded (expand.h) */
 } config_key;
 
 extern const config_key config_keys[];

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/expand.h"
+
 static void *field(config *cfg, const config_key *k) { return (char *)cfg + k->offset; }
 static const void *cfield(const config *cfg, const config_key *k) {
     return (const char *)cfg + k->offset;
@@ -64,6 +66,14 @@ void config_key_format(const config *cfg, const config_key *k, bool quote, char 
     case KEY_DOUBLE: format_double(*(const double *)p, buf, len); break;
     case KEY_BOOL: snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false"); break;
     case KEY_STRING:
+        if (quote && k->path) { /* what config_expand reads back as this value */
+            char escaped[2 * CONFIG_STR_MAX];
+            config_expand_escape((const char *)p, escaped, sizeof escaped);
+            format_string(escaped, quote, buf, len);
+            break;
+        }
+        format_string((const char *)p, quote, buf, len);
+        break;
     case KEY_ENUM: format_string((const char *)p, quote, buf, len); break;
     }
 }
@@ -94,7 +104,7 @@ void config_key_allowed(const config_key *k, char *buf, size_t len) {
 
 /* --------------------------------------------------------- parsing values */
 
-typedef enum { NUM_OK, NUM_BAD, NUM_OVERFLOW } num_status;
+typedef enum { NUM_OK, NUM_BAD, NUM_OVERFLOW, NUM_NOT_FINITE } num_status;
 
 static num_status parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     char *end;
@@ -117,11 +127,14 @@ static num_status parse_uint64(const char *s, uint64_t *out) {
     return NUM_OK;
 }
 
+/* NUM_NOT_FINITE: "nan", "inf" as written; NUM_OVERFLOW: 1e999. */
 static num_status parse_double(const char *s, double *out) {
     char *end;
+    errno = 0;
     double v = strtod(s, &end);
     if (end == s || *end != '\0') return NUM_BAD;
-    if (!isfinite(v)) return NUM_OVERFLOW; /* inf, nan, 1e999 */
+    if (errno == ERANGE && isinf(v)) return NUM_OVERFLOW;
+    if (!isfinite(v)) return NUM_NOT_FINITE;
     *out = v;
     return NUM_OK;
 }
@@ -167,8 +180,42 @@ bool config_key_check(const config *cfg, const config_key *k, char *why, size_t 
     return false;
 }
 
+/* Why a number too large for its type is refused: the range the key
+ * allows, capped by the type, so that "warmup_steps = 2147483648" names the
+ * largest int rather than only the key's lower bound. */
+static void overflow_reason(const config_key *k, char *why, size_t why_len) {
+    if (k->type == KEY_DOUBLE) {
+        snprintf(why, why_len, "out of range: beyond the largest double (about 1.8e308)");
+        return;
+    }
+    if (k->type == KEY_UINT64) {
+        snprintf(why, why_len, "out of range: must be in [0, %" PRIu64 "] (a 64-bit unsigned key)",
+                 UINT64_MAX);
+        return;
+    }
+    const bool is_int = k->type == KEY_INT;
+    const double type_lo = is_int ? INT_MIN : (double)INT64_MIN;
+    const double type_hi = is_int ? INT_MAX : (double)INT64_MAX;
+    const key_range *r = &k->range;
+    if (r->on && !isinf(r->hi) && r->hi <= type_hi && r->lo >= type_lo) {
+        char range[128];
+        format_range(r, range, sizeof range);
+        snprintf(why, why_len, "out of range: must be %s", range);
+        return;
+    }
+    /* The bound that binds is the type's: print the integers exactly. */
+    const long long lo =
+        r->on && r->lo > type_lo ? (long long)r->lo : (is_int ? INT_MIN : INT64_MIN);
+    const long long hi = is_int ? INT_MAX : INT64_MAX;
+    snprintf(why, why_len,
+             "out of range: must be in [%lld, %lld] (%lld: the largest %d-bit integer)",
+             lo + (r->on && r->lo_open ? 1 : 0), hi, hi, is_int ? 32 : 64);
+}
+
 bool config_key_set(config *cfg, const config_key *k, const char *text, char *why, size_t why_len) {
     void *p = field(cfg, k);
+    unsigned char before[sizeof(double)]; /* a numeric field, restored when out of range */
+    if (k->size <= sizeof before) memcpy(before, p, k->size);
     num_status st = NUM_OK;
     if (text[0] == '\0' && k->type != KEY_STRING) {
         snprintf(why, why_len, "empty value");
@@ -190,7 +237,9 @@ bool config_key_set(config *cfg, const config_key *k, const char *text, char *wh
         return true;
     case KEY_STRING:
         if (strlen(text) >= k->size)
-            return snprintf(why, why_len, "too long (at most %zu characters)", k->size - 1), false;
+            return snprintf(why, why_len, "too long: %zu characters, %s holds at most %zu",
+                            strlen(text), k->name, k->size - 1),
+                   false;
         memcpy(p, text, strlen(text) + 1);
         return true;
     case KEY_ENUM:
@@ -206,16 +255,9 @@ bool config_key_set(config *cfg, const config_key *k, const char *text, char *wh
         snprintf(why, why_len, "%s", integer ? "not an integer" : "not a number");
         return false;
     }
-    if (st == NUM_OVERFLOW) {
-        if (k->type == KEY_DOUBLE) return snprintf(why, why_len, "not a finite number"), false;
-        if (k->range.on) {
-            char range[128];
-            format_range(&k->range, range, sizeof range);
-            return snprintf(why, why_len, "out of range: must be %s", range), false;
-        }
-        return snprintf(why, why_len, "out of range of a %d-bit integer",
-                        k->type == KEY_INT ? 32 : 64),
-               false;
-    }
-    return config_key_check(cfg, k, why, why_len);
+    if (st == NUM_NOT_FINITE) return snprintf(why, why_len, "not a finite number"), false;
+    if (st == NUM_OVERFLOW) return overflow_reason(k, why, why_len), false;
+    if (config_key_check(cfg, k, why, why_len)) return true;
+    memcpy(p, before, k->size); /* a refused value is not kept */
+    return false;
 }

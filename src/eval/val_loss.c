@@ -7,10 +7,19 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 
+int val_loss_batches(int64_t n_windows, int eval_batches, int B) {
+    const int64_t fit = B > 0 ? n_windows / B : 0;
+    return fit < eval_batches ? (int)fit : eval_batches;
+}
+
 double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
                      int world, int32_t *inputs, int32_t *targets) {
     const kernel_ops *ops = model->ops;
     const size_t tokens = (size_t)B * T;
+    if (eval_batches < 1 || val_loss_batches(val->ds->n_samples, eval_batches, B) < eval_batches)
+        FAIL("val_loss_mean: %d batches of %d windows from a set of %lld windows (the caller "
+             "should have used val_loss_batches)",
+             eval_batches, B, (long long)val->ds->n_samples);
     /* One double per batch: this rank's on the backend, then every rank's
      * on the host (zero where another rank computed the batch: x + 0 = x). */
     double *on_device = ops->alloc((size_t)eval_batches * sizeof(double));

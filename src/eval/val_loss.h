@@ -14,10 +14,18 @@
 #include "data/loader.h"
 #include "model/gpt2.h"
 
+/* The batches of B windows an evaluation of eval_batches batches can use
+ * with each of the set's n_windows samples read at most once:
+ * min(eval_batches, n_windows / B), the same for any rank count; 0 when
+ * the set holds fewer than B windows. Callers say when it is less than
+ * eval_batches. */
+int val_loss_batches(int64_t n_windows, int eval_batches, int B);
+
 /* Collective over MPI_COMM_WORLD when world > 1 (a single process needs no
  * MPI). Mean loss per token over eval_batches batches of B sequences of T
- * tokens; inputs and targets are host buffers of B * T each. Nothing waits
- * for the device between batches. */
+ * tokens (at most val_loss_batches of them: no window twice); inputs and
+ * targets are host buffers of B * T each. Nothing waits for the device
+ * between batches. */
 double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
                      int world, int32_t *inputs, int32_t *targets);
 #endif

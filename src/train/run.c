@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 #include "base/files.h"
+#include "eval/val_loss.h"
 #include "io/weights_h5.h"
 #include "kernels/ops_profile.h"
 #include "train/backend.h"
@@ -19,36 +20,10 @@
 #include "train/safety/preflight.h"
 #include "train/safety/signals.h"
 
-/* Expands ${NAME} from the environment, so one config can name per-node or
- * per-job paths (${SLURM_JOB_ID}, ${OMPI_COMM_WORLD_RANK}, ...). */
-static void expand_env(const char *key, const char *in, char *out, size_t len) {
-    size_t o = 0;
-    for (const char *p = in; *p;) {
-        if (p[0] == '$' && p[1] == '{') {
-            const char *close = strchr(p, '}');
-            if (!close) FAIL("%s = %s: unterminated ${", key, in);
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(close - p - 2), p + 2);
-            const char *value = getenv(name);
-            if (!value) FAIL("%s = %s: environment variable %s is not set", key, in, name);
-            size_t n = strlen(value);
-            if (o + n >= len) FAIL("%s: expanded value too long", key);
-            memcpy(out + o, value, n);
-            o += n;
-            p = close + 1;
-        } else {
-            if (o + 1 >= len) FAIL("%s: expanded value too long", key);
-            out[o++] = *p++;
-        }
-    }
-    out[o] = '\0';
-}
-
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
                          const config *cfg) {
-    char expanded[2048], err[2048];
-    expand_env(key, pattern, expanded, sizeof expanded);
-    if (dataset_open(ds, expanded, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
+    char err[2048]; /* ${VAR} in the pattern was expanded by config_load */
+    if (dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
         FAIL("%s: %s", key, err);
 }
 
@@ -118,12 +93,38 @@ static void run_claim_dir(run_state *r) {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* The validation batches an evaluation reads, each window once: a val set
+ * smaller than eval_batches x micro_batch windows gives fewer batches (with
+ * a note), one smaller than a single batch ends the run (exit 2). */
+static int val_batches_or_fail(const config *cfg, const token_dataset *val, int rank) {
+    const long long windows = (long long)val->n_samples, want = (long long)cfg->eval_batches;
+    const int batches = val_loss_batches(val->n_samples, cfg->eval_batches, cfg->micro_batch);
+    if (batches == 0)
+        fail_collective(EXIT_USAGE,
+                        "val_data = %s holds %lld windows of seq_len + 1 = %d tokens, fewer than "
+                        "one validation batch of micro_batch = %d: give val_data at least %lld "
+                        "tokens, lower micro_batch, or set eval_every = 0",
+                        cfg->val_data, windows, cfg->seq_len + 1, cfg->micro_batch,
+                        (long long)cfg->micro_batch * cfg->seq_len + 1);
+    if (batches < cfg->eval_batches && rank == 0)
+        printf("note: val_data holds %lld windows of %d tokens, fewer than eval_batches x "
+               "micro_batch = %lld x %d = %lld: each evaluation uses %d batches (%lld windows, "
+               "each once); set eval_batches = %d to silence this note, or give val_data more "
+               "tokens\n",
+               windows, cfg->seq_len + 1, want, cfg->micro_batch, want * cfg->micro_batch, batches,
+               (long long)batches * cfg->micro_batch, batches);
+    return batches;
+}
+
 static void run_open_data(run_state *r) {
     const config *cfg = r->cfg;
     open_dataset(&r->train_ds, "train_data", cfg->train_data, cfg);
     epochs_warn(cfg, &r->train_ds, r->dist->rank);
     r->do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
-    if (r->do_eval) open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+    if (r->do_eval) {
+        open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+        r->eval_batches = val_batches_or_fail(cfg, &r->val_ds, r->dist->rank);
+    }
     loader_init(&r->train_ld, &r->train_ds, cfg->seed, true);
     if (r->do_eval) loader_init(&r->val_ld, &r->val_ds, cfg->seed, false);
 }

@@ -45,7 +45,8 @@ typedef struct run_state {
     run_stop stopper;
     bool resuming;
     char resume_dir[CKPT_PATH_MAX];
-    bool do_eval; /* validation loss (and HellaSwag) every eval_every steps */
+    bool do_eval;     /* validation loss (and HellaSwag) every eval_every steps */
+    int eval_batches; /* cfg's, or fewer when val_data holds fewer windows */
     token_dataset train_ds, val_ds;
     data_loader train_ld, val_ld;
     gpt2_model model;

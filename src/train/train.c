@@ -24,7 +24,7 @@ static double train_eval(run_state *r, int step) {
     const config *cfg = r->cfg;
     const double t0 = clock_ms();
     const double val =
-        val_loss_mean(&r->model, &r->val_ld, cfg->eval_batches, cfg->micro_batch, cfg->seq_len,
+        val_loss_mean(&r->model, &r->val_ld, r->eval_batches, cfg->micro_batch, cfg->seq_len,
                       r->comm->rank, r->comm->world, r->inputs, r->targets);
     metrics_eval(&r->log, step, val, clock_ms() - t0);
     watch_hellaswag(r->watch, &r->model, r->comm, &r->log, step);

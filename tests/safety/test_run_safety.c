@@ -31,7 +31,7 @@ static size_t need_at(const config *cfg, const gpt2_layout *lay, int world, int 
     config c = *cfg;
     c.micro_batch = mb;
     c.recompute_gelu = rec;
-    return memory_estimate_for(&c, lay, world).total + preflight_reserve(world);
+    return memory_estimate_for(&c, lay, world).total + preflight_reserve(cfg, world);
 }
 
 /* The plan for free bytes against a brute-force search. */

@@ -49,7 +49,8 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     gpt2_create_with(&model, lay, &counting, cfg->micro_batch, cfg->seq_len, &opt);
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
-    m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations;
+    if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
+    m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.host_copy;
     return m;
 }
 
@@ -68,5 +69,8 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
                 gib(m->optimizer_full - m->optimizer - m->shard_grads));
     fprintf(out, "\n  activations      %9.3f GiB (micro-batch %d x %d)\n", gib(m->activations),
             cfg->micro_batch, cfg->seq_len);
+    if (m->host_copy)
+        fprintf(out, "  host weights     %9.3f GiB (fp32 copy: initial weights, save scratch)\n",
+                gib(m->host_copy));
     fprintf(out, "  total            %9.3f GiB\n", gib(m->total));
 }

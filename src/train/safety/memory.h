@@ -1,5 +1,6 @@
 /* Memory per rank, estimated before anything is allocated: parameters,
- * gradients, optimizer state and activations, and what ZeRO-1 saves. The
+ * gradients, optimizer state and activations (and on the CPU backend the
+ * host copy of the weights), and what ZeRO-1 saves. The
  * activation figure comes from running the model's own allocation code
  * against a backend that only counts bytes, so it cannot drift from it. */
 #ifndef GPT2_TRAIN_SAFETY_MEMORY_H
@@ -19,6 +20,9 @@ typedef struct {
     size_t optimizer;      /* fp32 master, m, v for this rank's range */
     size_t optimizer_full; /* the same at zero_stage 0, for comparison */
     size_t activations;    /* model buffers for one micro-batch */
+    size_t host_copy;      /* CPU backend: the fp32 weights the run keeps on the host
+                              (initial weights, then checkpoint scratch); 0 on GPUs,
+                              where it is not device memory */
     size_t total;
 } memory_estimate;
 

@@ -1,8 +1,10 @@
-/* Memory pre-flight on GPUs (see preflight.h). */
+/* Memory pre-flight on GPUs and on the CPU backend (see preflight.h). */
 #include "train/safety/preflight.h"
 
+#include <inttypes.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/fail.h"
@@ -13,7 +15,10 @@
 
 #define GIB 1073741824.0
 
-size_t preflight_reserve(int world) {
+static bool on_gpu(const config *cfg) { return strcmp(cfg->device, "cuda") == 0; }
+
+size_t preflight_reserve(const config *cfg, int world) {
+    if (!on_gpu(cfg)) return (size_t)(0.25 * GIB);
     return (size_t)(1.5 * GIB) + (world > 1 ? (size_t)(1.0 * GIB) : 0);
 }
 
@@ -33,7 +38,8 @@ static int largest_fitting(const config *cfg, const gpt2_layout *lay, int world,
     const int64_t per_rank = cfg->total_batch / ((int64_t)cfg->seq_len * world);
     for (int mb = below; mb >= 1; mb--) {
         if (per_rank % mb != 0) continue;
-        const size_t n = estimate_with(cfg, lay, world, mb, recompute) + preflight_reserve(world);
+        const size_t n =
+            estimate_with(cfg, lay, world, mb, recompute) + preflight_reserve(cfg, world);
         if (n <= room) {
             *need = n;
             return mb;
@@ -47,7 +53,7 @@ preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int
     preflight_plan p;
     memset(&p, 0, sizeof p);
     p.free = free_bytes;
-    p.reserve = preflight_reserve(world);
+    p.reserve = preflight_reserve(cfg, world);
     p.estimate = estimate_with(cfg, lay, world, cfg->micro_batch, cfg->recompute_gelu);
     p.fits = p.estimate + p.reserve <= free_bytes;
     if (p.fits) return p;
@@ -66,12 +72,22 @@ preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int
 void preflight_describe(const preflight_plan *p, const config *cfg, int world, int least_rank,
                         char *buf, size_t len) {
     size_t o = 0;
-    o += snprintf(buf + o, len - o,
-                  "memory pre-flight: micro_batch = %d needs about %.2f GiB per GPU (estimate "
-                  "%.2f GiB + %.2f GiB reserve for cuBLAS, kernel scratch%s), but the GPU of rank "
-                  "%d has %.2f GiB free. ",
-                  cfg->micro_batch, (p->estimate + p->reserve) / GIB, p->estimate / GIB,
-                  p->reserve / GIB, world > 1 ? " and NCCL" : "", least_rank, p->free / GIB);
+    if (on_gpu(cfg))
+        o += snprintf(buf + o, len - o,
+                      "memory pre-flight: micro_batch = %d needs about %.2f GiB per GPU (estimate "
+                      "%.2f GiB + %.2f GiB reserve for cuBLAS, kernel scratch%s), but the GPU of "
+                      "rank %d has %.2f GiB free. ",
+                      cfg->micro_batch, (p->estimate + p->reserve) / GIB, p->estimate / GIB,
+                      p->reserve / GIB, world > 1 ? " and NCCL" : "", least_rank, p->free / GIB);
+    else
+        o += snprintf(buf + o, len - o,
+                      "memory pre-flight: micro_batch = %d needs about %.2f GiB of RAM per rank "
+                      "(estimate %.2f GiB + %.2f GiB reserve for the libraries and kernel "
+                      "scratch), but the node of rank %d has %.2f GiB available (MemAvailable) "
+                      "for its %d rank(s): %.2f GiB each. ",
+                      cfg->micro_batch, (p->estimate + p->reserve) / GIB, p->estimate / GIB,
+                      p->reserve / GIB, least_rank, p->node_available / GIB, p->node_ranks,
+                      p->free / GIB);
     if (o < len && p->micro_batch > 0)
         o += snprintf(buf + o, len - o,
                       "The largest micro_batch that fits is %d (%.2f GiB; gradient accumulation "
@@ -95,38 +111,74 @@ void preflight_describe(const preflight_plan *p, const config *cfg, int world, i
     }
     if (o < len)
         snprintf(buf + o, len - o,
-                 "(More GPUs shrink the optimizer state with zero_stage=1; memory_preflight=false "
-                 "skips this check.)");
+                 "(More %s shrink the optimizer state with zero_stage=1; memory_preflight=false "
+                 "skips this check.)",
+                 on_gpu(cfg) ? "GPUs" : "nodes");
+}
+
+/* MemAvailable of /proc/meminfo in bytes (PREFLIGHT_TEST_ENV, in MiB,
+ * stands in for it in tests); -1 when unknown. */
+static double node_available_bytes(void) {
+    const char *fake = getenv(PREFLIGHT_TEST_ENV);
+    if (fake && *fake) return atof(fake) * 1048576.0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return -1.0;
+    char line[256];
+    double kib = -1.0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    fclose(f);
+    return kib < 0 ? -1.0 : kib * 1024.0;
+}
+
+/* This rank's share of memory in bytes: the GPU's free memory, or the
+ * node's available RAM over the ranks on the node; -1 when unknown. */
+static double my_share(const kernel_ops *ops, const dist_state *dist, double *node_available) {
+    *node_available = -1.0;
+    if (strcmp(ops->name, "cuda") == 0) {
+#if GPT2_HAVE_CUDA
+        size_t free_b = 0, total_b = 0;
+        if (cuda_memory_info(&free_b, &total_b) == 0) return (double)free_b;
+#endif
+        return -1.0;
+    }
+    *node_available = node_available_bytes();
+    if (*node_available < 0) return -1.0;
+    return *node_available / (dist->local_world > 0 ? dist->local_world : 1);
 }
 
 void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state *dist,
                      const kernel_ops *ops) {
-    if (strcmp(ops->name, "cuda") != 0 || !cfg->memory_preflight) return;
-    double mine = 0.0;
-#if GPT2_HAVE_CUDA
-    size_t free_b = 0, total_b = 0;
-    if (cuda_memory_info(&free_b, &total_b) == 0)
-        mine = (double)free_b;
-    else
-        mine = -1.0; /* unknown: nothing to compare with */
-#endif
-    /* The least free memory over the ranks, and which rank has it. */
+    if (!cfg->memory_preflight) return;
+    double node_available = -1.0;
+    const double mine = my_share(ops, dist, &node_available);
+    /* The least share over the ranks, and which rank has it. */
     struct {
         double free;
         int rank;
     } in = {mine < 0 ? 1e300 : mine, dist->rank}, least;
     MPI_CHECK(MPI_Allreduce(&in, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
     if (least.free >= 1e300) return;
-    const preflight_plan p = preflight_plan_for(cfg, lay, dist->world, (size_t)least.free);
+    /* The node's numbers behind that share, for the message. */
+    double node[2] = {node_available, (double)dist->local_world};
+    MPI_CHECK(MPI_Bcast(node, 2, MPI_DOUBLE, least.rank, MPI_COMM_WORLD));
+    preflight_plan p = preflight_plan_for(cfg, lay, dist->world, (size_t)least.free);
+    p.node_available = node[0] > 0 ? (size_t)node[0] : 0;
+    p.node_ranks = (int)node[1];
     if (!p.fits) {
         static char msg[2048];
         preflight_describe(&p, cfg, dist->world, least.rank, msg, sizeof msg);
         fail_collective(EXIT_USAGE, "%s", msg);
     }
     if (dist->rank == 0) {
-        printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve fits the %.2f GiB free "
-               "(the least over ranks: rank %d)\n",
-               p.estimate / GIB, p.reserve / GIB, p.free / GIB, least.rank);
+        if (on_gpu(cfg))
+            printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve fits the %.2f GiB "
+                   "free (the least over ranks: rank %d)\n",
+                   p.estimate / GIB, p.reserve / GIB, p.free / GIB, least.rank);
+        else
+            printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve per rank fits the "
+                   "%.2f GiB of RAM available to each of the %d rank(s) on the node of rank %d\n",
+                   p.estimate / GIB, p.reserve / GIB, p.free / GIB, p.node_ranks, least.rank);
         fflush(stdout);
     }
 }

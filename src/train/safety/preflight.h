@@ -1,12 +1,16 @@
-/* Memory pre-flight on GPUs: before anything of the model is allocated,
- * each rank compares the memory estimate (train/memory.h) plus a reserve
- * for what the estimate does not count (cuBLAS, the kernels' scratch, NCCL's
- * buffers: measured 1.4-1.7 GiB over the estimate on one GPU, 0.8 GiB more
- * with NCCL, the CUDA context included) with its GPU's free memory. When it
- * does not fit on some rank, every rank exits 2 with both numbers, the
- * largest micro_batch that fits (among those that divide the sequences per
- * rank per step, so the config stays valid), and whether recompute_gelu=1
- * would fit. memory_preflight=false skips the check. */
+/* Memory pre-flight: before anything of the model is allocated, each rank
+ * compares the memory estimate (train/safety/memory.h) plus a reserve with
+ * its share of memory. On GPUs the share is its GPU's free memory and the
+ * reserve covers what the estimate does not count (cuBLAS, the kernels'
+ * scratch, NCCL's buffers: measured 1.4-1.7 GiB over the estimate on one
+ * GPU, 0.8 GiB more with NCCL, the CUDA context included). On the CPU
+ * backend the share is the node's available RAM (MemAvailable) divided
+ * over the ranks on the node, and the reserve covers the libraries (MPI,
+ * HDF5, OpenMP), the kernels' per-thread scratch and short-lived host
+ * copies. When it does not fit on some rank, every rank exits 2 with both
+ * numbers, the largest micro_batch that fits (among those that divide the
+ * sequences per rank per step, so the config stays valid), and whether
+ * recompute_gelu=1 would fit. memory_preflight=false skips the check. */
 #ifndef GPT2_TRAIN_SAFETY_PREFLIGHT_H
 #define GPT2_TRAIN_SAFETY_PREFLIGHT_H
 
@@ -26,20 +30,28 @@ typedef struct {
     bool recompute_fits;            /* recompute_gelu=1 at cfg's micro_batch fits */
     size_t recompute_need;          /* its estimate + reserve (0: already on) */
     int recompute_micro_batch;      /* with recompute_gelu=1: the largest that fits */
+    size_t node_available;          /* CPU: the node's MemAvailable behind free */
+    int node_ranks;                 /* CPU: the ranks on that node sharing it */
 } preflight_plan;
 
-/* The reserve beyond the estimate for world ranks (NCCL's buffers when > 1). */
-size_t preflight_reserve(int world);
-/* The plan for ranks with free_bytes of device memory each (no device
- * needed: the tests call it with made-up sizes). */
+/* Tests: MiB of RAM to take as the node's MemAvailable instead of reading
+ * /proc/meminfo (the CPU pre-flight without filling the machine). */
+#define PREFLIGHT_TEST_ENV "GPT2_TEST_MEM_AVAILABLE_MB"
+
+/* The reserve beyond the estimate on cfg's device for world ranks (on
+ * GPUs, NCCL's buffers when > 1). */
+size_t preflight_reserve(const config *cfg, int world);
+/* The plan for ranks with free_bytes of memory each (no device needed: the
+ * tests call it with made-up sizes); node_available and node_ranks are the
+ * caller's to fill. */
 preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int world,
                                   size_t free_bytes);
 /* The refusal, as printed: "memory pre-flight: ..." into buf. */
 void preflight_describe(const preflight_plan *p, const config *cfg, int world, int least_rank,
                         char *buf, size_t len);
 /* Collective, after backend_select and before the model is created; does
- * nothing on the CPU backend or with memory_preflight=false. Rank 0 prints
- * one line when the run fits; every rank exits 2 when it does not. */
+ * nothing with memory_preflight=false or where the memory is unknown. Rank
+ * 0 prints one line when the run fits; every rank exits 2 when it does not. */
 void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state *dist,
                      const kernel_ops *ops);
 #endif
