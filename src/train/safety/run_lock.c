@@ -87,7 +87,13 @@ static int lock_dir(run_lock *lock, const char *run_dir, char *msg, size_t len) 
     char holder[1024] = "its lock file was deleted while it runs";
     int file = open(lock->path, O_RDONLY | O_CLOEXEC);
     if (file >= 0) {
-        read_holder(file, holder, sizeof holder);
+        /* A file nobody holds is not the holder's: it was deleted and
+         * recreated, and names nobody. */
+        if (flock(file, LOCK_SH | LOCK_NB) == 0)
+            snprintf(holder, sizeof holder,
+                     "its lock file was deleted and recreated while it runs");
+        else
+            read_holder(file, holder, sizeof holder);
         close(file);
     }
     return refuse(run_dir, holder, lock->path, msg, len);
