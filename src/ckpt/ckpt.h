@@ -66,7 +66,8 @@ bool ckpt_resolve_resume(const config *cfg, const char *run_dir, char *dir, size
  * step directory of run_dir in the way of this run's saves: one without the
  * COMPLETE marker at or past step (to step_N.incomplete), and a complete one
  * past step, newer than a checkpoint resumed on purpose (resume=<older
- * step>: to step_N.superseded, and `latest` then points at resumed_dir).
+ * step>: to step_N.superseded_by_step_S, and `latest` then points at
+ * resumed_dir).
  * Rank 0 moves and says so; nothing is deleted. */
 void ckpt_clear_ahead(const char *run_dir, int step, const char *resumed_dir);
 

@@ -12,7 +12,7 @@
 
 /* Rank 0: moves one step directory aside and says why. */
 static void move_one(const char *dir, const char *why, const char *reason) {
-    char moved[CKPT_PATH_MAX + 32], err[3 * CKPT_PATH_MAX];
+    char moved[CKPT_PATH_MAX + 128], err[3 * CKPT_PATH_MAX];
     if (ckpt_move_aside(dir, why, moved, sizeof moved, err, sizeof err) != 0) FAIL("%s", err);
     printf("checkpoint: %s %s: moved aside to %s (not deleted; remove it when you no longer need "
            "it)\n",
@@ -33,7 +33,9 @@ static void clear_on_root(const char *run_dir, int step, const char *resumed_dir
         if (!ckpt_is_complete(dir)) {
             move_one(dir, "incomplete", "has no " CKPT_MARKER " marker (an unfinished save)");
         } else if (steps[i] > step) {
-            move_one(dir, "superseded", "is newer than the checkpoint this run resumed from");
+            char why[64];
+            ckpt_superseded_suffix(why, sizeof why, step);
+            move_one(dir, why, "is newer than the checkpoint this run went back to");
             superseded = true;
         }
     }

@@ -66,7 +66,21 @@ static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, si
     if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
     /* Going back to an older checkpoint of this run keeps one history: the
      * newer ones are moved aside once it has loaded (ckpt_clear_ahead). */
-    if (has_own && !same_dir(dir, newest) && !inside_run_dir(dir, run_dir))
+    if (has_own && !same_dir(dir, newest) && inside_run_dir(dir, run_dir)) {
+        char parent[CKPT_PATH_MAX];
+        const int step = ckpt_split_step_dir(dir, parent, sizeof parent);
+        /* Once only: a requeued job with the same resume=<step> continues
+         * from what it saved since instead of going back again. */
+        if (step >= 0 && ckpt_went_back_to(run_dir, step)) {
+            printf("resume = %s: this run already went back to step %d once; continuing from "
+                   "its newest checkpoint, %s (set resume=auto; to go back again, move the "
+                   "step_*.superseded_by_step_%08d directories away)\n",
+                   cfg->resume, step, newest, step);
+            snprintf(dir, len, "%s", newest);
+        }
+        return 1;
+    }
+    if (has_own && !same_dir(dir, newest))
         return set_error(err, err_len,
                          "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
                          "from another one would mix two histories there; use resume=auto, or "

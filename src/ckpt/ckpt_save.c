@@ -142,7 +142,7 @@ static void clear_target(const char *final, const char *tmp) {
              "this directory, or a copy?); this save, complete, is left in %s until the next run "
              "removes it. Keep both with: mv %s %s.other && mv %s %s",
              final, tmp, final, final, tmp, final);
-    char moved[CKPT_PATH_MAX + 32], err[3 * CKPT_PATH_MAX];
+    char moved[CKPT_PATH_MAX + 128], err[3 * CKPT_PATH_MAX];
     if (ckpt_move_aside(final, "incomplete", moved, sizeof moved, err, sizeof err) != 0)
         FAIL("%s", err);
     printf("checkpoint: %s has no %s marker (an unfinished save): moved aside to %s (not "

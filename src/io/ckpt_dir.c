@@ -210,24 +210,43 @@ int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len
 int ckpt_move_aside(const char *dir, const char *why, char *moved, size_t moved_len, char *err,
                     size_t err_len) {
     struct stat st;
+    char name[CKPT_PATH_MAX + 128];
     for (int k = 1; k < 1000; k++) {
         if (k == 1)
-            snprintf(moved, moved_len, "%s.%s", dir, why);
+            snprintf(name, sizeof name, "%s.%s", dir, why);
         else
-            snprintf(moved, moved_len, "%s.%s.%d", dir, why, k);
+            snprintf(name, sizeof name, "%s.%s.%d", dir, why, k);
         /* rename() would replace an empty directory of that name: skip every
          * name that exists. */
-        if (lstat(moved, &st) == 0) continue;
+        if (lstat(name, &st) == 0) continue;
         if (errno != ENOENT)
-            return set_error(err, err_len, "cannot move %s aside: %s: %s", dir, moved,
+            return set_error(err, err_len, "cannot move %s aside: %s: %s", dir, name,
                              strerror(errno));
-        if (rename(dir, moved) != 0)
-            return set_error(err, err_len, "cannot move %s aside to %s: %s", dir, moved,
+        if (rename(dir, name) != 0)
+            return set_error(err, err_len, "cannot move %s aside to %s: %s", dir, name,
                              strerror(errno));
+        snprintf(moved, moved_len, "%s", name);
         return 0;
     }
     return set_error(err, err_len, "cannot move %s aside: %s.%s and 998 more names are taken", dir,
                      dir, why);
+}
+
+void ckpt_superseded_suffix(char *out, size_t len, int step) {
+    snprintf(out, len, "superseded_by_step_%08d", step);
+}
+
+bool ckpt_went_back_to(const char *run_dir, int step) {
+    char suffix[64];
+    ckpt_superseded_suffix(suffix, sizeof suffix, step);
+    DIR *d = opendir(run_dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = strlen(e->d_name) > 14 && parse_step_name(e->d_name, e->d_name + 13) >= 0 &&
+                e->d_name[13] == '.' && strncmp(e->d_name + 14, suffix, strlen(suffix)) == 0;
+    closedir(d);
+    return found;
 }
 
 void ckpt_publish(const char *run_dir, const char *tmp_dir, const char *final_dir) {

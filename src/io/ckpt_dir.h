@@ -10,6 +10,7 @@
  *   <run_dir>/step_00000040.tmp/    being written (or left by a crash): ignored
  *   <run_dir>/latest -> step_00000030
  *   <run_dir>/step_00000040.incomplete/   moved aside, never loaded or deleted
+ *   <run_dir>/step_00000050.superseded_by_step_00000030/   likewise
  *
  * A directory without COMPLETE is never loaded; COMPLETE is written only
  * after every rank's files are closed and fsync'd, and the directory is
@@ -63,6 +64,12 @@ int ckpt_find_older_good(const char *run_dir, int before, char *out, size_t len)
  * The new name into moved; 0, or -1 with the reason in err. */
 int ckpt_move_aside(const char *dir, const char *why, char *moved, size_t moved_len, char *err,
                     size_t err_len);
+/* The suffix ckpt_move_aside gets for a checkpoint newer than the step the
+ * run went back to (resume=<older step>): "superseded_by_step_%08d". */
+void ckpt_superseded_suffix(char *out, size_t len, int step);
+/* run_dir holds a directory moved aside with that suffix: the run already
+ * went back to step once. */
+bool ckpt_went_back_to(const char *run_dir, int step);
 /* Points run_dir/latest at step_dir (a renamed symlink), fsync'ing run_dir. */
 void ckpt_point_latest(const char *run_dir, const char *step_dir);
 

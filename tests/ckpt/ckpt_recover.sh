@@ -9,10 +9,12 @@
 #  (2) an incomplete step_00000006 made while the run trains (during the
 #      save of step 4): the save of step 6 moves it aside and succeeds;
 #  (3) step 4's shard damaged (a flipped bit): resume=<step 2> resumes from
-#      step 2, step 4 is moved aside to step_00000004.superseded byte for
-#      byte, and the run saves steps 4 and 6 (exit 0); resume=auto names the
-#      damaged checkpoint and the exact resume=<step 2> (exit 1, nothing
-#      moved), and that resume= then works as above.
+#      step 2, step 4 is moved aside to
+#      step_00000004.superseded_by_step_00000002 byte for byte, and the run
+#      saves steps 4 and 6 (exit 0); resume=auto names the damaged
+#      checkpoint and the exact resume=<step 2> (exit 1, nothing moved), and
+#      that resume= then works as above. The same command again (a requeued
+#      job) continues from step 6 instead of going back again.
 # usage: ckpt_recover.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -101,9 +103,18 @@ cmd=$(echo "$hint" | grep -o "resume=[^ ]*" | head -1)
 same_tree "$work/damaged_step4" "$work/damaged/base/step_00000004"
 resume_ok damaged "$cmd"
 grep "^resumed from .*step_00000002: step 2" "$work/damaged.log" >/dev/null || fail "damaged: not resumed from step 2" "$work/damaged.log"
-grep -o "checkpoint: .*step_00000004 is newer than the checkpoint this run resumed from: moved aside to .*step_00000004.superseded" \
+aside=$work/damaged/base/step_00000004.superseded_by_step_00000002
+grep -o "checkpoint: .*step_00000004 is newer than the checkpoint this run went back to: moved aside to $aside " \
   "$work/damaged.log" || fail "damaged: no message on moving step 4 aside" "$work/damaged.log"
-same_tree "$work/damaged_step4" "$work/damaged/base/step_00000004.superseded"
+same_tree "$work/damaged_step4" "$aside"
 saved_through damaged
 echo "(3) the hint's $cmd: resumed from step 2, the damaged step 4 moved aside byte for byte, steps 4 and 6 saved"
+mpi_run -np 2 "$bin" "${run[@]}" max_steps=8 out_dir="$work/damaged" "$cmd" >"$work/requeue.log" 2>&1 \
+  || fail "requeue with $cmd: exit $?" "$work/requeue.log"
+grep -o "this run already went back to step 2 once; continuing from its newest checkpoint, .*step_00000006" "$work/requeue.log" \
+  && grep -q "^resumed from $work/damaged/base/step_00000006: step 6" "$work/requeue.log" \
+  || fail "requeue with $cmd did not continue from step 6" "$work/requeue.log"
+[ "$(ls -d "$work/damaged/base"/step_*.superseded* | wc -l)" = 1 ] && [ -f "$work/damaged/base/step_00000008/COMPLETE" ] \
+  || fail "requeue: $(ls "$work/damaged/base")"
+echo "(3) the same command again (a requeue): continued from step 6 to 8, nothing moved"
 echo "recover: OK"
