@@ -12,7 +12,8 @@
 #      run refused with exit 2 once it held the lock (resume=none);
 #  (5) deleting the lock file does not defeat the lock: with the file of a
 #      live run deleted, and then deleted and recreated, a second run exits 2
-#      saying so; the first run is unharmed (steps logged once).
+#      saying so; the first run is unharmed: stopped with STOP, exit 3, every
+#      step logged once, its last checkpoint complete.
 # usage: safety_lock.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -80,7 +81,7 @@ echo "after SIGKILL of the holder the next run took the lock, resumed and finish
 # (5) the lock file of a live run deleted (DAMAGE), then a second run
 deleted_case() { # name damage regex
   local name=$1 damage=$2 regex=$3
-  mpirun --bind-to none -np 2 "$bin" "${run[@]}" run_name="$name" >"$work/$name.log" 2>&1 &
+  mpirun --bind-to none -np 2 "$bin" "${run[@]}" max_steps=4000 run_name="$name" >"$work/$name.log" 2>&1 &
   local first=$!
   wait_for "grep -q '^step     3/' '$work/$name.log'"
   [ -f "$work/$name/gpt2_ddp.lock" ] || fail "$name: no lock file while the run is live" "$work/$name.log"
@@ -93,16 +94,22 @@ deleted_case() { # name damage regex
   grep -q "error: run directory $work/$name is in use by another gpt2_ddp run ($regex" "$work/${name}_second.log" \
     || fail "$name: the refusal does not say '$regex'" "$work/${name}_second.log"
   echo "$name: second run exit 2: $(grep -o "in use by another gpt2_ddp run ([^;]*" "$work/${name}_second.log")"
+  kill -0 $first 2>/dev/null || fail "$name: the first run ended before the second was refused" "$work/$name.log"
+  touch "$work/$name/STOP"
   set +e; wait $first; rc=$?; set -e
-  [ $rc -eq 0 ] || fail "$name: the first run: exit $rc" "$work/$name.log"
-  /usr/bin/python3 - "$work/$name/metrics.jsonl" <<'PY'
+  [ $rc -eq 3 ] || fail "$name: the first run: exit $rc, expected 3 (STOP)" "$work/$name.log"
+  local last
+  last=$(/usr/bin/python3 - "$work/$name/metrics.jsonl" <<'PY'
 import json, sys
 steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"step"' in l]
-assert steps == list(range(1, 41)), f"metrics.jsonl steps {steps[:8]}... are not 1..40 once each"
+assert steps == list(range(1, len(steps) + 1)), f"metrics.jsonl steps {steps[:8]}... are not 1..N once each"
+print(len(steps))
 PY
-  [ "$(readlink "$work/$name/latest")" = step_00000040 ] || fail "$name: latest is not step 40"
+) || fail "$name: metrics.jsonl"
+  [ "$(readlink "$work/$name/latest")" = "$(printf step_%08d "$last")" ] && [ -f "$work/$name/latest/COMPLETE" ] \
+    || fail "$name: latest is not the complete step $last" "$work/$name.log"
   ! ls -d "$work/$name"/*.tmp 2>/dev/null || fail "$name: a partial checkpoint directory was left"
-  echo "$name: the first run is unharmed: exit 0, steps 1..40 once each in metrics.jsonl, latest -> step_00000040"
+  echo "$name: the first run is unharmed: STOP -> exit 3 after step $last, steps 1..$last once each in metrics.jsonl, latest complete"
 }
 deleted_case deleted 'rm gpt2_ddp.lock' "its lock file was deleted while it runs"
 deleted_case recreated 'rm gpt2_ddp.lock && echo "host elsewhere" >gpt2_ddp.lock' \
