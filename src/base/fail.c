@@ -22,6 +22,44 @@ static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
     host[host_len - 1] = '\0';
 }
 
+enum { HINT_MAX = 4096, CLEANUP_MAX = 8 };
+static char fail_hint[HINT_MAX];
+static struct {
+    fail_cleanup_fn fn;
+    void *arg;
+} cleanups[CLEANUP_MAX];
+static int n_cleanups;
+
+void fail_set_hint(const char *hint) {
+    snprintf(fail_hint, sizeof fail_hint, "%s", hint ? hint : "");
+}
+
+void fail_cleanup_push(fail_cleanup_fn fn, void *arg) {
+    if (n_cleanups == CLEANUP_MAX) {
+        fprintf(stderr, "fail_cleanup_push: more than %d at once\n", CLEANUP_MAX);
+        abort();
+    }
+    cleanups[n_cleanups].fn = fn;
+    cleanups[n_cleanups++].arg = arg;
+}
+
+void fail_cleanup_pop(fail_cleanup_fn fn, void *arg) {
+    for (int i = n_cleanups - 1; i >= 0; i--) {
+        if (cleanups[i].fn != fn || cleanups[i].arg != arg) continue;
+        for (int j = i + 1; j < n_cleanups; j++) cleanups[j - 1] = cleanups[j];
+        n_cleanups--;
+        return;
+    }
+}
+
+/* Each cleanup runs once, even if it fails itself. */
+static void run_cleanups(void) {
+    while (n_cleanups > 0) {
+        n_cleanups--;
+        cleanups[n_cleanups].fn(cleanups[n_cleanups].arg);
+    }
+}
+
 _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fmt, ...) {
     int rank, size;
     char host[256];
@@ -31,9 +69,11 @@ _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fm
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n", program_invocation_short_name, rank,
-            size, host, file, line, msg);
+    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n%s%s%s", program_invocation_short_name,
+            rank, size, host, file, line, msg, fail_hint[0] ? "  " : "", fail_hint,
+            fail_hint[0] ? "\n" : "");
     fflush(stderr);
+    run_cleanups();
     fflush(stdout);
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
@@ -55,9 +95,11 @@ _Noreturn void fail_collective(int exit_code, const char *fmt, ...) {
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
         fflush(stdout);
-        fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
+        fprintf(stderr, "%s: error: %s\n%s%s%s", program_invocation_short_name, msg,
+                fail_hint[0] ? "  " : "", fail_hint, fail_hint[0] ? "\n" : "");
         fflush(stderr);
     }
+    run_cleanups();
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);

@@ -62,6 +62,18 @@ void fail_collective_any(int exit_code, const char *msg);
         if ((stmt) < 0) fail_at(__FILE__, __LINE__, EXIT_FATAL, "%s failed", #stmt);               \
     } while (0)
 
+/* What the user can do if the work under way fails (which checkpoint to
+ * fall back to, ...): while set, fail_at and fail_collective print it on a
+ * line after their message. The text is copied; NULL clears it. */
+void fail_set_hint(const char *hint);
+
+/* What must not outlive a failure (a half-written .tmp file, the run's lock
+ * file): fail_at and fail_collective call each function pushed, newest
+ * first, before the process ends. pop removes the pair again. */
+typedef void (*fail_cleanup_fn)(void *arg);
+void fail_cleanup_push(fail_cleanup_fn fn, void *arg);
+void fail_cleanup_pop(fail_cleanup_fn fn, void *arg);
+
 /* For functions that return an error to their caller instead of ending the
  * process: writes the message into err (when err is not NULL) and returns -1. */
 int set_error(char *err, size_t err_len, const char *fmt, ...)

@@ -58,8 +58,18 @@ void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p);
  * a path): true with its directory in dir, false to start fresh. A resume
  * path that holds no complete checkpoint, or a run directory whose own
  * checkpoints would be mixed with another history, ends every rank with
- * exit code 2. */
+ * exit code 2. An older checkpoint of run_dir itself may be named: the run
+ * goes back to it (ckpt_clear_ahead moves the newer ones aside). */
 bool ckpt_resolve_resume(const config *cfg, const char *run_dir, char *dir, size_t len);
+
+/* After the checkpoint loaded (step 0 for a fresh start): moves aside every
+ * step directory of run_dir in the way of this run's saves: one without the
+ * COMPLETE marker at or past step (to step_N.incomplete), and a complete one
+ * past step, newer than a checkpoint resumed on purpose (resume=<older
+ * step>: to step_N.superseded_by_step_S, and `latest` then points at
+ * resumed_dir).
+ * Rank 0 moves and says so; nothing is deleted. */
+void ckpt_clear_ahead(const char *run_dir, int step, const char *resumed_dir);
 
 /* Restores the optimizer state of this rank's range, the parameters (from
  * the master weights) and the progress from the checkpoint in dir. */

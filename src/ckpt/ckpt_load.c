@@ -24,6 +24,13 @@ static bool same_dir(const char *a, const char *b) {
     return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
 }
 
+/* dir is a step directory of run_dir itself. */
+static bool inside_run_dir(const char *dir, const char *run_dir) {
+    char parent[CKPT_PATH_MAX + 4];
+    snprintf(parent, sizeof parent, "%s/..", dir);
+    return same_dir(parent, run_dir);
+}
+
 /* resume = <path>: a step directory, or a run directory (its newest). */
 static int resolve_path(const char *path, char *dir, size_t len, char *err, size_t err_len) {
     if (ckpt_is_complete(path)) {
@@ -57,6 +64,22 @@ static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, si
                          run_dir, newest);
     }
     if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
+    /* Going back to an older checkpoint of this run keeps one history: the
+     * newer ones are moved aside once it has loaded (ckpt_clear_ahead). */
+    if (has_own && !same_dir(dir, newest) && inside_run_dir(dir, run_dir)) {
+        char parent[CKPT_PATH_MAX];
+        const int step = ckpt_split_step_dir(dir, parent, sizeof parent);
+        /* Once only: a requeued job with the same resume=<step> continues
+         * from what it saved since instead of going back again. */
+        if (step >= 0 && ckpt_went_back_to(run_dir, step)) {
+            printf("resume = %s: this run already went back to step %d once; continuing from "
+                   "its newest checkpoint, %s (set resume=auto; to go back again, move the "
+                   "step_*.superseded_by_step_%08d directories away)\n",
+                   cfg->resume, step, newest, step);
+            snprintf(dir, len, "%s", newest);
+        }
+        return 1;
+    }
     if (has_own && !same_dir(dir, newest))
         return set_error(err, err_len,
                          "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
@@ -182,10 +205,33 @@ static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state 
     opt->step = (int)st->optimizer_step;
 }
 
+/* Rank 0: what to do if dir turns out damaged: the exact resume=<step> of
+ * the newest older checkpoint whose files are all there, or the command
+ * that moves dir aside. */
+static void fallback_hint(const char *dir, char *hint, size_t len) {
+    char run_dir[CKPT_PATH_MAX], older[CKPT_PATH_MAX];
+    const int step = ckpt_split_step_dir(dir, run_dir, sizeof run_dir);
+    if (step >= 0 && ckpt_find_older_good(run_dir, step, older, sizeof older) >= 0)
+        snprintf(hint, len,
+                 "checkpoint %s cannot be loaded. To go back to the one before it, run again with "
+                 "resume=%s (the newer ones are then moved aside, not deleted); or move the "
+                 "damaged one aside (mv %s %s.damaged) and run again with resume=auto",
+                 dir, older, dir, dir);
+    else
+        snprintf(hint, len,
+                 "checkpoint %s cannot be loaded and there is no older complete one: move it aside "
+                 "(mv %s %s.damaged) and run again to start from step 0",
+                 dir, dir, dir);
+}
+
 void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *p) {
     const double t0 = clock_s();
     const int rank = c->ddp->comm->rank;
-    static char err[ERR_MAX + CKPT_PATH_MAX + 64], why[ERR_MAX];
+    static char err[ERR_MAX + CKPT_PATH_MAX + 64], why[ERR_MAX], hint[4 * CKPT_PATH_MAX];
+    if (rank == 0) fallback_hint(dir, hint, sizeof hint);
+    MPI_CHECK(MPI_Bcast(hint, (int)sizeof hint, MPI_CHAR, 0, MPI_COMM_WORLD));
+    /* Any rank that finds the checkpoint damaged prints the way back. */
+    fail_set_hint(hint);
     int64_t bytes = 0;
     int status = 0;
     if (rank == 0 && (status = ckpt_marker_check(dir, &bytes, why, sizeof why)) != 0)
@@ -195,7 +241,9 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     ckpt_model_path(model_path, sizeof model_path, dir);
     ckpt_state st;
     ckpt_h5_state_read(model_path, &st);
+    fail_set_hint(NULL); /* a config that cannot continue is not damage */
     check_continuable(c, &st, model_path);
+    fail_set_hint(hint);
     check_shard_map(&st, model_path);
     load_optimizer(c, dir, &st, params);
     ddp_gather_params(c->ddp, params);
@@ -203,6 +251,7 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
      * them checks their checksums: a damaged rank-0 file is found now. */
     if (rank == 0) weights_load(model_path, c->lay, c->host_scratch);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    fail_set_hint(NULL);
     *p =
         (ckpt_progress){.step = (int)st.step, .samples_consumed = st.samples_consumed, .lr = st.lr};
     if (rank == 0) {

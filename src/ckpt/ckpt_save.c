@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/alloc.h"
@@ -129,9 +130,30 @@ static void test_delay(void) {
     nanosleep(&ts, NULL);
 }
 
+/* Rank 0: a step directory already where this save goes (made after the
+ * run started: ckpt_clear_ahead moved those it found). An incomplete one is
+ * moved aside; a complete one is another run's or a copy: the save stops,
+ * saying how to keep both. */
+static void clear_target(const char *final, const char *tmp) {
+    struct stat st;
+    if (lstat(final, &st) != 0) return;
+    if (ckpt_is_complete(final))
+        FAIL("cannot save %s: a complete checkpoint of that step is already there (another run in "
+             "this directory, or a copy?); this save, complete, is left in %s until the next run "
+             "removes it. Keep both with: mv %s %s.other && mv %s %s",
+             final, tmp, final, final, tmp, final);
+    char moved[CKPT_PATH_MAX + 128], err[3 * CKPT_PATH_MAX];
+    if (ckpt_move_aside(final, "incomplete", moved, sizeof moved, err, sizeof err) != 0)
+        FAIL("%s", err);
+    printf("checkpoint: %s has no %s marker (an unfinished save): moved aside to %s (not "
+           "deleted)\n",
+           final, CKPT_MARKER, moved);
+}
+
 /* Rank 0, after every rank's files are durable: marker, rename, latest, prune. */
 static int64_t publish(const ckpt_ctx *c, const char *tmp, const char *final, int step) {
     ckpt_marker_write(tmp, step, c->ddp->comm->world);
+    clear_target(final, tmp);
     ckpt_publish(c->run_dir, tmp, final);
     ckpt_prune(c->run_dir, c->cfg->keep_last);
     char err[CKPT_PATH_MAX + 256];

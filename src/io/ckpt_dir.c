@@ -43,6 +43,20 @@ static int parse_step_name(const char *name, const char *suffix) {
     return strcmp(name + 13, suffix) == 0 ? step : -1;
 }
 
+int ckpt_split_step_dir(const char *dir, char *run_dir, size_t len) {
+    char path[CKPT_PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--) path[n - 1] = '\0';
+    char *slash = strrchr(path, '/');
+    const int step = parse_step_name(slash ? slash + 1 : path, "");
+    if (slash == path)
+        slash[1] = '\0'; /* "/step_N": the root */
+    else if (slash)
+        *slash = '\0';
+    snprintf(run_dir, len, "%s", slash ? path : ".");
+    return step;
+}
+
 bool ckpt_is_complete(const char *dir) {
     char marker[CKPT_PATH_MAX + 16];
     snprintf(marker, sizeof marker, "%s/%s", dir, CKPT_MARKER);
@@ -50,9 +64,11 @@ bool ckpt_is_complete(const char *dir) {
     return stat(marker, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Steps of the complete checkpoints of run_dir, newest first; returns the
- * count (*steps malloc'd, NULL when none). */
-static int list_complete(const char *run_dir, int **steps) {
+/* Steps of run_dir's step directories from step `from` on, complete ones
+ * only or all; returns the count (*steps malloc'd, NULL when none), newest
+ * first or oldest first. */
+static int list_steps(const char *run_dir, int from, bool complete_only, bool newest_first,
+                      int **steps) {
     *steps = NULL;
     DIR *d = opendir(run_dir);
     if (!d) return 0;
@@ -61,7 +77,7 @@ static int list_complete(const char *run_dir, int **steps) {
         int step = parse_step_name(e->d_name, "");
         char path[CKPT_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
-        if (step < 0 || !ckpt_is_complete(path)) continue;
+        if (step < from || (complete_only && !ckpt_is_complete(path))) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             int *grown = realloc(*steps, (size_t)cap * sizeof(int));
@@ -71,13 +87,33 @@ static int list_complete(const char *run_dir, int **steps) {
         (*steps)[n++] = step;
     }
     closedir(d);
-    for (int i = 1; i < n; i++) /* insertion sort, newest first: a handful of entries */
-        for (int j = i; j > 0 && (*steps)[j] > (*steps)[j - 1]; j--) {
+    for (int i = 1; i < n; i++) /* insertion sort: a handful of entries */
+        for (int j = i; j > 0 && ((*steps)[j] > (*steps)[j - 1]) == newest_first; j--) {
             int t = (*steps)[j];
             (*steps)[j] = (*steps)[j - 1];
             (*steps)[j - 1] = t;
         }
     return n;
+}
+
+/* Steps of the complete checkpoints of run_dir, newest first. */
+static int list_complete(const char *run_dir, int **steps) {
+    return list_steps(run_dir, 0, true, true, steps);
+}
+
+int ckpt_list_steps(const char *run_dir, int from, int **steps) {
+    return list_steps(run_dir, from, false, false, steps);
+}
+
+int ckpt_find_older_good(const char *run_dir, int before, char *out, size_t len) {
+    int *steps;
+    int n = list_complete(run_dir, &steps), found = -1;
+    for (int i = 0; i < n && found < 0; i++) {
+        ckpt_step_dir(out, len, run_dir, steps[i]);
+        if (steps[i] < before && ckpt_marker_check(out, NULL, NULL, 0) == 0) found = steps[i];
+    }
+    free(steps);
+    return found;
 }
 
 int ckpt_find_newest(const char *run_dir, char *out, size_t len) {
@@ -171,16 +207,62 @@ int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len
 
 /* ------------------------------------------------------------ publication */
 
+int ckpt_move_aside(const char *dir, const char *why, char *moved, size_t moved_len, char *err,
+                    size_t err_len) {
+    struct stat st;
+    char name[CKPT_PATH_MAX + 128];
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1)
+            snprintf(name, sizeof name, "%s.%s", dir, why);
+        else
+            snprintf(name, sizeof name, "%s.%s.%d", dir, why, k);
+        /* rename() would replace an empty directory of that name: skip every
+         * name that exists. */
+        if (lstat(name, &st) == 0) continue;
+        if (errno != ENOENT)
+            return set_error(err, err_len, "cannot move %s aside: %s: %s", dir, name,
+                             strerror(errno));
+        if (rename(dir, name) != 0)
+            return set_error(err, err_len, "cannot move %s aside to %s: %s", dir, name,
+                             strerror(errno));
+        snprintf(moved, moved_len, "%s", name);
+        return 0;
+    }
+    return set_error(err, err_len, "cannot move %s aside: %s.%s and 998 more names are taken", dir,
+                     dir, why);
+}
+
+void ckpt_superseded_suffix(char *out, size_t len, int step) {
+    snprintf(out, len, "superseded_by_step_%08d", step);
+}
+
+bool ckpt_went_back_to(const char *run_dir, int step) {
+    char suffix[64];
+    ckpt_superseded_suffix(suffix, sizeof suffix, step);
+    DIR *d = opendir(run_dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = strlen(e->d_name) > 14 && parse_step_name(e->d_name, e->d_name + 13) >= 0 &&
+                e->d_name[13] == '.' && strncmp(e->d_name + 14, suffix, strlen(suffix)) == 0;
+    closedir(d);
+    return found;
+}
+
 void ckpt_publish(const char *run_dir, const char *tmp_dir, const char *final_dir) {
     fsync_path(tmp_dir);
     if (rename(tmp_dir, final_dir) != 0)
         FAIL("cannot rename %s to %s: %s", tmp_dir, final_dir, strerror(errno));
     fsync_path(run_dir);
+    ckpt_point_latest(run_dir, final_dir);
+}
+
+void ckpt_point_latest(const char *run_dir, const char *step_dir) {
     char link_tmp[CKPT_PATH_MAX + 16], link[CKPT_PATH_MAX + 16];
     snprintf(link_tmp, sizeof link_tmp, "%s/latest.tmp", run_dir);
     snprintf(link, sizeof link, "%s/latest", run_dir);
-    const char *base = strrchr(final_dir, '/');
-    base = base ? base + 1 : final_dir;
+    const char *base = strrchr(step_dir, '/');
+    base = base ? base + 1 : step_dir;
     unlink(link_tmp);
     if (symlink(base, link_tmp) != 0) FAIL("cannot create %s: %s", link_tmp, strerror(errno));
     if (rename(link_tmp, link) != 0)

@@ -9,6 +9,8 @@
  *       COMPLETE                    marker: step, world, every file and its size
  *   <run_dir>/step_00000040.tmp/    being written (or left by a crash): ignored
  *   <run_dir>/latest -> step_00000030
+ *   <run_dir>/step_00000040.incomplete/   moved aside, never loaded or deleted
+ *   <run_dir>/step_00000050.superseded_by_step_00000030/   likewise
  *
  * A directory without COMPLETE is never loaded; COMPLETE is written only
  * after every rank's files are closed and fsync'd, and the directory is
@@ -31,6 +33,10 @@ void ckpt_tmp_dir(char *out, size_t len, const char *run_dir, int step);
 void ckpt_shard_path(char *out, size_t len, const char *dir, int rank);
 void ckpt_model_path(char *out, size_t len, const char *dir);
 
+/* The step of a step directory's name (trailing slashes allowed), with its
+ * parent directory into run_dir ("." for none); -1 for another name. */
+int ckpt_split_step_dir(const char *dir, char *run_dir, size_t len);
+
 /* Has dir a completion marker? */
 bool ckpt_is_complete(const char *dir);
 /* The newest complete step directory under run_dir into out; its step, or
@@ -43,6 +49,29 @@ void ckpt_marker_write(const char *dir, int step, int world);
  * recorded size. Returns 0, or -1 with a message naming the file and the
  * problem in err. bytes (may be NULL) receives the total size. */
 int ckpt_marker_check(const char *dir, int64_t *bytes, char *err, size_t err_len);
+
+/* Step directories (step_NNNNNNNN, complete or not) of run_dir with a step
+ * of at least from, ascending; returns the count (*steps malloc'd, NULL when
+ * none). */
+int ckpt_list_steps(const char *run_dir, int from, int **steps);
+/* The newest complete checkpoint of run_dir older than before whose marker
+ * checks (its files are all there with their sizes) into out; its step, or
+ * -1 when there is none. */
+int ckpt_find_older_good(const char *run_dir, int before, char *out, size_t len);
+
+/* Renames dir to dir.WHY, or dir.WHY.2, dir.WHY.3, ... when that exists, so
+ * that it is neither loaded nor in the way of a save, and nothing is deleted.
+ * The new name into moved; 0, or -1 with the reason in err. */
+int ckpt_move_aside(const char *dir, const char *why, char *moved, size_t moved_len, char *err,
+                    size_t err_len);
+/* The suffix ckpt_move_aside gets for a checkpoint newer than the step the
+ * run went back to (resume=<older step>): "superseded_by_step_%08d". */
+void ckpt_superseded_suffix(char *out, size_t len, int step);
+/* run_dir holds a directory moved aside with that suffix: the run already
+ * went back to step once. */
+bool ckpt_went_back_to(const char *run_dir, int step);
+/* Points run_dir/latest at step_dir (a renamed symlink), fsync'ing run_dir. */
+void ckpt_point_latest(const char *run_dir, const char *step_dir);
 
 /* Renames tmp_dir to final_dir, then points run_dir/latest at it (through
  * a renamed symlink), fsync'ing the run directory after each step. */

@@ -1,8 +1,10 @@
 /* HDF5 weights file: named fp32 datasets and size attributes (see weights_h5.h). */
 #include "io/weights_h5.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fail.h"
 #include "io/h5_io.h"
@@ -22,15 +24,20 @@ void weights_write(hid_t file, const char *path, const gpt2_layout *lay, const f
     }
 }
 
+/* A failed write (a full disk) must not leave a half-written PATH.tmp. */
+static void remove_tmp(void *tmp) { unlink((const char *)tmp); }
+
 void weights_save(const char *path, const gpt2_layout *lay, const float *host_params,
                   const char *config_text) {
-    char tmp[2100];
+    static char tmp[2100]; /* static: the failure's clean-up reads it */
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fail_cleanup_push(remove_tmp, tmp);
     hid_t file = h5_create(tmp);
     h5_attr_write_str(file, "format", "gpt2_ddp weights v1");
     weights_write(file, tmp, lay, host_params, config_text);
     h5_close(file, tmp);
-    if (rename(tmp, path) != 0) FAIL("cannot rename %s to %s", tmp, path);
+    if (rename(tmp, path) != 0) FAIL("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    fail_cleanup_pop(remove_tmp, tmp);
 }
 
 static int read_sizes(hid_t file, const char *path, model_shape *s, char *err, size_t err_len) {

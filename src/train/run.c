@@ -211,7 +211,9 @@ static void run_restore(run_state *r) {
                          .train_samples = r->train_ds.n_samples};
     r->progress = (ckpt_progress){0};
     if (r->resuming) ckpt_load(&r->ckpt, r->resume_dir, r->model.params, &r->progress);
-    /* Only now, with the run's state loaded: a failed load deletes nothing. */
+    /* Only now, with the run's state loaded: a failed load moves or deletes
+     * nothing. */
+    ckpt_clear_ahead(r->run_dir, r->progress.step, r->resuming ? r->resume_dir : NULL);
     if (r->dist->rank == 0 && ckpt_remove_partial(r->run_dir) > 0)
         printf("removed partial checkpoint directories (interrupted saves) from %s\n", r->run_dir);
 }

@@ -2,7 +2,9 @@
 # Damaged checkpoints and configs that cannot continue a run: each case
 # copies a good 2-rank run (checkpoints at steps 2 and 4), damages it, and
 # resumes with resume=auto. Every rank must exit non-zero with a message
-# naming the file (or key) and the problem, and nothing may be deleted.
+# naming the file (or key) and the problem, and nothing may be deleted or
+# moved. A damaged checkpoint's message also names the way back: the exact
+# resume=<step 2>, or the mv that moves step 4 aside.
 # usage: ckpt_damage.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -29,7 +31,8 @@ PY
 # WORK/CASE, runs the shell command DAMAGE there (cwd: the step-4
 # checkpoint), resumes with the overrides, and checks the exit code (RC, or
 # any non-zero for "nonzero"), that stderr matches REGEX, and that no file
-# was removed.
+# was removed (the run's lock file may be left by a rank that MPI_Abort
+# ended). HINT=1: the damaged checkpoint's way back is named.
 expect() {
   local name=$1 want=$2 regex=$3 damage=$4; shift 4
   local dir="$work/$name"
@@ -44,17 +47,21 @@ expect() {
   [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "$name: exit code $rc" "$dir.log"
   [ "$want" = nonzero ] || [ $rc -eq "$want" ] || fail "$name: exit code $rc, expected $want" "$dir.log"
   grep -E "error" "$dir.log" | grep -qE "$regex" || fail "$name: no message matching '$regex'" "$dir.log"
-  [ "$(cd "$dir" && find . | sort)" = "$before" ] || fail "$name: files were removed"
+  [ -z "$(comm -23 <(echo "$before") <(cd "$dir" && find . | sort))" ] || fail "$name: files were removed or moved"
+  if [ "${HINT:-0}" = 1 ]; then
+    grep -q "checkpoint $dir/base/step_00000004 cannot be loaded. To go back to the one before it, run again with resume=$dir/base/step_00000002 .*mv $dir/base/step_00000004 $dir/base/step_00000004.damaged" "$dir.log" \
+      || fail "$name: the way back (resume=.../step_00000002, mv ...) is not named" "$dir.log"
+  fi
   printf '%-16s exit %d: %s\n' "$name" $rc "$(grep -E "$regex" "$dir.log" | head -1 | sed 's/.*error: //')"
 }
 
-expect truncated_shard nonzero "step_00000004/shard_00001.h5: [0-9]+ bytes, but COMPLETE recorded [0-9]+: truncated or damaged" \
+HINT=1 expect truncated_shard nonzero "step_00000004/shard_00001.h5: [0-9]+ bytes, but COMPLETE recorded [0-9]+: truncated or damaged" \
   'truncate -s 5000000 shard_00001.h5'
-expect flipped_shard nonzero "step_00000004/shard_00000.h5: dataset m: read failed: data error detected by [Ff]letcher32 checksum" \
+HINT=1 expect flipped_shard nonzero "step_00000004/shard_00000.h5: dataset m: read failed: data error detected by [Ff]letcher32 checksum" \
   'flip shard_00000.h5 m'
-expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weight: read failed: .*[Ff]letcher32 checksum" \
+HINT=1 expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weight: read failed: .*[Ff]letcher32 checksum" \
   'flip model.h5 wte.weight'
-expect missing_shard nonzero "step_00000004/shard_00001.h5: missing \(COMPLETE lists it\)" \
+HINT=1 expect missing_shard nonzero "step_00000004/shard_00001.h5: missing \(COMPLETE lists it\)" \
   'rm shard_00001.h5'
 expect total_batch 2 "step_00000004/model.h5: cannot continue this run: the config has total_batch = 2048, the checkpoint 1024" \
   'true' total_batch=2048

@@ -1,7 +1,8 @@
 /* Unit tests of the checkpoint directory protocol (ckpt_dir.h) and of the
  * llm.c model file (llmc_io.h), on a temporary directory: which checkpoint
  * is the newest complete one, marker checks of sizes and missing files,
- * keep_last pruning, partial-directory clean-up, publication with `latest`;
+ * keep_last pruning, partial-directory clean-up, publication with `latest`,
+ * moving step directories aside and the older checkpoint to fall back to;
  * llm.c fp32 round trip bit for bit, bf16 rounding to nearest even. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,61 @@ static void test_directories(const char *run) {
            "the one partial .tmp directory is removed");
 }
 
+/* Moving aside, the steps in the way of a resume, the way back, names. */
+static void test_move_aside(const char *base) {
+    char run[CKPT_PATH_MAX], dir[CKPT_PATH_MAX], moved[CKPT_PATH_MAX + 32], err[CKPT_PATH_MAX * 2];
+    snprintf(run, sizeof run, "%s/aside", base);
+    make_step(run, 2, 1);
+    make_step(run, 4, 1);
+    make_step(run, 6, 0);
+    int *steps;
+    const int n = ckpt_list_steps(run, 4, &steps);
+    EXPECT(n == 2 && steps[0] == 4 && steps[1] == 6, "steps from 4 on: 4 and 6, complete or not");
+    free(steps);
+    ckpt_step_dir(dir, sizeof dir, run, 6);
+    EXPECT(ckpt_move_aside(dir, "incomplete", moved, sizeof moved, err, sizeof err) == 0 &&
+               exists(run, "step_00000006.incomplete/shard_00000.h5") &&
+               !exists(run, "step_00000006"),
+           "moved aside with its file: %s", err);
+    make_step(run, 6, 0);
+    make_dirs_or_fail(strcat(strcpy(moved, dir), ".incomplete.2")); /* an empty one: skipped */
+    EXPECT(ckpt_move_aside(dir, "incomplete", moved, sizeof moved, err, sizeof err) == 0 &&
+               path_ends_with(moved, "step_00000006.incomplete.3") &&
+               exists(run, "step_00000006.incomplete/shard_00000.h5") &&
+               exists(run, "step_00000006.incomplete.3/shard_00000.h5"),
+           "a taken name (even an empty directory) is never replaced: %s", moved);
+    EXPECT(ckpt_find_newest(run, dir, sizeof dir) == 4, "moved-aside names are not checkpoints");
+    EXPECT(ckpt_list_steps(run, 0, &steps) == 2, "nor steps in the way");
+    free(steps);
+
+    char why[64];
+    ckpt_superseded_suffix(why, sizeof why, 2);
+    EXPECT(!ckpt_went_back_to(run, 2), "the run has not gone back to step 2 yet");
+    make_step(run, 8, 1);
+    ckpt_step_dir(dir, sizeof dir, run, 8);
+    EXPECT(ckpt_move_aside(dir, why, moved, sizeof moved, err, sizeof err) == 0 &&
+               path_ends_with(moved, "step_00000008.superseded_by_step_00000002") &&
+               ckpt_went_back_to(run, 2) && !ckpt_went_back_to(run, 4),
+           "going back to step 2 is recorded by the name: %s", moved);
+
+    EXPECT(ckpt_find_older_good(run, 4, dir, sizeof dir) == 2, "the one before step 4 is step 2");
+    ckpt_step_dir(dir, sizeof dir, run, 2);
+    write_file(dir, "shard_00000.h5", 1);
+    EXPECT(ckpt_find_older_good(run, 4, dir, sizeof dir) == -1,
+           "a truncated older checkpoint is no way back");
+
+    char parent[CKPT_PATH_MAX];
+    EXPECT(ckpt_split_step_dir("a/b/step_00000020//", parent, sizeof parent) == 20 &&
+               strcmp(parent, "a/b") == 0,
+           "a/b/step_00000020// is step 20 of %s", parent);
+    EXPECT(ckpt_split_step_dir("step_00000003", parent, sizeof parent) == 3 &&
+               strcmp(parent, ".") == 0,
+           "step_00000003 is step 3 of %s", parent);
+    EXPECT(ckpt_split_step_dir("a/step_00000003.incomplete", parent, sizeof parent) == -1 &&
+               ckpt_split_step_dir("a/step_3", parent, sizeof parent) == -1,
+           "other names are no step");
+}
+
 static void fill(const gpt2_layout *lay, float *p) {
     memset(p, 0, lay->n_elements * sizeof(float));
     unsigned s = 12345;
@@ -137,6 +193,7 @@ int main(void) {
     char run[] = "/tmp/test_ckpt_files.XXXXXX";
     CHECK(mkdtemp(run), "mkdtemp failed");
     test_directories(run);
+    test_move_aside(run);
     test_llmc(run);
     remove_tree(run);
     if (failures) return 1;

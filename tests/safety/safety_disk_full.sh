@@ -9,7 +9,9 @@
 #  (1) checkpoint: step 2's checkpoint (51 MB) fits, step 4's does not:
 #      exit 1, latest -> step 2 (complete); a copy of the run directory
 #      resumes from step 2 and finishes (exit 0);
-#  (2) the final weights (model.h5, 13 MB) do not fit: exit 1 naming it;
+#      the resumed copy removes the partial step_00000004.tmp;
+#  (2) the final weights (model.h5, 13 MB) do not fit: exit 1 naming it,
+#      and no half-written model.h5.tmp is left;
 #  (3) metrics.jsonl stops fitting after some lines: exit 1 naming it.
 # usage: safety_disk_full.sh GPT2_DDP WORK_DIR
 set -euo pipefail
@@ -77,16 +79,20 @@ checkpoint_case ckpt
   || fail "latest is not the complete step 2" "$work/ckpt.log"
 mkdir -p "$work/copy"
 cp -a "$fs/ckpt" "$work/copy/ckpt"
-rm -rf "$work/copy/ckpt"/*.tmp
+[ -d "$work/copy/ckpt/step_00000004.tmp" ] || fail "no partial step_00000004.tmp to test with" "$work/ckpt.log"
 mpi_run -np 2 "$bin" "${run[@]}" max_steps=6 checkpoint_every=2 out_dir="$work/copy" run_name=ckpt \
   >"$work/ckpt_resume.log" 2>&1 || fail "resume from the copy" "$work/ckpt_resume.log"
 grep "^resumed from $work/copy/ckpt/step_00000002" "$work/ckpt_resume.log" || fail "not resumed from step 2" "$work/ckpt_resume.log"
-echo "the previous checkpoint (step 2) is intact: resumed to step 6"
+grep -q "^removed partial checkpoint directories" "$work/ckpt_resume.log" && ! ls -d "$work/copy/ckpt"/*.tmp 2>/dev/null \
+  || fail "the partial step_00000004.tmp was not removed by the resumed run" "$work/ckpt_resume.log"
+echo "the previous checkpoint (step 2) is intact: resumed to step 6; the partial step_00000004.tmp removed"
 
 # (2) the final weights
 [ $mode = ulimit ] || { fresh_fs; fill_to 5000; }
 full_run weights 10000 "${run[@]}" max_steps=2 checkpoint_every=0
 expect_clean_failure weights "weights/model.h5"
+[ ! -e "$fs/weights/model.h5.tmp" ] || fail "a half-written model.h5.tmp is left ($(stat -c %s "$fs/weights/model.h5.tmp") bytes)"
+echo "weights: no model.h5.tmp left"
 
 # (3) the metrics. ulimit mode: MPI's own shared-memory files need several
 # MB, so the limit stays at 10 MB and metrics.jsonl starts 2 KB short of it.

@@ -7,7 +7,13 @@
 #      metrics.jsonl, its checkpoints complete, no partial directory;
 #  (3) a lock never outlives its process: a run killed with SIGKILL leaves
 #      the lock file, and the next run on the directory takes the lock at
-#      once and resumes from its step-10 checkpoint (exit 0).
+#      once and resumes from its step-10 checkpoint (exit 0);
+#  (4) the lock file goes with its run: none is left after exit 0 or after a
+#      run refused with exit 2 once it held the lock (resume=none);
+#  (5) deleting the lock file does not defeat the lock: with the file of a
+#      live run deleted, and then deleted and recreated, a second run exits 2
+#      saying so; the first run is unharmed: stopped with STOP, exit 3, every
+#      step logged once, its last checkpoint complete.
 # usage: safety_lock.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -50,6 +56,15 @@ PY
   || fail "latest is not the complete step 40"
 ! ls -d "$work"/shared/*.tmp 2>/dev/null || fail "a partial checkpoint directory was left"
 echo "the first run is unharmed: exit 0, latest -> step_00000040 (complete)"
+[ ! -e "$work/shared/gpt2_ddp.lock" ] || fail "the lock file is left after exit 0"
+echo "no lock file left after exit 0"
+set +e
+mpi_run -np 2 "$bin" "${run[@]}" resume=none >"$work/refused.log" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "resume = none, but" "$work/refused.log" || fail "resume=none: exit $rc, expected 2" "$work/refused.log"
+[ ! -e "$work/shared/gpt2_ddp.lock" ] || fail "the lock file is left after exit 2" "$work/refused.log"
+echo "no lock file left after exit 2 (resume=none refused after taking the lock)"
 
 mpirun --bind-to none -np 2 "$bin" "${run[@]}" max_steps=400 run_name=killed >"$work/killed.log" 2>&1 &
 victim=$!
@@ -62,4 +77,42 @@ mpi_run -np 2 "$bin" "${run[@]}" max_steps=14 run_name=killed >"$work/after.log"
   || fail "a run after SIGKILL of the holder" "$work/after.log"
 grep "^resumed from $work/killed/step_00000010" "$work/after.log" || fail "did not resume from step 10" "$work/after.log"
 echo "after SIGKILL of the holder the next run took the lock, resumed and finished in $((SECONDS - start)) s"
+
+# (5) the lock file of a live run deleted (DAMAGE), then a second run
+deleted_case() { # name damage regex
+  local name=$1 damage=$2 regex=$3
+  mpirun --bind-to none -np 2 "$bin" "${run[@]}" max_steps=4000 run_name="$name" >"$work/$name.log" 2>&1 &
+  local first=$!
+  wait_for "grep -q '^step     3/' '$work/$name.log'"
+  [ -f "$work/$name/gpt2_ddp.lock" ] || fail "$name: no lock file while the run is live" "$work/$name.log"
+  (cd "$work/$name" && eval "$damage")
+  set +e
+  timeout 60 mpirun --bind-to none -np 2 "$bin" "${run[@]}" run_name="$name" >"$work/${name}_second.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] || fail "$name: second run exit $rc, expected 2" "$work/${name}_second.log"
+  grep -q "error: run directory $work/$name is in use by another gpt2_ddp run ($regex" "$work/${name}_second.log" \
+    || fail "$name: the refusal does not say '$regex'" "$work/${name}_second.log"
+  echo "$name: second run exit 2: $(grep -o "in use by another gpt2_ddp run ([^;]*" "$work/${name}_second.log")"
+  kill -0 $first 2>/dev/null || fail "$name: the first run ended before the second was refused" "$work/$name.log"
+  touch "$work/$name/STOP"
+  set +e; wait $first; rc=$?; set -e
+  [ $rc -eq 3 ] || fail "$name: the first run: exit $rc, expected 3 (STOP)" "$work/$name.log"
+  local last
+  last=$(/usr/bin/python3 - "$work/$name/metrics.jsonl" <<'PY'
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"step"' in l]
+assert steps == list(range(1, len(steps) + 1)), f"metrics.jsonl steps {steps[:8]}... are not 1..N once each"
+print(len(steps))
+PY
+) || fail "$name: metrics.jsonl"
+  [ "$(readlink "$work/$name/latest")" = "$(printf step_%08d "$last")" ] && [ -f "$work/$name/latest/COMPLETE" ] \
+    || fail "$name: latest is not the complete step $last" "$work/$name.log"
+  ! ls -d "$work/$name"/*.tmp 2>/dev/null || fail "$name: a partial checkpoint directory was left"
+  echo "$name: the first run is unharmed: STOP -> exit 3 after step $last, steps 1..$last once each in metrics.jsonl, latest complete"
+}
+deleted_case deleted 'rm gpt2_ddp.lock' "its lock file was deleted while it runs"
+deleted_case recreated 'rm gpt2_ddp.lock && echo "host elsewhere" >gpt2_ddp.lock' \
+  "its lock file was deleted and recreated while it runs"
+[ -f "$work/recreated/gpt2_ddp.lock" ] || fail "the first run removed a lock file it did not create"
 echo "one job per run directory: OK"

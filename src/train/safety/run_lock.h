@@ -1,25 +1,40 @@
-/* One job per run directory. Rank 0 holds an exclusive flock(2) on
- * <run_dir>/gpt2_ddp.lock for the whole run; the file says who holds it
- * (host, pid, start time, Slurm job). A second run on the same directory
- * finds the lock taken and every one of its ranks exits 2 at once, naming the
- * holder, before it has touched anything there. The kernel drops the lock
- * when the holder's process ends, however it ends (exit, crash, SIGKILL), so
- * a lock never outlives its run; the descriptor is close-on-exec, so no child
- * process can inherit it. A file system without flock (Lustre mounted
- * without -o flock) gets a warning and the run goes on unlocked. */
+/* One job per run directory. Rank 0 holds an exclusive flock(2) on the run
+ * directory itself and on <run_dir>/gpt2_ddp.lock for the whole run; the
+ * file says who holds it (host, pid, start time, Slurm job). A second run on
+ * the same directory finds a lock taken and every one of its ranks exits 2
+ * at once, naming the holder, before it has touched anything there.
+ *
+ * The directory's lock cannot be fooled by deleting the file: a live holder
+ * is found even when its file was deleted and recreated (on NFS, Lustre and
+ * GPFS a directory's flock is seen on its own node only; across nodes the
+ * file's lock is what holds, see docs/failure-modes.md). The file's lock is
+ * re-checked after it is taken: if the path no longer names the locked file
+ * (its holder removed it while ending), it is taken again.
+ *
+ * The kernel drops both locks when the holder's process ends, however it
+ * ends (exit, crash, SIGKILL), so a lock never outlives its run; the
+ * descriptors are close-on-exec, so no child process can inherit them. The
+ * holder removes the file when it ends (a clean end, a stop, exit 2 or 4,
+ * and any failure that ends it through base/fail.h); a file that stays
+ * (SIGKILL, a crash) holds a dead pid and no lock. A file system without
+ * flock (Lustre mounted without -o flock) gets a warning and the run goes on
+ * unlocked. */
 #ifndef GPT2_TRAIN_SAFETY_RUN_LOCK_H
 #define GPT2_TRAIN_SAFETY_RUN_LOCK_H
 
 #define RUN_LOCK_FILE "gpt2_ddp.lock"
 
 typedef struct {
-    int fd; /* rank 0 while it holds the lock, else -1 */
+    int fd;          /* rank 0 while it holds the file's lock, else -1 */
+    int dir_fd;      /* rank 0 while it holds the directory's lock, else -1 */
+    char path[2048]; /* the lock file */
 } run_lock;
 
 /* Collective (MPI_COMM_WORLD). run_dir must exist. Returns with the lock
  * held by rank 0, or ends every rank: exit 2 when another run holds it, 1
  * when the lock file cannot be created or written. */
 void run_lock_acquire(run_lock *lock, const char *run_dir, int rank);
-/* Releases the lock (also done by the process ending). */
+/* Removes the lock file and releases the lock (also done by the process
+ * ending, but for the file). */
 void run_lock_release(run_lock *lock);
 #endif
