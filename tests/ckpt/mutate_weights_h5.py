@@ -50,7 +50,9 @@ def wrong_sizes(s, orig):
         return True
     if s["n_embd"] % s["n_head"] or s["vocab_size"] > s["padded_vocab_size"]:
         return True
-    return any(s[k] != orig[k] for k in ("n_layer", "n_embd", "padded_vocab_size", "block_size"))
+    # fewer layers than stored leaves datasets unread: not judged here
+    return s["n_layer"] > orig["n_layer"] or any(
+        s[k] != orig[k] for k in ("n_embd", "padded_vocab_size", "block_size"))
 
 
 def mutate_attrs(rng, f, ctx, what):

@@ -60,7 +60,7 @@ def jsonl_bytes(ctx, rng, what):
         if r < 0.3:
             docs[k]["text"] = rng.choice(ODD_JSON)
         elif r < 0.45:
-            del docs[k]["text"]
+            docs[k].pop("text", None)
         elif r < 0.55:
             docs[k] = rng.choice(ODD_JSON)
         elif r < 0.65:

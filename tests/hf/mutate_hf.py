@@ -45,9 +45,14 @@ def join_safetensors(header, body, rng, what):
 
 def mutate_header(rng, header, what):
     """A change to one entry of the safetensors JSON header; True if the file is surely invalid."""
-    names = [k for k in header if k != "__metadata__"]
+    names = [k for k in header if k != "__metadata__" and isinstance(header[k], dict)]
+    if not names:
+        return False
     name = rng.choice(names)
     t = header[name]
+    if not (isinstance(t.get("shape"), list) and isinstance(t.get("data_offsets"), list)
+            and len(t["data_offsets"]) == 2):
+        return False  # changed already
     r = rng.random()
     if r < 0.15:
         t["dtype"] = rng.choice(DTYPES)
