@@ -54,11 +54,12 @@ def make_case(ctx, rng, i):
         invalid = m.i32(value) != struct.unpack_from("<i", ctx.shard, 4 * slot)[0] and slot < 3
     elif r < 0.65:
         b = bytearray(data)
-        for _ in range(rng.randint(1, 5)):
-            k = rng.randrange(n_tokens)
-            struct.pack_into("<H", b, HEADER + 2 * k, rng.choice([50256, 50257, 50303, 50304, 65535]))
+        ids = [rng.choice([50256, 50257, 50303, 50304, 65535]) for _ in range(rng.randint(1, 5))]
+        for v in ids:
+            struct.pack_into("<H", b, HEADER + 2 * rng.randrange(n_tokens), v)
         data = bytes(b)
-        what.append("token ids at or past the vocabulary")
+        what.append(f"token ids {ids} (the vocabulary has 50257)")
+        invalid = max(ids) >= 50257  # every id is checked on open
     elif r < 0.8:
         data = m.truncate(rng, data)
         what.append(f"cut to {len(data)} bytes")

@@ -50,7 +50,8 @@ def setup(ctx):
 
 
 def jsonl_bytes(ctx, rng, what):
-    """JSONL of the excerpts with one to three line-level changes."""
+    """JSONL of the excerpts with one to three line-level changes, and
+    whether a line is surely refused (not an object, no string "text")."""
     docs = [{"text": t, "id": k} for k, t in enumerate(ctx.texts)]
     for _ in range(rng.randint(1, 3)):
         k = rng.randrange(len(docs))
@@ -69,6 +70,7 @@ def jsonl_bytes(ctx, rng, what):
             depth = rng.choice([100, 5000, 100000])
             docs[k] = {"text": "a", "deep": json.loads("[" * min(depth, 900) + "]" * min(depth, 900))}
         what.append(f"document {k}: {json.dumps(docs[k])[:60]}")
+    refused = any(not isinstance(d, dict) or not isinstance(d.get("text"), str) for d in docs)
     ensure_ascii = rng.random() < 0.5
     lines = [json.dumps(d, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass") for d in docs]
     r = rng.random()
@@ -87,31 +89,33 @@ def jsonl_bytes(ctx, rng, what):
     if rng.random() < 0.4:
         data = m.mutate_bytes(rng, data, [data])
         what.append("bytes mutated")
-    return data
+        refused = False  # not judged
+    return data, refused
 
 
 def gz_bytes(rng, data, what):
     """data gzip-compressed, the stream itself sometimes damaged. Returns
-    (bytes, invalid): cut before the trailer is certainly invalid."""
+    (bytes, how): "refused" (cut before the trailer, or not gzip at all),
+    "changed" (what the reader sees differs: not judged) or "intact"."""
     z = gzip.compress(data, mtime=0)
     r = rng.random()
     if r < 0.25:
         n = rng.randint(1, len(z) - 9)
         what.append(f"gzip cut to {n} of {len(z)} bytes")
-        return z[:n], True
+        return z[:n], "refused"
     if r < 0.45:
         what.append("gzip stream bytes flipped")
-        return m.flip_bytes(rng, z, lo=rng.choice([0, 10])), False
+        return m.flip_bytes(rng, z, lo=rng.choice([0, 10])), "changed"
     if r < 0.55:
         what.append("two gzip members")
-        return z + gzip.compress(data[:rng.randint(0, len(data))], mtime=0), False
+        return z + gzip.compress(data[:rng.randint(0, len(data))], mtime=0), "changed"
     if r < 0.65:
         what.append("bytes after the gzip member")
-        return m.extend(rng, z), False
-    if r < 0.7:
+        return m.extend(rng, z), "changed"
+    if r < 0.7 and data:
         what.append("not gzip at all")
-        return data, bool(data)
-    return z, False
+        return data, "refused"
+    return z, "intact"
 
 
 def make_case(ctx, rng, i):
@@ -146,16 +150,18 @@ def make_case(ctx, rng, i):
         what.append("text file mutated")
         name = rng.choice(["doc.txt", "doc", "doc.gz.txt"])
     else:
-        data = jsonl_bytes(ctx, rng, what)
+        data, invalid = jsonl_bytes(ctx, rng, what)
         name = rng.choice(["docs.jsonl", "docs.jsonl.gz", "docs.json.gz", "docs.jsonl.gz"])
     if name.endswith(".gz"):
-        data, invalid = gz_bytes(rng, data, what)
+        data, how = gz_bytes(rng, data, what)
+        invalid = how == "refused" or (how == "intact" and invalid)
     path = os.path.join(ctx.case_dir, name)
     m.write(path, data)
     field = None
     if name != "doc.txt" and rng.random() < 0.1:
         field = rng.choice(["id", "missing", "text\u00e9", "deep", "\xff"])
         what.append(f"--jsonl-field {field}")
+        invalid = False  # not judged
     return m.Case(tokenize_argv(ctx, path, out, field), f"{name}: " + "; ".join(what), invalid)
 
 
