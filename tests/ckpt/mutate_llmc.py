@@ -7,8 +7,8 @@ others) set to boundary values, the file cut or extended, bytes flipped.
 Sizes that disagree with the file's length (or NH = 0, not dividing C,
 V past Vp), another magic or version, a cut file must not exit 0
 (tests/lib/mutate.py says what else fails).
-The shape validator of issue 23 is what makes this pass: until it lands,
-the failures it lists are the known ones (huge sizes, n_head = 0, ...).
+Without the shape validator (model/shape.h) this found NH past C asking
+for gigabytes and NH not dividing C exiting 0.
 usage: mutate_llmc.py --bin-dir BUILD --work DIR [--seed S] [--count N] [--only I]"""
 import os
 import struct

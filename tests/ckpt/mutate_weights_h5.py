@@ -8,8 +8,9 @@ reshaped, retyped, deleted or replaced by groups, and the file cut or its
 bytes flipped. Sizes that disagree with the stored tensors (or n_head = 0,
 not dividing n_embd, vocab_size past padded_vocab_size) must not exit 0
 (tests/lib/mutate.py says what else fails).
-The shape validator of issue 23 is what makes this pass: until it lands,
-the failures it lists are the known ones (n_head = 0, n_layer = 0, ...).
+Without the shape validator (model/shape.h) this found n_head = 0 SIGFPE,
+multi-gigabyte allocations and int overflow in layout.c, n_head not
+dividing n_embd exiting 0.
 usage: mutate_weights_h5.py --bin-dir BUILD --work DIR [--seed S] [--count N] [--only I]"""
 import os
 import shutil
