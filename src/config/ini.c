@@ -139,9 +139,15 @@ ini_status ini_read_stream(FILE *f, const char *path, ini_key_fn on_key, void *c
     size_t line_cap = 0, section_cap = 0;
     const char *section = "";
     errno = 0;
-    while (status == INI_OK && getline(&line, &line_cap, f) >= 0) {
+    ssize_t got;
+    while (status == INI_OK && (got = getline(&line, &line_cap, f)) >= 0) {
         where.line++;
         char *text = line, *key = NULL, *value = NULL, why[INI_MESSAGE_MAX];
+        if (memchr(line, '\0', (size_t)got)) { /* the rest of the line would vanish unseen */
+            status = error_at(err, INI_SYNTAX_ERROR, where, 0,
+                              "a NUL byte in the line (a binary file, or a damaged one?)");
+            break;
+        }
         if (where.line == 1 && strncmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3; /* UTF-8 BOM */
         line_kind kind = split_line(text, &key, &value, why, sizeof why);
         if (kind == LINE_ERROR) status = error_at(err, INI_SYNTAX_ERROR, where, 0, why);

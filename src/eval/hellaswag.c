@@ -131,8 +131,14 @@ int hellaswag_load(hellaswag_set *set, const char *path, bpe_tokenizer *tok, int
     size_t text_cap = 0;
     int line = 0, count = 0, cap = 0, rc = 0;
     errno = 0;
-    while (getline(&text, &text_cap, f) >= 0) {
+    ssize_t got;
+    while ((got = getline(&text, &text_cap, f)) >= 0) {
         line++;
+        if (memchr(text, '\0', (size_t)got)) { /* JSON would stop reading at it, unseen */
+            rc = line_error(err, err_len, path, line,
+                            "a NUL byte in the line (a binary file, or a damaged one?)");
+            break;
+        }
         if (is_blank(text)) continue;
         json_object *obj = parse_line(text, why, sizeof why);
         example_text ex;

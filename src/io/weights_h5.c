@@ -110,6 +110,18 @@ static int check_datasets(hid_t file, const char *path, const gpt2_layout *lay, 
                          path, t->name, got, want, rule, lay->n_embd, lay->block_size,
                          lay->padded_vocab_size);
     }
+    /* A file whose n_layer was lowered would otherwise load its first
+     * layers and drop the rest without a word. */
+    char extra[LAYOUT_NAME_MAX];
+    snprintf(extra, sizeof extra, "h.%d.ln_1.weight", lay->n_layer);
+    int ndim = 0;
+    int64_t dims[2];
+    bool is_float = false;
+    if (h5_dataset_info(file, extra, &ndim, dims, &is_float) == 0)
+        return set_error(err, err_len,
+                         "%s: dataset %s is a layer beyond n_layer = %d (the size attribute "
+                         "does not match the layers the file stores)",
+                         path, extra, lay->n_layer);
     return 0;
 }
 

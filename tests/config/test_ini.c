@@ -179,6 +179,23 @@ static void test_bad_syntax(void) {
            "long key: message '%s'", err.message);
 }
 
+/* A NUL byte would end the line for every string function after getline:
+ * "n_layer = 2\0junk" must not read as n_layer = 2. */
+static void test_nul_byte(void) {
+    static const char text[] = "n_layer = 2\0junk = x\n";
+    FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
+    EXPECT(f != NULL, "fmemopen failed");
+    if (!f) return;
+    collector c = {0};
+    ini_error err = {0};
+    ini_status status = ini_read_stream(f, "mem.ini", collect, &c, &err);
+    fclose(f);
+    EXPECT(status == INI_SYNTAX_ERROR, "NUL byte: status %d, not a syntax error", (int)status);
+    EXPECT(c.n == 0, "NUL byte: %d entries read before the error", c.n);
+    EXPECT(strstr(err.message, "a NUL byte in the line") != NULL, "NUL byte: message '%s'",
+           err.message);
+}
+
 static void test_callback_stops(void) {
     collector c = {.stop_at = 2, .stop_with = 7};
     ini_error err = {0};
@@ -293,6 +310,7 @@ static void test_overrides(void) {
 int main(void) {
     test_good_syntax();
     test_bad_syntax();
+    test_nul_byte();
     test_callback_stops();
     test_files();
     test_overrides();

@@ -75,6 +75,7 @@ h5_case("wrong_shape", replace_dataset("h.0.attn.c_attn.weight", (192, 63)))
 h5_case("missing_attr", delete("n_head"))
 h5_case("string_attr", string_attr)
 h5_case("missing_dataset", delete("h.1.mlp.c_fc.bias"))
+h5_case("n_layer_lowered", set_attrs(n_layer=1))  # layer 1 stored but not declared
 h5_case("head_size_32", set_attrs(n_head=2))  # fine on the CPU, not for the CUDA attention
 h5_case("small_vocab", small_vocab)
 

@@ -58,6 +58,7 @@ cases=(
   "missing_attr.h5|size attribute 'n_head': missing"
   "string_attr.h5|size attribute 'n_layer': not an integer"
   "missing_dataset.h5|dataset h.1.mlp.c_fc.bias is missing"
+  "n_layer_lowered.h5|dataset h.1.ln_1.weight is a layer beyond n_layer = 1"
   "bin_n_head_zero.bin|llm.c header: n_head = 0: out of range"
   "bin_n_layer_negative.bin|llm.c header: n_layer = -2: out of range"
   "bin_vocab_over_padded.bin|llm.c header: vocab_size = 60000 is larger than padded_vocab_size = 50304"

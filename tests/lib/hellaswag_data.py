@@ -82,4 +82,7 @@ MALFORMED = {
                      '"label" missing or not an integer'),
     "label_range": ('{"ctx": "a", "endings": ["a", "b", "c", "d"], "label": 4}',
                     '"label" = 4: must be 0, 1, 2 or 3'),
+    # a valid object, then a NUL and junk that JSON reading would stop at unseen
+    "nul_byte": ('{"ctx": "a", "endings": ["a", "b", "c", "d"], "label": 1}\0x',
+                 "a NUL byte in the line"),
 }
