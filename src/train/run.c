@@ -151,7 +151,7 @@ static void save_initial_weights(const run_state *r) {
 
 void run_save_weights(const run_state *r, const char *file, const char *what) {
     char path[RUN_PATH_MAX];
-    run_path(r, path, file);
+    run_path(r, path, "%s", file);
     weights_save(path, &r->lay, r->host_params, r->config_text);
     printf("saved %s to %s\n", what, path);
 }
