@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # GPUs per node of a Slurm job, from its environment: sourced by slurm.sbatch.
 #
 # Sites ask for GPUs in different ways (--gpus-per-node, --gres=gpu:N,
