@@ -13,12 +13,14 @@ rm -rf "$work"; mkdir -p "$work/bin"
 failures=0 cases=0
 
 gpu_vars=(SLURM_GPUS_ON_NODE SLURM_GPUS_PER_NODE SLURM_JOB_GRES SLURM_GRES SLURM_JOB_GPUS
-  CUDA_VISIBLE_DEVICES SLURM_JOB_ID FAKE_TRES)
+  CUDA_VISIBLE_DEVICES SLURM_JOB_ID FAKE_TRES DEVICE LAUNCHER)
+unset_all=() # env arguments: none of these from the test's own environment
+for v in "${gpu_vars[@]}"; do unset_all+=(-u "$v"); done
 # expect COUNT SOURCE [VAR=VALUE ...]: launch/gpus.sh with only these set.
 expect() {
   local want=$1 from=$2 got; shift 2
   cases=$((cases + 1))
-  got=$(env $(printf -- '-u %s ' "${gpu_vars[@]}") PATH="$work/bin:$PATH" "$@" bash launch/gpus.sh)
+  got=$(env "${unset_all[@]}" PATH="$work/bin:$PATH" "$@" bash launch/gpus.sh)
   if [ "$got" = "$want GPU(s) per node, from $from" ]; then
     echo "ok: ${*:-(nothing set)} -> $got"
   else
@@ -81,7 +83,7 @@ chmod +x "$work/bin/srun"
 run_sbatch() {
   local log=$1; shift
   set +e
-  env $(printf -- '-u %s ' "${gpu_vars[@]}" DEVICE LAUNCHER) PATH="$work/bin:$PATH" \
+  env "${unset_all[@]}" PATH="$work/bin:$PATH" \
     SLURM_JOB_ID=42 SLURM_JOB_NAME=gpus SLURM_SUBMIT_DIR="$PWD" SLURM_NNODES=1 SLURM_NTASKS=2 \
     SLURM_NTASKS_PER_NODE=2 BUILD_DIR="$(dirname "$bin")" OUT_DIR="$work/out" "$@" \
     bash launch/slurm.sbatch configs/tiny.ini >"$log" 2>&1
