@@ -6,7 +6,7 @@
 # total_batch or micro_batch: a smaller micro_batch when one down to 1/8 of
 # it keeps total_batch (the same run), else the nearest total_batch that
 # divides; the launcher says which.
-# usage: launch/local.sh [CONFIG.ini] [key=value ...]
+# usage: launch/local.sh [CONFIG.ini] [key=value | --key=value ...]
 #   env: RANKS (CPU ranks), DEVICE=cpu (CPU ranks even where GPUs are),
 #        BUILD_DIR (default build), MPIRUN_ARGS (extra mpirun flags),
 #        STOP_BY_FILE=1 (pre-emption through the STOP file only, see below)
@@ -32,7 +32,7 @@ BIN="$BUILD_DIR/gpt2_ddp"
 [ -x "$BIN" ] || { echo "launch: $BIN not found; run tools/setup.sh first" >&2; exit 2; }
 
 config=configs/tiny.ini
-if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
+if [ $# -gt 0 ] && [[ "$1" != *=* && "$1" != -* ]]; then
   config=$1; shift
 else
   # The demo (no config given) shows text from the model as it learns and ends with a sample.
@@ -54,7 +54,7 @@ threads=$(( cores / ranks )); [ "$threads" -ge 1 ] || threads=1
 
 # total_batch must be a multiple of micro_batch * seq_len * ranks.
 fit=()
-if [[ " $* " != *" total_batch="* && " $* " != *" micro_batch="* ]] &&
+if [[ " $* " != *[\ -]total_batch[=\ ]* && " $* " != *[\ -]micro_batch[=\ ]* ]] &&
    resolved=$("$BIN" --print-config "$config" "$@" device="$device" 2>/dev/null); then
   value() { sed -n "s/^$1 = \([0-9]*\)$/\1/p" <<<"$resolved"; }
   mb=$(value micro_batch) seq=$(value seq_len) total=$(value total_batch)

@@ -1,5 +1,5 @@
 /* gpt2_ddp: config -> dist -> model -> data -> train loop.
- * Usage: gpt2_ddp CONFIG.ini [key=value ...] | --help | --version */
+ * Usage: gpt2_ddp [CONFIG.ini] [key=value | --key=value ...] | --help | --version */
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,17 +12,23 @@
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
+#include "config/args.h"
 #include "config/config.h"
 #include "train/backend.h"
 #include "train/safety/exit_status.h"
 #include "train/train.h"
 
 static void print_usage(FILE *out) {
-    fprintf(out, "usage: gpt2_ddp CONFIG.ini [key=value ...]\n"
-                 "       gpt2_ddp --print-config CONFIG.ini [key=value ...]\n"
+    fprintf(out, "usage: gpt2_ddp [CONFIG.ini] [key=value | --key=value | --key value ...]\n"
+                 "       gpt2_ddp --print-config [CONFIG.ini] [settings ...]\n"
                  "       gpt2_ddp --help | --version\n\n"
-                 "Trains GPT-2 on one or many ranks (mpirun -np N gpt2_ddp ...).\n"
-                 "--print-config prints the resolved configuration and exits.\n\n");
+                 "Trains GPT-2 on one or many ranks (mpirun -np N gpt2_ddp ...). Settings are the\n"
+                 "keys below: CONFIG.ini first (optional: without it the defaults, GPT-2 124M),\n"
+                 "then settings on the command line, which override it (the last one wins).\n"
+                 "--lr=1e-3, --lr 1e-3 and lr=1e-3 are the same setting; a boolean key alone\n"
+                 "(--save_init) is true. --print-config prints the resolved configuration and\n"
+                 "exits; --help, --version and --print-config may stand anywhere on the line.\n"
+                 "Example: gpt2_ddp configs/tiny.ini --max_steps=50 --lr=1e-3\n\n");
 }
 
 static void print_version(void) {
@@ -64,35 +70,33 @@ int main(int argc, char **argv) {
     dist_state dist;
     dist_init(&dist, &argc, &argv);
 
-    int arg = 1;
-    int print_only = 0;
-    if (arg < argc && (strcmp(argv[arg], "--help") == 0 || strcmp(argv[arg], "-h") == 0)) {
-        if (dist.rank == 0) {
+    config_args args;
+    char why[1024];
+    if (!config_args_parse(argc, argv, &args, why, sizeof why))
+        fail_collective(EXIT_USAGE, "command line: %s", why);
+    if (args.action == ARGS_HELP || args.action == ARGS_VERSION) {
+        if (dist.rank == 0 && args.action == ARGS_HELP) {
             print_usage(stdout);
             config_print_help(stdout);
         }
+        if (dist.rank == 0 && args.action == ARGS_VERSION) print_version();
+        config_args_free(&args);
         dist_free(&dist);
         return 0;
     }
-    if (arg < argc && strcmp(argv[arg], "--version") == 0) {
-        if (dist.rank == 0) print_version();
-        dist_free(&dist);
-        return 0;
-    }
-    if (arg < argc && strcmp(argv[arg], "--print-config") == 0) {
-        print_only = 1;
-        arg++;
-    }
-    if (arg >= argc || argv[arg][0] == '-' || strchr(argv[arg], '=')) {
-        if (arg < argc && argv[arg][0] == '-')
-            fail_collective(EXIT_USAGE, "unknown option '%s' (see --help)", argv[arg]);
+    /* Nothing at all: the defaults would start a GPT-2 124M run on the
+     * default data, rarely what a first "gpt2_ddp" means. */
+    if (args.action == ARGS_USAGE) {
+        if (dist.rank == 0) print_usage(stderr);
         fail_collective(EXIT_USAGE,
-                        "missing CONFIG.ini (usage: gpt2_ddp CONFIG.ini [key=value ...])");
+                        "nothing to run: give a config file (gpt2_ddp configs/tiny.ini) or "
+                        "settings for the defaults, GPT-2 124M (gpt2_ddp --max_steps=10)");
     }
-    const char *config_path = argv[arg++];
+    const int print_only = args.action == ARGS_PRINT_CONFIG;
 
     config cfg;
-    config_load(&cfg, config_path, argc - arg, argv + arg);
+    config_load(&cfg, args.config_path, args.n_overrides, args.overrides);
+    config_args_free(&args);
     config_validate(&cfg, dist.world);
     backend_resolve_device(&cfg);
     if (print_only) {

@@ -104,8 +104,7 @@ static void apply_override(config *cfg, const char *arg) {
     if (status == INI_SYNTAX_ERROR) fail_source(&err.where, "override '%s': %s", arg, err.message);
     if (status != INI_OK)
         fail_source(&err.where,
-                    "override '%s' is not key=value (settings after CONFIG.ini are key=value)",
-                    arg);
+                    "override '%s' is not key=value (settings are key=value or --key=value)", arg);
 }
 
 /* ${VAR} in every path key, from this rank's environment: the value as

@@ -191,7 +191,25 @@ const config_key *config_key_find(const char *name) {
     return NULL;
 }
 
+/* nanoGPT's names for our keys (train.py's globals), for users who type
+ * them out of habit (docs/configuration.md says where the meanings differ). */
+static const char *const peer_names[][2] = {
+    {"learning_rate", "lr"},
+    {"max_iters", "max_steps"},
+    {"batch_size", "micro_batch"},
+    {"warmup_iters", "warmup_steps"},
+    {"lr_decay_iters", "max_steps"},
+    {"decay_lr", "lr_schedule"},
+    {"eval_interval", "eval_every"},
+    {"log_interval", "log_every"},
+    {"eval_iters", "eval_batches"},
+    {"min_lr", "min_lr_frac"},
+    {"gradient_accumulation_steps", "total_batch"},
+};
+
 const char *config_key_suggest(const char *name) {
+    for (size_t i = 0; i < sizeof peer_names / sizeof peer_names[0]; i++)
+        if (strcmp(name, peer_names[i][0]) == 0) return peer_names[i][1];
     const char *names[N_KEYS];
     for (size_t i = 0; i < N_KEYS; i++) names[i] = config_keys[i].name;
     return suggest_name(name, names, N_KEYS);

@@ -47,5 +47,13 @@ const char *suggest_name(const char *typo, const char *const *names, size_t n_na
     if (best_distance <= limit) return best;
     for (size_t i = 0; len >= 4 && i < n_names; i++)
         if (strncasecmp(typo, names[i], len) == 0) return names[i];
-    return NULL;
+    /* A name with a word added: "lr_rate" -> lr, the longest such name. */
+    best = NULL;
+    for (size_t i = 0; i < n_names; i++) {
+        size_t n = strlen(names[i]);
+        if (n < len && typo[n] == '_' && strncasecmp(typo, names[i], n) == 0 &&
+            (!best || n > strlen(best)))
+            best = names[i];
+    }
+    return best;
 }

@@ -139,7 +139,7 @@ static num_status parse_double(const char *s, double *out) {
     return NUM_OK;
 }
 
-static bool parse_bool(const char *s, bool *out) {
+bool config_parse_bool(const char *s, bool *out) {
     static const char *const yes[] = {"1", "true", "yes", "on"};
     static const char *const no[] = {"0", "false", "no", "off"};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
@@ -232,7 +232,7 @@ bool config_key_set(config *cfg, const config_key *k, const char *text, char *wh
     case KEY_UINT64: st = parse_uint64(text, (uint64_t *)p); break;
     case KEY_DOUBLE: st = parse_double(text, (double *)p); break;
     case KEY_BOOL:
-        if (!parse_bool(text, (bool *)p))
+        if (!config_parse_bool(text, (bool *)p))
             return snprintf(why, why_len, "not a boolean (use true/false, yes/no, 1/0)"), false;
         return true;
     case KEY_STRING:

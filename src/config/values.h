@@ -14,6 +14,10 @@
  * why on any problem ("not an integer", "out of range: must be in [1, 8]"). */
 bool config_key_set(config *cfg, const config_key *k, const char *text, char *why, size_t why_len);
 
+/* A boolean's spellings (true/false, yes/no, on/off, 1/0, any case): true
+ * with the value in *out when s is one. */
+bool config_parse_bool(const char *s, bool *out);
+
 /* Is the stored value allowed? Used after parsing and by config_validate,
  * which also sees configs that were not parsed (a checkpoint's). */
 bool config_key_check(const config *cfg, const config_key *k, char *why, size_t why_len);
