@@ -9,8 +9,8 @@
 # itself: reports go to files under BUILD_DIR/sanitizer-reports (log_path,
 # named after the program and its pid), which are printed at the end; a
 # program with a report also exits 86. Leaks are checked (exit of every
-# program), except those of Open MPI and the libraries under it
-# (tests/lib/lsan.supp says why). mpirun hands the ASAN_/UBSAN_/LSAN_OPTIONS
+# program but the trainer: src/main.c says why), except those of Open MPI
+# and the libraries under it (tests/lib/lsan.supp says why). mpirun hands the ASAN_/UBSAN_/LSAN_OPTIONS
 # below to every rank: it starts local ranks with its own environment.
 #   scripts/run_sanitizers.sh [BUILD_DIR] [ctest option ...]
 #   e.g. scripts/run_sanitizers.sh build-asan -R hf_bad_inputs
@@ -24,7 +24,7 @@ cmake --build "$build" -j"$(nproc)" || exit 1
 reports=$(realpath "$build")/sanitizer-reports
 rm -rf "$reports"; mkdir -p "$reports"
 common="exitcode=86:log_exe_name=1:print_summary=1"
-export ASAN_OPTIONS="$common:log_path=$reports/asan:halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0"
+export ASAN_OPTIONS="$common:log_path=$reports/asan:halt_on_error=1:fast_unwind_on_malloc=0"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lib/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="$common:log_path=$reports/ubsan:halt_on_error=1:print_stacktrace=1"
 

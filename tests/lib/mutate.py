@@ -183,7 +183,7 @@ def child_env(asan):
         return env, env
     opts = env.get("ASAN_OPTIONS", "")
     if not opts:  # run by hand: as scripts/run_sanitizers.sh does, reports on stderr
-        opts = "exitcode=86:halt_on_error=1:detect_leaks=1:fast_unwind_on_malloc=0"
+        opts = "exitcode=86:halt_on_error=1:fast_unwind_on_malloc=0"
         env["LSAN_OPTIONS"] = f"suppressions={ROOT}/tests/lib/lsan.supp:print_suppressions=0"
         env.setdefault("UBSAN_OPTIONS", "exitcode=86:halt_on_error=1:print_stacktrace=1")
     env["ASAN_OPTIONS"] = f"{opts}:max_allocation_size_mb={MAX_ALLOC_MB}"
