@@ -95,11 +95,11 @@ typedef struct {
      * in key-table order of the path keys ("" where it did not), printed by
      * config_format as comments. */
     char path_written[CONFIG_PATH_KEYS][CONFIG_STR_MAX]; /* not a key */
-    /* Not keys: per key, in key-table order, where its value came from
-     * (config_origin); and what config_load changed on its own, for rank 0
+    /* Not keys: per key, in key-table order, where its value came from (a
+     * config_origin), and what config_load changed on its own, for rank 0
      * to print ("" when nothing). */
-    unsigned char origin[CONFIG_KEYS_MAX];
-    char load_note[512];
+    unsigned char origin[CONFIG_KEYS_MAX]; /* not a key */
+    char load_note[512];                   /* not a key */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each
