@@ -28,7 +28,7 @@ static void source_sizes(const model_source *src, int out[N_SHAPE_KEYS]) {
     out[3] = src->vocab_size, out[4] = src->block_size;
 }
 
-/* "init_from = X: the weights file F has n_layer = 2 (the config 12), ...":
+/* "init_from = X: the weights file F has n_layer = 2, the config 12; ...":
  * every size that differs, then the two ways out; 0 when none differs. */
 static int describe_mismatch(const char *init_from, const model_source *src,
                              const int ours[N_SHAPE_KEYS], char *msg, size_t len) {
@@ -41,17 +41,17 @@ static int describe_mismatch(const char *init_from, const model_source *src,
     for (int i = 0; i < N_SHAPE_KEYS; i++) {
         if (ours[i] == theirs[i]) continue;
         if (used < len)
-            used += (size_t)snprintf(msg + used, len - used, "%s %s = %d (the config %d)",
-                                     n ? "," : "", shape_keys[i], theirs[i], ours[i]);
+            used += (size_t)snprintf(msg + used, len - used, "%s %s = %d, the config %d",
+                                     n ? ";" : "", shape_keys[i], theirs[i], ours[i]);
         snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", n ? ", " : "",
                  shape_keys[i]);
         n++;
     }
     if (n && used < len)
         snprintf(msg + used, len - used,
-                 ": its weights fit only its own shape. Remove %s from the config file and the "
-                 "command line to take the shape from init_from, or set %s to the values above",
-                 keys, n > 1 ? "them" : "it");
+                 " (its weights fit only its own shape). Remove %s from the config file and the "
+                 "command line to take the shape from init_from, or set %s",
+                 keys, n > 1 ? "them to the values above" : "it to the value above");
     return n;
 }
 

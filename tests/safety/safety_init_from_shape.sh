@@ -61,7 +61,7 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 2 ] || fail "n_layer=3 against a 2-layer init_from: exit $rc" "$work/bad.log"
-grep -q "error: init_from = $work/src.bin: the llm.c model file $work/src.bin has n_layer = 2 (the config 3), n_embd = 64 (the config 128), n_head = 1 (the config 2): .*Remove n_layer, n_embd, n_head from the config" \
+grep -q "error: init_from = $work/src.bin: the llm.c model file $work/src.bin has n_layer = 2, the config 3; n_embd = 64, the config 128; n_head = 1, the config 2 (its weights fit only its own shape). Remove n_layer, n_embd, n_head from the config" \
   "$work/bad.log" || fail "the refusal names each key, both values and the fix" "$work/bad.log"
 [ ! -e "$work/bad" ] || fail "the refused start left $work/bad behind" "$work/bad.log"
 echo "mismatch: exit 2, $(grep -m1 -o 'has n_layer.*' "$work/bad.log" | cut -c1-100)..."
