@@ -15,6 +15,7 @@
 #include "config/args.h"
 #include "config/config.h"
 #include "train/backend.h"
+#include "train/init_from.h"
 #include "train/safety/exit_status.h"
 #include "train/train.h"
 
@@ -108,6 +109,17 @@ int main(int argc, char **argv) {
     config cfg;
     config_load(&cfg, args.config_path, args.n_overrides, args.overrides);
     config_args_free(&args);
+    /* Before validation: the shape decides the head size and whether
+     * seq_len fits block_size. */
+    static char shape_note[8192];
+    init_from_fit_shape(&cfg, shape_note, sizeof shape_note);
+    /* What the trainer chose for the user, before a validation error they
+     * may explain; --print-config's output stays a config file that reads
+     * back, so there they are comments. */
+    const char *comment = print_only ? "# " : "";
+    if (dist.rank == 0 && cfg.load_note[0]) printf("%snote: %s\n", comment, cfg.load_note);
+    if (dist.rank == 0 && shape_note[0]) printf("%s%s\n", comment, shape_note);
+    fflush(stdout);
     config_validate(&cfg, dist.world);
     backend_resolve_device(&cfg);
     if (print_only) {

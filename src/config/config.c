@@ -6,6 +6,7 @@
 #include "config/config.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,7 @@ static void unknown_key(const char *name, const char *value, char *why, size_t w
 typedef struct {
     config *cfg;
     int *first_line; /* per key: its line in this file (0: not yet); NULL for overrides */
+    config_origin origin;
     char why[1536];
 } load_ctx;
 
@@ -82,11 +84,12 @@ static int set_entry(void *ctx_, const ini_entry *e) {
     char why[512];
     if (!config_key_set(ctx->cfg, k, e->value, why, sizeof why))
         return snprintf(ctx->why, sizeof ctx->why, "%s = %s: %s", e->key, shown, why), 1;
+    ctx->cfg->origin[k - config_keys] = (unsigned char)ctx->origin;
     return 0;
 }
 
 static void load_file(config *cfg, const char *path) {
-    load_ctx ctx = {cfg, xcalloc(config_n_keys, sizeof(int)), ""};
+    load_ctx ctx = {cfg, xcalloc(config_n_keys, sizeof(int)), CONFIG_FROM_FILE, ""};
     ini_error err;
     ini_status status = ini_read_file(path, set_entry, &ctx, &err);
     free(ctx.first_line);
@@ -97,7 +100,7 @@ static void load_file(config *cfg, const char *path) {
 }
 
 static void apply_override(config *cfg, const char *arg) {
-    load_ctx ctx = {cfg, NULL, ""};
+    load_ctx ctx = {cfg, NULL, CONFIG_FROM_COMMAND_LINE, ""};
     ini_error err;
     ini_status status = ini_read_override(arg, set_entry, &ctx, &err);
     if (status == INI_STOPPED) fail_source(&err.where, "%s", ctx.why);
@@ -154,16 +157,52 @@ static void file_stem(const char *path, char *out, size_t len) {
     out[n] = '\0';
 }
 
+/* A warm-up chosen for a longer run than the one asked for: the defaults'
+ * 700 steps (of 19073) under --max_steps=10, or a file's under a shorter
+ * max_steps on the command line. Refusing would make every short first run
+ * spell out warmup_steps; keeping the warm-up's share of the run keeps the
+ * schedule's shape (warm-up, then the decay to min_lr at max_steps). Both
+ * set in one place is the user's own choice: config_validate refuses it.
+ * max_steps_at holds max_steps after each layer (config_origin order). */
+static void fit_warmup(config *cfg, const char *path, const int *max_steps_at) {
+    const config_origin warmup = config_key_origin(cfg, "warmup_steps");
+    const int chosen_for = max_steps_at[warmup];
+    if (cfg->warmup_steps <= cfg->max_steps || cfg->max_steps < 1 || chosen_for < 1 ||
+        warmup >= config_key_origin(cfg, "max_steps"))
+        return;
+    int64_t fitted = (int64_t)cfg->warmup_steps * cfg->max_steps / chosen_for;
+    if (fitted > cfg->max_steps) fitted = cfg->max_steps;
+    snprintf(cfg->load_note, sizeof cfg->load_note,
+             "warmup_steps = %d (%s, for max_steps = %d) is longer than max_steps = %d: using "
+             "warmup_steps = %d, the same share of the run (set warmup_steps to choose another)",
+             cfg->warmup_steps, warmup == CONFIG_FROM_DEFAULT ? "the default" : path, chosen_for,
+             cfg->max_steps, (int)fitted);
+    cfg->warmup_steps = (int)fitted;
+}
+
+config_origin config_key_origin(const config *cfg, const char *name) {
+    const config_key *k = config_key_find(name);
+    if (!k) FAIL("config_key_origin: %s is not a key", name);
+    return (config_origin)cfg->origin[k - config_keys];
+}
+
 void config_load(config *cfg, const char *path, int n_overrides, char *const *overrides) {
     memset(cfg, 0, sizeof *cfg);
+    if (config_n_keys > CONFIG_KEYS_MAX)
+        FAIL("config key table: %zu keys, config.h has room for %d", config_n_keys,
+             CONFIG_KEYS_MAX);
     for (size_t i = 0; i < config_n_keys; i++) {
         const config_key *k = &config_keys[i];
         char why[512];
         if (!config_key_set(cfg, k, k->def, why, sizeof why))
             FAIL("config key table: default of %s = '%s': %s", k->name, k->def, why);
     }
+    int max_steps_at[3] = {cfg->max_steps, 0, 0};
     if (path) load_file(cfg, path);
+    max_steps_at[CONFIG_FROM_FILE] = cfg->max_steps;
     for (int i = 0; i < n_overrides; i++) apply_override(cfg, overrides[i]);
+    max_steps_at[CONFIG_FROM_COMMAND_LINE] = cfg->max_steps;
+    fit_warmup(cfg, path, max_steps_at);
     expand_paths(cfg);
     if (cfg->run_name[0] == '\0')
         file_stem(path ? path : "run", cfg->run_name, sizeof cfg->run_name);

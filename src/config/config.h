@@ -11,6 +11,14 @@
 #define CONFIG_STR_MAX 512
 /* Keys whose value is a path (keys.c marks them): ${VAR} is expanded there. */
 #define CONFIG_PATH_KEYS 8
+/* Room for the key table's keys in config.origin (config_load checks it). */
+#define CONFIG_KEYS_MAX 96
+
+/* Where a key's value came from, in the order config_load applies them: a
+ * later layer overrides an earlier one. Rules that depend on whether the
+ * user chose a value (init_from's shape, val_data next to train_data, the
+ * warm-up of a shorter run) read it. */
+typedef enum { CONFIG_FROM_DEFAULT, CONFIG_FROM_FILE, CONFIG_FROM_COMMAND_LINE } config_origin;
 
 typedef struct {
     /* model */
@@ -87,14 +95,25 @@ typedef struct {
      * in key-table order of the path keys ("" where it did not), printed by
      * config_format as comments. */
     char path_written[CONFIG_PATH_KEYS][CONFIG_STR_MAX]; /* not a key */
+    /* Not keys: per key, in key-table order, where its value came from (a
+     * config_origin), and what config_load changed on its own, for rank 0
+     * to print ("" when nothing). */
+    unsigned char origin[CONFIG_KEYS_MAX]; /* not a key */
+    char load_note[512];                   /* not a key */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each
  * "key=value" in overrides, then expands ${VAR} in the path keys from this
  * rank's environment. Any problem fails every rank with exit code 2 and a
  * message naming the key (an unset variable on any rank too). The config
- * file's stem is stored in run_name when run_name is left empty. */
+ * file's stem is stored in run_name when run_name is left empty. Each key's
+ * origin is recorded. A warmup_steps longer than a max_steps set after it
+ * (the defaults' 700 with --max_steps=10) is shortened to the same fraction
+ * of the run it had, and load_note says so. */
 void config_load(config *cfg, const char *path, int n_overrides, char *const *overrides);
+
+/* Where key name's value came from; name must be a key. */
+config_origin config_key_origin(const config *cfg, const char *name);
 
 /* Checks ranges and consistency and fills in the derived fields, for a job
  * of launched_world ranks (a dry run with dry_run_ranks plans for that many

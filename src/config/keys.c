@@ -71,7 +71,8 @@ const config_key config_keys[] = {
     DOUBLE_KEY("train", min_lr_frac, "0.1", CLOSED(0, 1),
                "final learning rate as a fraction of lr"),
     INT_KEY("train", warmup_steps, "700", AT_LEAST(0),
-            "steps of linear warm-up from lr / warmup_steps to lr, <= max_steps"),
+            "steps of linear warm-up from lr / warmup_steps to lr, <= max_steps (one set "
+            "before a shorter max_steps, as the default, is cut to the same share of the run)"),
     ENUM_KEY("train", lr_schedule, "cosine", lr_schedules,
              "after warm-up: decay to lr * min_lr_frac at max_steps, or stay at lr"),
     DOUBLE_KEY("train", weight_decay, "0.1", AT_LEAST(0),
@@ -112,7 +113,8 @@ const config_key config_keys[] = {
     PATH_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
              "glob of llm.c .bin token shards to train on"),
     PATH_KEY("data", val_data, "data/nlp-corpus/nlp_val_*.bin",
-             "glob of .bin token shards for validation (may be empty when eval_every = 0)"),
+             "glob of .bin token shards for validation (may be empty when eval_every = 0; "
+             "set it wherever train_data is changed)"),
     PATH_KEY("data", hellaswag_data, "",
              "HellaSwag's hellaswag_val.jsonl: acc and acc_norm at every evaluation, over all "
              "ranks; empty disables"),
@@ -132,7 +134,8 @@ const config_key config_keys[] = {
     PATH_KEY("run", init_from, "",
              "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
              "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "
-             "GPT-2 directory (config.json + model.safetensors); ignored when resuming"),
+             "GPT-2 directory (config.json + model.safetensors); the model sizes the config "
+             "does not set are taken from it; ignored when resuming"),
     DOUBLE_KEY("run", time_limit_min, "0", NO_RANGE,
                "wall-clock budget in minutes: the run saves a checkpoint and exits 3 while the "
                "next step and a save still fit (measured step and save times); 0: the Slurm "

@@ -9,6 +9,7 @@
 
 #include "base/fail.h"
 #include "config/config.h"
+#include "config/elide.h"
 #include "config/keys.h"
 #include "config/values.h"
 #include "model/shape.h"
@@ -79,10 +80,36 @@ static void validate_batch(config *cfg) {
     cfg->grad_accum = (int)accum;
 }
 
+/* config_load shortened a warm-up set before max_steps; one set with it (or
+ * after it) is what the user asked for, and only the user can choose. */
 static void validate_schedule(const config *cfg) {
     if (cfg->warmup_steps > cfg->max_steps)
-        fail_collective(EXIT_USAGE, "warmup_steps = %d is larger than max_steps = %d",
-                        cfg->warmup_steps, cfg->max_steps);
+        fail_collective(EXIT_USAGE,
+                        "warmup_steps = %d is larger than max_steps = %d: the run would end "
+                        "before the warm-up does (set --warmup_steps=N with N <= %d, or raise "
+                        "max_steps)",
+                        cfg->warmup_steps, cfg->max_steps, cfg->max_steps);
+}
+
+/* A new train_data with the bundled corpus's val_data left over from the
+ * defaults or the config file: the validation loss would measure another
+ * corpus than the one trained on, and look like overfitting or worse. A
+ * val_data set in the same place as train_data (or later) is a choice. */
+static void validate_val_matches_train(const config *cfg) {
+    const config_key *train = config_key_find("train_data"), *val = config_key_find("val_data");
+    if (cfg->eval_every == 0 || strcmp(cfg->train_data, train->def) == 0 ||
+        strcmp(cfg->val_data, val->def) != 0 ||
+        config_key_origin(cfg, "val_data") >= config_key_origin(cfg, "train_data"))
+        return;
+    char shown[ELIDE_KEEP + 40];
+    elide(cfg->train_data, shown, sizeof shown);
+    fail_collective(EXIT_USAGE,
+                    "train_data = %s is set, but val_data is still the bundled corpus's (%s): "
+                    "the validation loss would measure another corpus than the one trained on. "
+                    "Set val_data to your validation shards (gpt2_tokenize --val-files writes "
+                    "them), or eval_every = 0 to train without validation, or val_data = %s "
+                    "next to train_data to keep the bundled ones",
+                    shown, val->def, val->def);
 }
 
 /* HellaSwag runs with each evaluation; both it and samples read text. */
@@ -111,6 +138,7 @@ static void validate_run(const config *cfg) {
         fail_collective(EXIT_USAGE,
                         "val_data is empty but eval_every = %d (set val_data, or eval_every = 0)",
                         cfg->eval_every);
+    validate_val_matches_train(cfg);
     validate_watch(cfg);
     if (cfg->out_dir[0] == '\0') fail_collective(EXIT_USAGE, "out_dir is empty (use . for here)");
     if (cfg->resume[0] == '\0')
