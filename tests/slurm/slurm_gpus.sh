@@ -4,7 +4,8 @@
 # gives the count and names itself; then launch/slurm.sbatch itself, run
 # with a fake srun and scontrol, picks device=cuda from a --gres-only job
 # (refused by a CPU-only build, naming the variable) and CPU ranks when no
-# GPU variable is set.
+# GPU variable is set; with LAUNCHER=mpirun (a fake mpirun) it passes
+# LD_LIBRARY_PATH and NCCL_* to the ranks.
 # usage: slurm_gpus.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -119,6 +120,17 @@ fi
 rc=$(run_sbatch "$work/forced.log" SLURM_JOB_GRES=gpu:2 DEVICE=cpu)
 check_log "$work/forced.log" "2 GPU(s) per node (from SLURM_JOB_GRES=gpu:2), device=cpu (set by DEVICE)"
 check_log "$work/forced.log" "configs/tiny.ini device=cpu"
+
+echo "== LAUNCHER=mpirun (a fake mpirun): the libraries' path goes to every rank"
+cat >"$work/bin/mpirun" <<'EOF'
+#!/usr/bin/env bash
+echo "fake mpirun: $*"
+EOF
+chmod +x "$work/bin/mpirun"
+run_sbatch "$work/mpirun.log" LAUNCHER=mpirun LD_LIBRARY_PATH=/opt/prefix/lib NCCL_DEBUG=INFO >/dev/null
+check_log "$work/mpirun.log" "fake mpirun: -np 2 --map-by ppr:2:node --bind-to none"
+check_log "$work/mpirun.log" "-x LD_LIBRARY_PATH"
+check_log "$work/mpirun.log" "-x NCCL_DEBUG"
 
 echo "$cases cases, $failures failed"
 [ "$failures" -eq 0 ]
