@@ -30,9 +30,9 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options]\n"
-            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
-            "                      directory, or a run directory: its newest), an llm.c .bin\n"
-            "                      or a Hugging Face GPT-2 directory (config.json +\n"
+            "  --weights PATH      a weights .h5, a run directory (its model.h5, else its\n"
+            "                      newest checkpoint), a step directory, an llm.c .bin or\n"
+            "                      a Hugging Face GPT-2 directory (config.json +\n"
             "                      model.safetensors)\n"
             "  --val GLOB          validation shards: mean loss over --val-batches batches\n"
             "  --val-batches N     batches of --batch x --seq-len tokens (default 20)\n"
