@@ -136,6 +136,7 @@ void fail_collective_any(int exit_code, const char *msg) {
                     size, host, msg);
         fflush(stderr);
     }
+    run_cleanups(); /* as fail_collective: a refused start leaves no lock file */
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);

@@ -74,8 +74,8 @@ int fail_debug(void);
 void fail_set_hint(const char *hint);
 
 /* What must not outlive a failure (a half-written .tmp file, the run's lock
- * file): fail_at and fail_collective call each function pushed, newest
- * first, before the process ends. pop removes the pair again. */
+ * file): fail_at, fail_collective and fail_collective_any call each
+ * function pushed, newest first, before the process ends. pop removes the pair again. */
 typedef void (*fail_cleanup_fn)(void *arg);
 void fail_cleanup_push(fail_cleanup_fn fn, void *arg);
 void fail_cleanup_pop(fail_cleanup_fn fn, void *arg);

@@ -22,9 +22,15 @@
 
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
                          const config *cfg) {
-    char err[2048]; /* ${VAR} in the pattern was expanded by config_load */
-    if (dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
-        FAIL("%s: %s", key, err);
+    char err[2048], msg[4096]; /* ${VAR} in the pattern was expanded by config_load */
+    const int rc = dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err);
+    /* Every rank opens the data here: one message, from the lowest rank. */
+    if (rc == DATASET_NO_FILES)
+        snprintf(msg, sizeof msg, "%s: %s\n  %s", key, err,
+                 dataset_no_files_hint(strcmp(key, "val_data") == 0));
+    else if (rc != 0)
+        snprintf(msg, sizeof msg, "%s: %s", key, err);
+    fail_collective_any(rc == DATASET_NO_FILES ? EXIT_USAGE : EXIT_FATAL, rc != 0 ? msg : NULL);
 }
 
 static void print_run_header(const run_state *r) {
