@@ -61,6 +61,13 @@ static void run_cleanups(void) {
     }
 }
 
+int fail_world_rank(void) {
+    int rank, size;
+    char host[256];
+    where_am_i(&rank, &size, host, sizeof host);
+    return rank;
+}
+
 int fail_debug(void) {
     const char *v = getenv("GPT2_DEBUG");
     return v && v[0] && strcmp(v, "0") != 0;
