@@ -7,9 +7,10 @@
 # refused naming what it lacks. A data pattern that matches nothing exits 2
 # with a hint: how shards are made (train_data), --val-files or
 # eval_every = 0 (val_data), once on 2 ranks.
-# usage: messages_errors.sh GPT2_DDP GPT2_SAMPLE GPT2_EVAL GPT2_CONVERT WORK_DIR
+# gpt2_tokenize without --val-files says it wrote no val shards.
+# usage: messages_errors.sh GPT2_DDP GPT2_SAMPLE GPT2_EVAL GPT2_CONVERT GPT2_TOKENIZE WORK_DIR
 set -euo pipefail
-bin=$1 sample=$2 eval=$3 convert=$4 work=$5
+bin=$1 sample=$2 eval=$3 convert=$4 tokenize=$5 work=$6
 cd "$(dirname "$0")/../.."
 source tests/lib/mpi_env.sh
 rm -rf "$work"; mkdir -p "$work/empty"
@@ -61,6 +62,13 @@ expect train_no_match 2 "^gpt2_ddp: error: train_data: no files match pattern" \
 grep -qF "tools/gpt2_tokenize" "$work/train_no_match.err" && grep -qF "tools/prepare_data.sh" "$work/train_no_match.err" ||
   fail "train_data: no hint on how shards are made" "$work/train_no_match.err"
 [ ! -e "$work/runs/tiny/gpt2_ddp.lock" ] || fail "the refused start left its lock file"
+# The issue's path: own text tokenized without --val-files, then trained.
+mkdir -p "$work/text" && for i in 1 2 3; do seq -s " " 1 200 >"$work/text/$i.txt"; done
+"$tokenize" --out-dir "$work/shards" "$work/text" 2>"$work/tokenize.err" || fail "gpt2_tokenize failed" "$work/tokenize.err"
+grep -qF "gpt2_tokenize: note: no val shards (--val-files 0): train with eval_every = 0" "$work/tokenize.err" ||
+  fail "gpt2_tokenize does not say it wrote no val shards" "$work/tokenize.err"
+expect own_text_no_val 2 "^  gpt2_tokenize writes val shards .* only when given --val-files N" \
+  "$bin" "${run[@]}" train_data="$work/shards/data_train_*.bin" val_data="$work/shards/data_val_*.bin"
 # Two ranks: one message, not one per rank.
 rc=0; mpi_run -np 2 "$bin" "${run[@]}" val_data="$work/none_val_*.bin" >"$work/np2.out" 2>"$work/np2.err" || rc=$?
 n=$(grep -c "error: val_data: no files match" "$work/np2.err" || true)
