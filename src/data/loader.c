@@ -43,7 +43,7 @@ const char *dataset_no_files_hint(bool val) {
                "eval_every = 0 to train without validation";
     return "token shards are made by tools/gpt2_tokenize (your own text or JSONL: gpt2_tokenize "
            "--out-dir DIR --val-files N INPUT...) or tools/prepare_data.sh (the bundled corpus); "
-           "a relative pattern is read from the directory gpt2_ddp runs in";
+           "a relative pattern is read from the current directory";
 }
 
 static int64_t shard_n_samples(const token_shard *shard, int seq_len) {
