@@ -1,7 +1,7 @@
 /* gpt2_convert: model weights between gpt2_ddp, llm.c and Hugging Face.
  * usage: gpt2_convert IN OUT [--bf16] [--encoder PATH] [--vocab PATH]
- *   IN   a checkpoint (step directory, or run directory: its newest complete
- *        one), a weights file (.h5, e.g. a run's model.h5), an llm.c model
+ *   IN   a run directory (its model.h5, else its newest complete checkpoint),
+ *        a step directory, a weights file (.h5, e.g. a run's model.h5), an llm.c model
  *        file (.bin, fp32 or bf16), or a Hugging Face GPT-2 directory
  *        (config.json + model.safetensors)
  *   OUT  *.bin: an llm.c model file, fp32 (version 3) or with --bf16 bf16

@@ -30,9 +30,9 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: gpt2_eval --weights PATH [--val GLOB] [--hellaswag FILE] [options]\n"
-            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
-            "                      directory, or a run directory: its newest), an llm.c .bin\n"
-            "                      or a Hugging Face GPT-2 directory (config.json +\n"
+            "  --weights PATH      a weights .h5, a run directory (its model.h5, else its\n"
+            "                      newest checkpoint), a step directory, an llm.c .bin or\n"
+            "                      a Hugging Face GPT-2 directory (config.json +\n"
             "                      model.safetensors)\n"
             "  --val GLOB          validation shards: mean loss over --val-batches batches\n"
             "  --val-batches N     batches of --batch x --seq-len tokens (default 20)\n"
@@ -114,8 +114,11 @@ static const kernel_ops *select_backend(const char *device) {
 static void eval_val(const eval_args *a, gpt2_model *m) {
     token_dataset ds;
     char err[2048];
-    if (dataset_open(&ds, a->val, m->lay.vocab_size, m->T, err, sizeof err) != 0)
-        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--val: %s", err);
+    const int rc = dataset_open(&ds, a->val, m->lay.vocab_size, m->T, err, sizeof err);
+    if (rc != 0)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--val: %s%s%s", err,
+                rc == DATASET_NO_FILES ? "\n  " : "",
+                rc == DATASET_NO_FILES ? dataset_no_files_hint(false) : "");
     data_loader ld;
     loader_init(&ld, &ds, 0, false);
     const size_t n = (size_t)m->B * m->T;

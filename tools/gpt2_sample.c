@@ -25,9 +25,10 @@ typedef struct {
 static void usage(FILE *out) {
     fprintf(out,
             "usage: gpt2_sample --weights PATH [options]\n"
-            "  --weights PATH      a weights .h5 (a run's model.h5), a checkpoint (a step\n"
-            "                      or run directory), an llm.c .bin or a Hugging Face\n"
-            "                      GPT-2 directory (config.json + model.safetensors)\n"
+            "  --weights PATH      a weights .h5, a run directory (its model.h5, else its\n"
+            "                      newest checkpoint), a step directory, an llm.c .bin or\n"
+            "                      a Hugging Face GPT-2 directory (config.json +\n"
+            "                      model.safetensors)\n"
             "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
             "  --tokens N          tokens to generate (default 64)\n"
             "  --temperature X     softmax temperature > 0 (default 1.0)\n"
@@ -114,6 +115,8 @@ int main(int argc, char **argv) {
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
+    /* stdout is the sample; which file a directory stood for goes beside it. */
+    if (src.from_run_dir) fprintf(stderr, "gpt2_sample: weights from %s\n", src.file);
     bpe_tokenizer *tok = tokenizer_load(a.encoder, a.vocab, err, sizeof err);
     if (!tok) FAIL("%s", err);
     /* A token id beyond the model's vocabulary would index past wte. */

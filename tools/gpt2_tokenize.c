@@ -543,6 +543,11 @@ static int run_shards(const tool_args *a) {
             out.documents, mb, out.val.total_tokens + out.train.total_tokens, secs,
             secs > 0 ? mb / secs : 0.0, a->threads, a->threads == 1 ? "" : "s", out.val.documents,
             out.val.total_tokens, out.train.documents, out.train.total_tokens);
+    /* The trainer evaluates by default: say now that there is nothing to
+     * evaluate on, rather than let its val_data find no file. */
+    if (out.val.documents == 0)
+        fprintf(stderr, TOOL ": note: no val shards (--val-files 0): train with eval_every = 0, or "
+                             "tokenize again with --val-files N for a validation split\n");
     return 0;
 }
 

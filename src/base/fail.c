@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
@@ -60,6 +61,18 @@ static void run_cleanups(void) {
     }
 }
 
+int fail_world_rank(void) {
+    int rank, size;
+    char host[256];
+    where_am_i(&rank, &size, host, sizeof host);
+    return rank;
+}
+
+int fail_debug(void) {
+    const char *v = getenv("GPT2_DEBUG");
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
 _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fmt, ...) {
     int rank, size;
     char host[256];
@@ -69,9 +82,16 @@ _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fm
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s [rank %d/%d %s]: %s:%d: error: %s\n%s%s%s", program_invocation_short_name,
-            rank, size, host, file, line, msg, fail_hint[0] ? "  " : "", fail_hint,
-            fail_hint[0] ? "\n" : "");
+    /* The rank prefix only says something when there are ranks to tell
+     * apart; the source position is for whoever debugs the program, not for
+     * its user (GPT2_DEBUG=1 shows it). One write, as in fail_collective. */
+    char who[320] = "";
+    if (size > 1) snprintf(who, sizeof who, " [rank %d/%d %s]", rank, size, host);
+    char where[512] = "";
+    if (fail_debug()) snprintf(where, sizeof where, " %s:%d:", file, line);
+    fflush(stdout);
+    fprintf(stderr, "%s%s:%s error: %s\n%s%s%s", program_invocation_short_name, who, where, msg,
+            fail_hint[0] ? "  " : "", fail_hint, fail_hint[0] ? "\n" : "");
     fflush(stderr);
     run_cleanups();
     fflush(stdout);
@@ -123,6 +143,7 @@ void fail_collective_any(int exit_code, const char *msg) {
                     size, host, msg);
         fflush(stderr);
     }
+    run_cleanups(); /* as fail_collective: a refused start leaves no lock file */
     int initialized = 0, finalized = 0;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);

@@ -1,5 +1,6 @@
-/* Fatal errors: one place that names the problem with rank, host and
- * file:line, then ends every rank (MPI_Abort) so that no rank is left hanging. */
+/* Fatal errors: one place that names the problem (with rank and host when
+ * there are several ranks, file:line under GPT2_DEBUG=1), then ends every
+ * rank (MPI_Abort) so that no rank is left hanging. */
 #ifndef GPT2_BASE_FAIL_H
 #define GPT2_BASE_FAIL_H
 
@@ -21,8 +22,10 @@ enum {
     EXIT_NONFINITE = 4, /* max_bad_steps steps in a row had a NaN/Inf loss or gradient norm */
 };
 
-/* Prints "gpt2_ddp [rank R/N host]: file:line: message" to stderr and ends
- * the process (and, under MPI with more than one rank, the whole job). */
+/* Prints "prog: error: message" to stderr and ends the process (and, under
+ * MPI with more than one rank, the whole job). With more than one rank the
+ * line names the rank: "prog [rank R/N host]: error: message"; with
+ * GPT2_DEBUG=1 it also names the source: "prog: file:line: error: message". */
 FAIL_NORETURN void fail_at(const char *file, int line, int exit_code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -37,6 +40,13 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
  * 0), and every rank finalizes MPI and exits with exit_code; otherwise it
  * returns. */
 void fail_collective_any(int exit_code, const char *msg);
+
+/* This process's MPI rank (0 before MPI_Init and after MPI_Finalize): for
+ * notes every rank would give alike, which rank 0 alone prints. */
+int fail_world_rank(void);
+
+/* Whether GPT2_DEBUG is set (and not "0"): fail_at then names file:line. */
+int fail_debug(void);
 
 #define FAIL(...) fail_at(__FILE__, __LINE__, EXIT_FATAL, __VA_ARGS__)
 
@@ -68,8 +78,8 @@ void fail_collective_any(int exit_code, const char *msg);
 void fail_set_hint(const char *hint);
 
 /* What must not outlive a failure (a half-written .tmp file, the run's lock
- * file): fail_at and fail_collective call each function pushed, newest
- * first, before the process ends. pop removes the pair again. */
+ * file): fail_at, fail_collective and fail_collective_any call each
+ * function pushed, newest first, before the process ends. pop removes the pair again. */
 typedef void (*fail_cleanup_fn)(void *arg);
 void fail_cleanup_push(fail_cleanup_fn fn, void *arg);
 void fail_cleanup_pop(fail_cleanup_fn fn, void *arg);

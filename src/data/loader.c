@@ -23,7 +23,7 @@ static int dataset_glob(glob_t *g, const char *pattern, char *err, size_t err_le
     int rc = glob(pattern, GLOB_NOSORT, NULL, g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g->gl_pathc == 0)) {
         snprintf(err, err_len, "no files match pattern '%s'", pattern);
-        return -1;
+        return DATASET_NO_FILES;
     }
     if (rc != 0) {
         snprintf(err, err_len, "cannot expand pattern '%s' (%s)", pattern,
@@ -32,6 +32,18 @@ static int dataset_glob(glob_t *g, const char *pattern, char *err, size_t err_le
     }
     qsort(g->gl_pathv, g->gl_pathc, sizeof(char *), cmp_path);
     return 0;
+}
+
+const char *dataset_no_files_hint(bool val) {
+    /* A user who tokenized their own text without --val-files has train
+     * shards only: say so, and the two ways on. */
+    if (val)
+        return "gpt2_tokenize writes val shards (DIR/PREFIX_val_*.bin) only when given "
+               "--val-files N: tokenize again with it, point val_data at existing shards, or set "
+               "eval_every = 0 to train without validation";
+    return "token shards are made by tools/gpt2_tokenize (your own text or JSONL: gpt2_tokenize "
+           "--out-dir DIR --val-files N INPUT...) or tools/prepare_data.sh (the bundled corpus); "
+           "a relative pattern is read from the current directory";
 }
 
 static int64_t shard_n_samples(const token_shard *shard, int seq_len) {
@@ -75,9 +87,10 @@ int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq
         return -1;
     }
     glob_t g;
-    if (dataset_glob(&g, pattern, err, err_len) != 0) {
+    const int glob_rc = dataset_glob(&g, pattern, err, err_len);
+    if (glob_rc != 0) {
         globfree(&g);
-        return -1;
+        return glob_rc;
     }
     ds->seq_len = seq_len;
     ds->shards = xcalloc(g.gl_pathc, sizeof(token_shard));

@@ -23,12 +23,18 @@ typedef struct {
 /* Opens every file matching pattern (sorted by name, strcmp order, so sample
  * numbers do not depend on the locale). A shard of n tokens holds
  * (n - 1) / seq_len samples; one shorter than seq_len + 1 tokens holds none.
- * Returns -1 and fills err (naming the pattern, or "<path>: <problem>" for a
- * bad shard) when no file matches, a shard is bad, or the dataset has no
- * sample at all or 2^32 or more. The caller prefixes err with its key name. */
+ * Returns DATASET_NO_FILES when no file matches, -1 when a shard is bad or
+ * the dataset has no sample at all or 2^32 or more; err names the pattern,
+ * or "<path>: <problem>" for a bad shard. The caller prefixes err with its
+ * key name. */
+enum { DATASET_NO_FILES = -2 };
 int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq_len, char *err,
                  size_t err_len);
 void dataset_close(token_dataset *ds);
+/* What to do when a pattern matches no file (DATASET_NO_FILES): how token
+ * shards are made, and for a validation set (val) how to train without one.
+ * One line, for fail_set_hint or after the error. */
+const char *dataset_no_files_hint(bool val);
 
 /* The seq_len + 1 tokens of dataset sample `sample` (in [0, n_samples)). */
 const uint16_t *dataset_sample(const token_dataset *ds, int64_t sample);

@@ -1,6 +1,7 @@
 /* Data-parallel step plumbing (see ddp.h). */
 #include "dist/ddp.h"
 
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,8 +110,18 @@ static uint64_t params_checksum(const kernel_ops *ops, const void *params, size_
 
 void ddp_report(data_parallel *d, const void *params, size_t n_elements) {
     if (d->comm->world == 1) return;
-    const uint64_t sum = params_checksum(d->ops, params, n_elements);
-    printf("param checksum rank %d: %016llx\n", d->comm->rank, (unsigned long long)sum);
+    /* Rank 0 prints every rank's checksum: lines written by each rank
+     * interleave with rank 0's wherever the launcher merges them. */
+    unsigned long long sum = params_checksum(d->ops, params, n_elements);
+    unsigned long long *sums =
+        d->comm->rank == 0 ? xmalloc((size_t)d->comm->world * sizeof *sums) : NULL;
+    MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums, 1, MPI_UNSIGNED_LONG_LONG, 0,
+                         MPI_COMM_WORLD));
+    if (sums) {
+        for (int r = 0; r < d->comm->world; r++)
+            printf("param checksum rank %d: %016llx\n", r, sums[r]);
+        free(sums);
+    }
     fflush(stdout);
     /* Warm-up steps (NCCL connects lazily, buffers grow) are left out. */
     const int skip = d->n_steps > 4 ? 2 : 0, n = d->n_steps - skip;

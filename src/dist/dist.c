@@ -62,8 +62,8 @@ static void mpi_library(char *buf, size_t len) {
     int n = 0;
     MPI_Get_library_version(lib, &n);
     lib[n < MPI_MAX_LIBRARY_VERSION_STRING ? n : MPI_MAX_LIBRARY_VERSION_STRING - 1] = '\0';
-    char *newline = strchr(lib, '\n');
-    if (newline) *newline = '\0';
+    /* "Open MPI v4.1.4", "MPICH Version: 4.0": the rest is packaging. */
+    lib[strcspn(lib, ",\n")] = '\0';
     snprintf(buf, len, "%s", lib);
 }
 
@@ -161,19 +161,19 @@ static void print_report(const dist_state *d, const char *hosts, int rpn_min, in
         if (first) printf("%s%s", shown++ ? ", " : "", h);
     }
     printf("%s), ", d->n_nodes > shown ? ", ..." : "");
+    /* Two lines: where the ranks run, then the libraries (for bug reports). */
     if (rpn_min == rpn_max)
-        printf("%d rank(s) per node\n", rpn_min);
+        printf("%d rank(s) per node", rpn_min);
     else
-        printf("%d to %d ranks per node (uneven)\n", rpn_min, rpn_max);
-    printf("  launcher: %s", l.name);
+        printf("%d to %d ranks per node (uneven)", rpn_min, rpn_max);
+    printf(" | launcher: %s", l.name);
     if (job) {
         const char *step = getenv("SLURM_STEP_ID");
         printf(" (Slurm job %s%s%s, restart %d)", job, step ? ", step " : "", step ? step : "",
                env_int("SLURM_RESTART_COUNT", 0));
     }
-    printf("\n");
 #if GPT2_HAVE_CUDA
-    printf("  GPUs visible per rank: ");
+    printf(" | GPUs visible per rank: ");
     if (gpu_min == gpu_max)
         printf("%d", gpu_min);
     else
@@ -185,7 +185,7 @@ static void print_report(const dist_state *d, const char *hosts, int rpn_min, in
     printf("\n");
 #else
     (void)gpu_min, (void)gpu_max, (void)use_gpus;
-    printf("  GPUs visible per rank: none used (CPU-only build)\n");
+    printf(" | GPUs visible per rank: none used (CPU-only build)\n");
 #endif
     char lib[512];
     mpi_library(lib, sizeof lib);
@@ -193,7 +193,7 @@ static void print_report(const dist_state *d, const char *hosts, int rpn_min, in
     MPI_Get_version(&mpi_major, &mpi_minor);
     unsigned h5_major = 0, h5_minor = 0, h5_release = 0;
     H5get_libversion(&h5_major, &h5_minor, &h5_release);
-    printf("  MPI %d.%d: %s\n  HDF5 %u.%u.%u | ", mpi_major, mpi_minor, lib, h5_major, h5_minor,
+    printf("  MPI %d.%d: %s | HDF5 %u.%u.%u | ", mpi_major, mpi_minor, lib, h5_major, h5_minor,
            h5_release);
 #if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
     int nccl = 0;

@@ -55,17 +55,42 @@ static int open_hf(model_source *s, const char *path, char *err, size_t err_len)
 #endif
 }
 
-/* A step directory, or a run directory holding step directories. */
-static int resolve_checkpoint(model_source *s, const char *path, char *err, size_t err_len) {
+/* A step directory whose marker is missing: being written, or left by a
+ * crash. Its model.h5 may be half written, so it is never read. */
+static bool is_partial_checkpoint(const char *dir) {
+    char run_dir[CKPT_PATH_MAX];
+    char shard[CKPT_PATH_MAX + 32];
+    ckpt_shard_path(shard, sizeof shard, dir, 0);
+    return ckpt_split_step_dir(dir, run_dir, sizeof run_dir) >= 0 || is_regular_file(shard);
+}
+
+/* A step directory; or a run directory: its final weights (model.h5, what a
+ * user who trained a run means by "the run's model"), else its newest
+ * complete checkpoint. */
+static int resolve_dir(model_source *s, const char *path, char *err, size_t err_len) {
     char dir[CKPT_PATH_MAX];
-    if (ckpt_is_complete(path))
+    if (ckpt_is_complete(path)) {
         snprintf(dir, sizeof dir, "%s", path);
-    else if (ckpt_find_newest(path, dir, sizeof dir) < 0) {
-        snprintf(err, err_len,
-                 "%s: a directory without a complete checkpoint (no %s marker in it, and no "
-                 "complete step_* directory below it)",
-                 path, CKPT_MARKER);
-        return -1;
+    } else if (is_partial_checkpoint(path)) {
+        return set_error(err, err_len,
+                         "%s: an incomplete checkpoint (no %s marker: it was being written, or "
+                         "the run stopped while writing it); use a complete step_* directory or "
+                         "the run directory above it",
+                         path, CKPT_MARKER);
+    } else if (has_file(path, CKPT_MODEL_FILE)) {
+        s->kind = MODEL_FROM_WEIGHTS;
+        ckpt_model_path(s->file, sizeof s->file, path);
+        s->from_run_dir = true;
+        return 0;
+    } else if (ckpt_find_newest(path, dir, sizeof dir) < 0) {
+        return set_error(err, err_len,
+                         "%s: a directory without weights: no %s (a finished run's weights), no "
+                         "complete step_* checkpoint, and no config.json or model.safetensors (a "
+                         "Hugging Face model); pass a run or step directory, a weights .h5, an "
+                         "llm.c .bin or a Hugging Face directory",
+                         path, CKPT_MODEL_FILE);
+    } else {
+        s->from_run_dir = true;
     }
     s->kind = MODEL_FROM_CHECKPOINT;
     ckpt_model_path(s->file, sizeof s->file, dir);
@@ -109,7 +134,7 @@ int model_source_open(model_source *s, const char *path, char *err, size_t err_l
     }
     if (S_ISDIR(st.st_mode) && is_hf_dir(path)) return open_hf(s, path, err, err_len);
     if (S_ISDIR(st.st_mode)) {
-        if (resolve_checkpoint(s, path, err, err_len) != 0) return -1;
+        if (resolve_dir(s, path, err, err_len) != 0) return -1;
         model_shape shape;
         if (weights_read_shape(s->file, &shape, err, err_len) != 0) return -1;
         set_sizes(s, &shape);

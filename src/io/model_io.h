@@ -1,11 +1,13 @@
 /* Model weights from any of the places a user has them: a checkpoint (a step
- * directory, or a run directory: its newest complete checkpoint), a weights
- * file (a run's model.h5), an llm.c model file (fp32 or bf16) or a Hugging
- * Face GPT-2 directory (config.json + model.safetensors, io/hf_gpt2.h).
+ * directory, or a run directory: its final model.h5 when the run wrote one,
+ * else its newest complete checkpoint), a weights file (a run's model.h5),
+ * an llm.c model file (fp32 or bf16) or a Hugging Face GPT-2 directory
+ * (config.json + model.safetensors, io/hf_gpt2.h).
  * Used by init_from (a new run from existing weights) and by gpt2_convert. */
 #ifndef GPT2_IO_MODEL_IO_H
 #define GPT2_IO_MODEL_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "io/ckpt_dir.h"
@@ -24,6 +26,7 @@ typedef struct {
     char file[CKPT_PATH_MAX + 16]; /* what is read: model.h5 of a checkpoint, the .h5, the .bin
                                       or the Hugging Face directory */
     int n_layer, n_embd, n_head, vocab_size, padded_vocab_size, block_size;
+    bool from_run_dir; /* file was chosen inside the run directory given: say which */
 } model_source;
 
 /* Resolves path and reads the model sizes, checking them (model/shape.h)

@@ -13,6 +13,9 @@
 #include "base/files.h"
 #include "eval/val_loss.h"
 #include "io/weights_h5.h"
+#if GPT2_HAVE_CUDA
+#include "kernels/cuda_info.h"
+#endif
 #include "kernels/ops_profile.h"
 #include "train/backend.h"
 #include "train/epochs.h"
@@ -22,24 +25,45 @@
 
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
                          const config *cfg) {
-    char err[2048]; /* ${VAR} in the pattern was expanded by config_load */
-    if (dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err) != 0)
-        FAIL("%s: %s", key, err);
+    char err[2048], msg[4096]; /* ${VAR} in the pattern was expanded by config_load */
+    const int rc = dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err);
+    /* Every rank opens the data here: one message, from the lowest rank. */
+    if (rc == DATASET_NO_FILES)
+        snprintf(msg, sizeof msg, "%s: %s\n  %s", key, err,
+                 dataset_no_files_hint(strcmp(key, "val_data") == 0));
+    else if (rc != 0)
+        snprintf(msg, sizeof msg, "%s: %s", key, err);
+    fail_collective_any(rc == DATASET_NO_FILES ? EXIT_USAGE : EXIT_FATAL, rc != 0 ? msg : NULL);
 }
 
+/* Where the run is and what it trains, in a few lines: the whole resolved
+ * config is in --print-config and in the run's records, not on the screen. */
 static void print_run_header(const run_state *r) {
     const config *cfg = r->cfg;
     const gpt2_layout *lay = &r->lay;
     const int world = cfg->world;
-    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world, cfg->device,
+    char device[256];
+    snprintf(device, sizeof device, "%s", cfg->device);
+#if GPT2_HAVE_CUDA
+    if (strcmp(cfg->device, "cuda") == 0 && r->dist->gpu >= 0) {
+        char name[200];
+        cuda_device_describe(r->dist->gpu, name, sizeof name);
+        snprintf(device, sizeof device, "cuda (%s)", name);
+    }
+#endif
+    printf("gpt2_ddp %s | %d rank(s) | device %s | run dir %s\n", GPT2_VERSION, world, device,
            r->run_dir);
-    printf("---- resolved config ----\n%s-------------------------\n", r->config_text);
-    printf("model: %d layers, %d wide, %d heads, vocab %d (padded %d): %zu parameters (%zu as "
-           "stored, with the padded rows)\n",
-           lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
-           layout_model_params(lay), lay->n_params);
+    printf("model: %d layers, %d wide, %d head(s) of %d: %zu parameters (vocab %d)\n", lay->n_layer,
+           lay->n_embd, lay->n_head, lay->n_embd / lay->n_head, layout_model_params(lay),
+           lay->vocab_size);
     printf("batch: %lld tokens/step = %d ranks x %d micro-steps x %d x %d\n",
            (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
+    char decay[64] = "then constant";
+    if (strcmp(cfg->lr_schedule, "constant") != 0)
+        snprintf(decay, sizeof decay, "%s decay to %g", cfg->lr_schedule,
+                 cfg->lr * cfg->min_lr_frac);
+    printf("schedule: lr %g, %d warm-up steps, %s, max_steps %d (%lld tokens)\n", cfg->lr,
+           cfg->warmup_steps, decay, cfg->max_steps, (long long)cfg->total_batch * cfg->max_steps);
 }
 
 void run_path(const run_state *r, char path[RUN_PATH_MAX], const char *name_fmt, ...) {
@@ -60,7 +84,11 @@ void run_plan(run_state *r, const config *cfg, dist_state *dist) {
     r->mem = memory_estimate_for(cfg, &r->lay, cfg->world);
     if (dist->rank == 0) {
         print_run_header(r);
-        memory_print(stdout, &r->mem, cfg, r->lay.n_params);
+        /* A dry run is for planning memory: it gets the itemised report. */
+        if (cfg->dry_run)
+            memory_print(stdout, &r->mem, cfg, r->lay.n_params);
+        else
+            memory_print_line(stdout, &r->mem);
         fflush(stdout);
     }
 }

@@ -26,8 +26,12 @@ echo "check: out_dir=\$WORK/\${GPT2_T_JOB} creates \$WORK/4242/env"
 [ -s "$work/4242/env/model.h5" ] || fail "no $work/4242/env/model.h5" "$work/env.log"
 [ ! -e "$work/\${GPT2_T_JOB}" ] || fail "a directory named literally \${GPT2_T_JOB}" "$work/env.log"
 grep -q "run dir $work/4242/env\$" "$work/env.log" || fail "run dir not the expanded path" "$work/env.log"
-grep -E "^(out_dir = |# out_dir as written)" "$work/env.log"
-grep -q "^# out_dir as written: $work/\${GPT2_T_JOB}\$" "$work/env.log" || fail "no as-written comment" "$work/env.log"
+# The run prints a summary, not the config: --print-config of the same line.
+"$bin" --print-config "${run[@]}" "out_dir=$work/\${GPT2_T_JOB}" run_name=env >"$work/env.print" 2>&1 \
+  || fail "--print-config of the run with \${GPT2_T_JOB} in out_dir" "$work/env.print"
+grep -E "^(out_dir = |# out_dir as written)" "$work/env.print"
+grep -q "^out_dir = $work/4242\$" "$work/env.print" || fail "out_dir not expanded" "$work/env.print"
+grep -q "^# out_dir as written: $work/\${GPT2_T_JOB}\$" "$work/env.print" || fail "no as-written comment" "$work/env.print"
 
 echo "check: init_from = \${GPT2_T_DIR}/model.h5 in the .ini"
 cat >"$work/from.ini" <<'INI'

@@ -74,8 +74,12 @@ static void test_dataset_errors(void) {
     char pattern[4200], err[1024] = "";
     token_dataset ds;
     snprintf(pattern, sizeof(pattern), "%s/nothing_*.bin", test_dir);
-    EXPECT(dataset_open(&ds, pattern, VOCAB, 4, err, sizeof(err)) == -1, "no-match accepted");
+    EXPECT(dataset_open(&ds, pattern, VOCAB, 4, err, sizeof(err)) == DATASET_NO_FILES,
+           "no-match accepted, or not told apart from a bad shard");
     EXPECT_CONTAINS(err, "no files match");
+    EXPECT_CONTAINS(dataset_no_files_hint(true), "--val-files");
+    EXPECT_CONTAINS(dataset_no_files_hint(true), "eval_every = 0");
+    EXPECT_CONTAINS(dataset_no_files_hint(false), "tools/gpt2_tokenize");
     EXPECT_CONTAINS(err, pattern);
 
     /* d_00..d_02 hold at most 13 tokens: no sample of T = 100. */

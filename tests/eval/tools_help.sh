@@ -19,7 +19,7 @@ has "$sample" "--top-k K           sample among the K most likely tokens (defaul
 grep -q "#define SAMPLES_TOP_K 50$" "$(dirname "$0")/../../src/train/observe/samples.h" ||
   { echo "FAIL: the in-run top-k (SAMPLES_TOP_K) is no longer 50: update this test"; failures=$((failures + 1)); }
 for tool in "$sample" "$eval"; do
-  for kind in "a weights .h5" "a checkpoint (a step" "an llm.c .bin" "Hugging Face" "GPT-2 directory"; do
+  for kind in "a weights .h5" "a run directory (its model.h5" "a step directory" "an llm.c .bin" "Hugging Face" "GPT-2 directory"; do
     has "$tool" "$kind"
   done
 done

@@ -120,9 +120,13 @@ expect 2 "$work/resume.log" "error: cannot resume: $step/model.h5: n_head = 0: o
   "$bin" "${tiny[@]}" max_steps=2 checkpoint_every=1 run_name=bad_ckpt
 after=$(cd "$work/bad_ckpt" && find . -type f ! -name '*.lock' | sort | xargs md5sum)
 [ "$before" = "$after" ] || fail "resume changed the run directory: $before // $after"
+# A run directory stands for its final model.h5 when it has one; without
+# it, for its newest checkpoint: this one.
+[ -f "$work/bad_ckpt/model.h5" ] || fail "the source run left no model.h5"
+rm "$work/bad_ckpt/model.h5"
 expect 2 "$work/ckpt_eval.log" "error: --weights: $step/model.h5: n_head = 0" \
   "$eval_bin" --weights "$work/bad_ckpt" --val "$val"
-echo "  resume and gpt2_eval --weights RUN_DIR: exit 2 naming $step/model.h5; nothing changed"
+echo "  resume and gpt2_eval --weights RUN_DIR (no model.h5): exit 2 naming $step/model.h5; nothing changed"
 
 echo "the backend's and the tokenizer's limits:"
 expect 2 "$work/cuda.log" "error: --device cuda: $work/bad/head_size_32.h5: head size n_embd / n_head = 64 / 2 = 32, but the CUDA attention supports head sizes 64 and 128" \

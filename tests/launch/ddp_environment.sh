@@ -23,7 +23,7 @@ expect_exit() { # code log-file command...
 # 1. The report, from rank 0 only.
 expect_exit 0 "$work/report.log" mpirun --bind-to none -np 2 "$bin" "${args[@]}" dry_run=1
 for pattern in "environment: 2 rank(s) on 1 node(s) ($(hostname)), 2 rank(s) per node" \
-               "  launcher: Open MPI's mpirun" "  GPUs visible per rank: " "  MPI 3." "  HDF5 1." "NCCL"; do
+               "| launcher: Open MPI's mpirun |" "| GPUs visible per rank: " "  MPI 3." "| HDF5 1." "NCCL"; do
   grep -qF "$pattern" "$work/report.log" || { cat "$work/report.log"; fail "report lacks '$pattern'"; }
 done
 [ "$(grep -c '^environment:' "$work/report.log")" -eq 1 ] || fail "the report is printed more than once"

@@ -35,7 +35,7 @@ echo "sbatch (LAUNCHER=mpirun) job $job: $state, exit $(slurm_job_field "$job" E
 [ "$state" = COMPLETED ] || fail "the sbatch mpirun job did not complete"
 
 grep -qF "launcher: srun (Slurm job" "$work/srun.log" || fail "srun run: launcher not reported"
-grep -qxF "  launcher: Open MPI's mpirun" "$work/mpirun.log" || fail "mpirun run: launcher not reported"
+grep -qF "| launcher: Open MPI's mpirun |" "$work/mpirun.log" || fail "mpirun run: launcher not reported"
 grep -qF "launcher: Open MPI's mpirun (Slurm job $job" "$work/slurm-launchers-$job.out" ||
   fail "sbatch mpirun run: launcher not reported"
 grep -h "launcher:" "$work/srun.log" "$work/mpirun.log" "$work/slurm-launchers-$job.out"

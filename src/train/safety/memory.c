@@ -74,3 +74,10 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
                 gib(m->host_copy));
     fprintf(out, "  total            %9.3f GiB\n", gib(m->total));
 }
+
+void memory_print_line(FILE *out, const memory_estimate *m) {
+    fprintf(out,
+            "memory: about %.2f GiB per rank (estimate: weights, gradients, optimizer state, "
+            "activations; dry_run=true itemises it)\n",
+            gib(m->total));
+}

@@ -28,5 +28,8 @@ typedef struct {
 
 /* For rank 0 (the largest shard) of a world of `world` ranks. */
 memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, int world);
+/* Itemised, for dry_run: what each part of the total is. */
 void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t n_params);
+/* The total in one line, for the start-up summary. */
+void memory_print_line(FILE *out, const memory_estimate *m);
 #endif
