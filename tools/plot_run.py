@@ -266,9 +266,7 @@ def run_series(run, x_of, smooth):
                                if smooth > 0 else list(panel["y"]))
         out[name] = panel
     restarts = []
-    for seg in run["chain"][1:]:
-        if seg.run is not None and seg.start == 0:
-            continue  # a fresh start: nothing before it is left to mark
+    for seg in run["chain"][1:]:  # a fresh start dropped all before it: never marked
         step = seg.start if seg.run is not None else seg.first_step
         restarts.append({"step": step, "x": x_of(step, seg), "logged": seg.run is None})
     return out, restarts
