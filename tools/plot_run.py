@@ -334,23 +334,34 @@ def parse_args():
     ap.add_argument("--log-y", action="store_true", help="log scale for the loss panel")
     ap.add_argument("--label", action="append", metavar="NAME",
                     help="legend name of a run, once per RUN_DIR in order (default: directory name)")
-    ap.add_argument("--tokens-per-step", type=positive, metavar="N",
+    ap.add_argument("--tokens-per-step", type=positive, metavar="N", action="append",
                     help="for --x tokens: tokens per step of runs (or parts) without a run record "
-                    "(their total_batch)")
+                    "(their total_batch); once for all runs or once per RUN_DIR in order")
     ap.add_argument("--dump", metavar="FILE.json",
                     help="also write the plotted series (x, raw y, smoothed y, restarts) as JSON")
     return ap.parse_args()
 
 
+def tokens_per_step_of(args):
+    n = args.tokens_per_step or [None]
+    if len(n) == 1:
+        return n * len(args.run_dirs)
+    if len(n) != len(args.run_dirs):
+        fail(2, f"{len(n)} --tokens-per-step for {len(args.run_dirs)} run directories: give one "
+             "for all runs or one per RUN_DIR, in the same order")
+    return n
+
+
 def main():
     args = parse_args()
     labels = labels_of(args)
+    fallback_tps = tokens_per_step_of(args)
     runs = [load_run(d) for d in args.run_dirs]
     output = args.output or os.path.join(args.run_dirs[0], "plot.png")
     plotted = []
-    for label, run in zip(labels, runs):
+    for label, run, tps in zip(labels, runs, fallback_tps):
         if args.x == "tokens":
-            x_of = x_of_tokens(run, label, args.tokens_per_step)
+            x_of = x_of_tokens(run, label, tps)
         elif args.x == "time":
             x_of = x_of_hours(run, label)
         else:

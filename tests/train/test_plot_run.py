@@ -223,6 +223,14 @@ def main():
     check([r["x"] for r in d["runs"][0]["restarts"]] == [20 * 1024, 20 * 1024 + 20 * 2048],
           f"alpha's restarts over tokens {d['runs'][0]['restarts']}")
 
+    # One --tokens-per-step per run: used only where a run record has none.
+    rc, out, err = run_tool([alpha, beta, "-o", os.path.join(work, "tokens2.png"), "--x", "tokens",
+                             "--tokens-per-step", "99", "--tokens-per-step", "768", "--dump", dump])
+    check(rc == 0, f"two --tokens-per-step: exit {rc}: {err}")
+    d = json.load(open(dump))
+    compare(d["runs"][0], kept_a, tokens_a, 0.9, "alpha/tokens (99 unused)")
+    compare(d["runs"][1], kept_b, lambda seg, r: r["step"] * 768, 0.9, "beta/tokens 768")
+
     # Fresh starts drop what came before (unmarked); a resume from an earlier
     # step than the last restart's replaces that restart too.
     gamma = os.path.join(work, "gamma")
@@ -309,7 +317,9 @@ def main():
     for args, pattern in (([alpha, beta, "--label", "one"], "1 --label for 2 run directories"),
                           ([alpha, "--smooth", "1"], r"--smooth: 1 is not in \[0, 1\)"),
                           ([alpha, "--x", "tokens", "--tokens-per-step", "0"],
-                           "not a positive number of tokens per step")):
+                           "not a positive number of tokens per step"),
+                          ([alpha, beta, gamma, "--x", "tokens", "--tokens-per-step", "1",
+                            "--tokens-per-step", "2"], "2 --tokens-per-step for 3 run directories")):
         rc, _, err = run_tool(args)
         check(rc == 2 and re.search(pattern, err) is not None, f"{args}: exit {rc}: {err}")
 
