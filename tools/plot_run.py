@@ -1,20 +1,37 @@
 #!/usr/bin/env python3
 """plot_run.py: one PNG of how runs trained, from their metrics.jsonl: train
-and val loss, HellaSwag accuracy, learning rate and tokens/s over steps.
-Several run directories are overlaid (one color each) to compare them.
+and val loss, HellaSwag accuracy, learning rate and tokens/s, over steps,
+tokens or hours. Several run directories are overlaid (one color each, the
+same in every panel) to compare them.
 
-usage: tools/plot_run.py RUN_DIR [RUN_DIR ...] [-o FILE]
-  RUN_DIR   out_dir/run_name of a run (holds metrics.jsonl)
-  -o FILE   the PNG to write (default: plot.png in the first RUN_DIR)
+usage: tools/plot_run.py RUN_DIR [RUN_DIR ...] [-o FILE] [--x step|tokens|time]
+           [--smooth W] [--log-y] [--label NAME ...] [--tokens-per-step N]
+           [--dump FILE.json]
+  (tools/plot_run.py --help lists what each option does)
 
-A resumed run appends to its metrics.jsonl; where a step is logged twice,
-the later record wins. Needs matplotlib (Debian: python3-matplotlib, which
-tools/setup.sh installs). Exit codes: 0 written, 1 missing matplotlib or
-unwritable output, 2 a directory without metrics."""
+Restarts: every start of the trainer writes a {"type":"run"} record; a run
+segment is that record and the records after it, up to the next one. A
+segment resumed from step N supersedes every earlier record after step N
+(a resume from an earlier checkpoint rewrites history), so the plot shows
+what the final run went through, with a dashed line "resumed at step N".
+Files written before run records existed are split where a step record does
+not increase. The EMA restarts at every restart.
+
+Exit codes: 0 written, 1 matplotlib not importable or the output not
+writable, 2 bad arguments or bad metrics (the data file and line named)."""
 import argparse
+import bisect
 import json
+import math
 import os
 import sys
+
+KINDS = ("step", "eval", "hellaswag")
+NUMBERS = {  # the fields plotted, per record type: each must be a number where present
+    "step": ("loss", "lr", "tokens_per_s", "elapsed_s"),
+    "eval": ("val_loss", ),
+    "hellaswag": ("acc", "acc_norm"),
+}
 
 
 def fail(code, message):
@@ -22,94 +39,440 @@ def fail(code, message):
     sys.exit(code)
 
 
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class Segment:
+    """One start of the trainer: from its run record (or, in an older file,
+    from a step that did not increase) to the next start."""
+
+    def __init__(self, start, run, line, first_step=None):
+        self.start = start  # the step it continues from: records after it are its own
+        self.run = run  # the run record, None in a file from before run records
+        self.line = line  # where it begins in metrics.jsonl, for messages
+        self.first_step = first_step  # first logged step (segments without a run record)
+        self.last_step = None
+        self.tokens_per_step = None
+        if run is not None:
+            tps = run.get("tokens_per_step", run["config"].get("total_batch"))
+            if is_number(tps) and tps > 0:
+                self.tokens_per_step = tps
+
+
+def check_record(record, path, number):
+    where = f"{path}:{number}"
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        fail(2, f'{where}: a line without a "type" (every metrics.jsonl line is a JSON object '
+             'with "type"); fix or delete that line')
+    kind = record["type"]
+    if kind == "run":
+        if not isinstance(record.get("config"), dict):
+            fail(2, f'{where}: a run record without "config" (the resolved config the trainer '
+                 'writes at each start); fix or delete that line')
+        resumed = record.get("resumed_from_step", 0)
+        if not isinstance(resumed, int) or isinstance(resumed, bool) or resumed < 0:
+            fail(2, f'{where}: the run record\'s "resumed_from_step" is {json.dumps(resumed)}, '
+                 'not a step number (0 for a fresh start); fix or delete that line')
+        return
+    if kind not in KINDS:
+        return  # skips, bucket timings, ...: not plotted
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        fail(2, f'{where}: a "{kind}" record without a step number ("step": '
+             f'{json.dumps(step)}); fix or delete that line')
+    for key in NUMBERS[kind]:
+        if key in record and not is_number(record[key]):
+            fail(2, f'{where}: "{key}" is {json.dumps(record[key])}, not a number; fix or '
+                 'delete that line')
+
+
+def read_lines(path):
+    """(line number, record) of each line; a cut-off last line is skipped."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except OSError as e:
+        fail(2, f"cannot read {path}: {e.strerror}")
+    except UnicodeDecodeError:
+        fail(2, f"{path}: not a text file (metrics.jsonl holds one JSON object a line)")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as e:
+            if number == len(lines) and not line.endswith("\n"):
+                print(f"plot_run.py: warning: {path}:{number}: the last line was cut off "
+                      "(the run stopped while writing it); it is skipped", file=sys.stderr)
+                continue
+            fail(2, f"{path}:{number}: not JSON ({e.msg}, column {e.colno}): "
+                 f"{line.strip()[:60]!r}; fix or delete that line")
+        check_record(record, path, number)
+        yield number, record
+
+
 def load_run(run_dir):
-    """{"step": {step: record}, "eval": ..., "hellaswag": ...} of one run."""
+    """The run's final history: {"history": {kind: {step: (record, segment)}},
+    "chain": the segments it is made of, in order, "path": metrics.jsonl}."""
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.isdir(run_dir):
         fail(2, f"{run_dir}: not a directory")
     if not os.path.isfile(path):
-        fail(2, f"{run_dir}: no metrics.jsonl (not a gpt2_ddp run directory, or the run logged nothing)")
-    kinds = {"step": {}, "eval": {}, "hellaswag": {}}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                kind, step = record["type"], record["step"]
-            except (ValueError, KeyError, TypeError):
-                fail(2, f"{path}:{number}: not a metrics record")
-            if kind in kinds:
-                kinds[kind][step] = record  # a resumed run's later record wins
-    if not kinds["step"] and not kinds["eval"]:
+        fail(2, f"{run_dir}: no metrics.jsonl (not a gpt2_ddp run directory, or the run "
+             "logged nothing)")
+    history = {kind: {} for kind in KINDS}
+    chain = []
+
+    def begin(segment):
+        # Everything after the step it continues from is superseded.
+        while chain and chain[-1].start >= segment.start:
+            dropped = chain.pop()
+            for records in history.values():
+                for step in [s for s, (_, seg) in records.items() if seg is dropped]:
+                    del records[step]
+        for records in history.values():
+            for step in [s for s in records if s > segment.start]:
+                del records[step]
+        chain.append(segment)
+
+    for number, record in read_lines(path):
+        kind = record["type"]
+        if kind == "run":
+            begin(Segment(record.get("resumed_from_step", 0), record, number))
+            continue
+        if kind not in KINDS:
+            continue
+        step = record["step"]
+        segment = chain[-1] if chain else None
+        if kind == "step" and (segment is None or (segment.run is None and segment.last_step
+                                                   is not None and step <= segment.last_step)):
+            # No run record: a step that does not increase is a restart.
+            segment = Segment(0 if segment is None else step - 1, None, number, step)
+            begin(segment)
+        elif segment is None:
+            segment = Segment(0, None, number)
+            begin(segment)
+        if kind == "step":
+            segment.last_step = step
+        history[kind][step] = (record, segment)  # a repeated step: the later record wins
+    if not history["step"] and not history["eval"]:
         fail(2, f"{path}: no step or eval records to plot")
-    return kinds
+    used = {id(seg) for records in history.values() for _, seg in records.values()}
+    chain = [seg for i, seg in enumerate(chain) if i == 0 or id(seg) in used or seg.run]
+    return {"history": history, "chain": chain, "path": path}
 
 
-def series(records, key):
-    steps = sorted(s for s, r in records.items() if key in r)
-    return steps, [records[s][key] for s in steps]
+def step_range(run, segment):
+    steps = [s for records in run["history"].values() for s, (_, seg) in records.items()
+             if seg is segment]
+    return f"steps {min(steps)}-{max(steps)}" if steps else f"from line {segment.line}"
+
+
+def x_of_tokens(run, label, fallback_tps):
+    """step -> tokens seen, per segment: each counts its own steps at its own
+    tokens per step, on top of the tokens before the step it resumed from."""
+    at = {}  # id(segment) -> (tokens at its start, its tokens per step)
+    prev = None
+    for seg in run["chain"]:
+        tps = seg.tokens_per_step or fallback_tps
+        if tps is None:
+            why = ("no run record: written by a gpt2_ddp from before run records"
+                   if seg.run is None else "its run record has no tokens_per_step")
+            fail(2, f"--x tokens: run {label} ({run['path']}, {step_range(run, seg)}) has no "
+                 f"tokens per step ({why}); pass --tokens-per-step N (that run's total_batch) "
+                 "or plot over steps (--x step)")
+        if prev is None:
+            at[id(seg)] = (seg.start * tps, tps)
+        else:
+            prev_base, prev_tps = at[id(prev)]
+            at[id(seg)] = (prev_base + (seg.start - prev.start) * prev_tps, tps)
+        prev = seg
+    return lambda step, seg: at[id(seg)][0] + (step - seg.start) * at[id(seg)][1]
+
+
+def x_of_hours(run, label):
+    """step -> hours of training, per segment: its own elapsed_s on top of
+    the time of the last step kept before it; evals between logged steps
+    are placed by linear interpolation."""
+    steps = run["history"]["step"]
+    hours = {}
+    for seg in run["chain"]:
+        before = [s for s in hours if s <= seg.start]
+        base = hours[max(before)] if before else 0.0
+        for step in sorted(s for s, (_, sg) in steps.items() if sg is seg):
+            record = steps[step][0]
+            if "elapsed_s" not in record:
+                fail(2, f"--x time: run {label} ({run['path']}) has a step record without "
+                     f"elapsed_s (step {step}); plot over steps or tokens (--x step, --x tokens)")
+            hours[step] = base + record["elapsed_s"] / 3600.0
+    if not hours:
+        fail(2, f"--x time: run {label} ({run['path']}) has no step records to time")
+    known = sorted(hours)
+
+    def at(step, seg):
+        if step in hours:
+            return hours[step]
+        i = bisect.bisect_left(known, step)
+        if i == 0:
+            return hours[known[0]]
+        if i == len(known):
+            return hours[known[-1]]
+        a, b = known[i - 1], known[i]
+        return hours[a] + (hours[b] - hours[a]) * (step - a) / (b - a)
+
+    return at
+
+
+def ema(values, segments, weight):
+    """TensorBoard's smoothing: an EMA debiased at its start (so the first
+    points are not pulled towards 0), restarted where the segment changes;
+    a non-finite value is passed through without entering the average."""
+    out = []
+    last = norm = 0.0
+    current = None
+    for v, seg in zip(values, segments):
+        if seg is not current:
+            current, last, norm = seg, 0.0, 0.0
+        if not math.isfinite(v):
+            out.append(v)
+            continue
+        last = last * weight + (1 - weight) * v
+        norm = norm * weight + (1 - weight)
+        out.append(last / norm)
+    return out
+
+
+def run_series(run, x_of, smooth):
+    """Per panel: x, raw y and (for noisy ones) the smoothed y."""
+    out = {}
+    for kind, key, name, smoothed in (("step", "loss", "train_loss", True),
+                                      ("eval", "val_loss", "val_loss", False),
+                                      ("hellaswag", "acc_norm", "hellaswag_acc_norm", False),
+                                      ("hellaswag", "acc", "hellaswag_acc", False),
+                                      ("step", "lr", "lr", False),
+                                      ("step", "tokens_per_s", "tokens_per_s", True)):
+        records = run["history"][kind]
+        steps = sorted(s for s, (r, _) in records.items() if key in r)
+        chain_index = {id(seg): i for i, seg in enumerate(run["chain"])}
+        panel = {
+            "step": steps,
+            "segment": [chain_index[id(records[s][1])] for s in steps],
+            "x": [x_of(s, records[s][1]) for s in steps],
+            "y": [records[s][0][key] for s in steps],
+        }
+        if smoothed:
+            panel["smooth"] = (ema(panel["y"], [records[s][1] for s in steps], smooth)
+                               if smooth > 0 else list(panel["y"]))
+        out[name] = panel
+    restarts = []
+    for seg in run["chain"][1:]:  # a fresh start dropped all before it: never marked
+        step = seg.start if seg.run is not None else seg.first_step
+        restarts.append({"step": step, "x": x_of(step, seg), "logged": seg.run is None})
+    return out, restarts
+
+
+def json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def labels_of(args):
+    if args.label:
+        if len(args.label) != len(args.run_dirs):
+            fail(2, f"{len(args.label)} --label for {len(args.run_dirs)} run directories: give "
+                 "one --label per RUN_DIR, in the same order, or none")
+        return args.label
+    names = [os.path.basename(os.path.normpath(d)) for d in args.run_dirs]
+    if len(set(names)) < len(names):  # a/tiny and b/tiny: the paths tell them apart
+        names = [os.path.normpath(d) for d in args.run_dirs]
+    return names
+
+
+def smoothing(text):
+    try:
+        w = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (0 <= W < 1)")
+    if not 0 <= w < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1): 0 is off, 0.9 the default, "
+                                         "0.99 smoother")
+    return w
+
+
+def positive(text):
+    try:
+        n = float(text)
+    except ValueError:
+        n = 0
+    if not n > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of tokens per step")
+    return n
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(
+        prog="tools/plot_run.py",
+        description="Plot gpt2_ddp runs (their metrics.jsonl) into one PNG: loss, HellaSwag, "
+        "learning rate and tokens/s. Exit codes: 0 written, 1 matplotlib not importable or "
+        "output not writable, 2 bad arguments or metrics.")
+    ap.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                    help="out_dir/run_name of a run (holds metrics.jsonl); several are overlaid")
+    ap.add_argument("-o", "--output", metavar="FILE",
+                    help="the PNG to write (default: plot.png in the first RUN_DIR)")
+    ap.add_argument("--x", choices=("step", "tokens", "time"), default="step",
+                    help="the x axis: optimizer steps (default), tokens seen (compares runs of "
+                    "different batch sizes) or hours of training")
+    ap.add_argument("--smooth", type=smoothing, default=0.9, metavar="W",
+                    help="EMA weight for train loss and tokens/s, drawn over the faint raw curve "
+                    "(default 0.9; 0 = off)")
+    ap.add_argument("--log-y", action="store_true", help="log scale for the loss panel")
+    ap.add_argument("--label", action="append", metavar="NAME",
+                    help="legend name of a run, once per RUN_DIR in order (default: directory name)")
+    ap.add_argument("--tokens-per-step", type=positive, metavar="N", action="append",
+                    help="for --x tokens: tokens per step of runs (or parts) without a run record "
+                    "(their total_batch); once for all runs or once per RUN_DIR in order")
+    ap.add_argument("--dump", metavar="FILE.json",
+                    help="also write the plotted series (x, raw y, smoothed y, restarts) as JSON")
+    return ap.parse_args()
+
+
+def tokens_per_step_of(args):
+    n = args.tokens_per_step or [None]
+    if len(n) == 1:
+        return n * len(args.run_dirs)
+    if len(n) != len(args.run_dirs):
+        fail(2, f"{len(n)} --tokens-per-step for {len(args.run_dirs)} run directories: give one "
+             "for all runs or one per RUN_DIR, in the same order")
+    return n
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Plot gpt2_ddp runs (metrics.jsonl) into one PNG.")
-    ap.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    ap.add_argument("-o", "--output", metavar="FILE")
-    args = ap.parse_args()
-    runs = [(os.path.basename(os.path.normpath(d)), load_run(d)) for d in args.run_dirs]
+    args = parse_args()
+    labels = labels_of(args)
+    fallback_tps = tokens_per_step_of(args)
+    runs = [load_run(d) for d in args.run_dirs]
     output = args.output or os.path.join(args.run_dirs[0], "plot.png")
+    plotted = []
+    for label, run, tps in zip(labels, runs, fallback_tps):
+        if args.x == "tokens":
+            x_of = x_of_tokens(run, label, tps)
+        elif args.x == "time":
+            x_of = x_of_hours(run, label)
+        else:
+            x_of = lambda step, seg: step
+        series, restarts = run_series(run, x_of, args.smooth)
+        plotted.append((label, series, restarts))
+        h = run["history"]
+        note = "".join(f", {'restarted before' if r['logged'] else 'resumed at'} step {r['step']}"
+                       for r in restarts)
+        print(f"{label}: {len(h['step'])} steps, {len(h['eval'])} evals, "
+              f"{len(h['hellaswag'])} HellaSwag evals{note}")
+    if args.dump:
+        dump = {"x": args.x, "smooth": args.smooth, "runs": [
+            {"label": label, "dir": d, "panels": series, "restarts": restarts}
+            for (label, series, restarts), d in zip(plotted, args.run_dirs)]}
+        try:
+            with open(args.dump, "w", encoding="utf-8") as f:
+                json.dump(json_safe(dump), f)
+        except OSError as e:
+            fail(1, f"cannot write {args.dump}: {e.strerror}")
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only, no display
         import matplotlib.pyplot as plt
-    except ImportError:
-        fail(1, "needs matplotlib: apt-get install python3-matplotlib (tools/setup.sh installs it)")
+    except ImportError as e:
+        fail(1, f"matplotlib is not importable by {sys.executable}: install it for this "
+             f"interpreter ({sys.executable or 'python3'} -m pip install "
+             "matplotlib) or run with /usr/bin/python3 (Debian: apt-get install "
+             f"python3-matplotlib) [{e}]")
+    draw(plt, args, plotted, output)
+    print(f"wrote {output}")
+    return 0
 
+
+def pieces(panel, key):
+    """(x, y) of each segment's stretch of a panel: lines do not join across
+    a restart."""
+    out = []
+    for x, y, seg in zip(panel["x"], panel[key], panel["segment"]):
+        if not out or out[-1][2] != seg:
+            out.append(([], [], seg))
+        out[-1][0].append(x)
+        out[-1][1].append(y)
+    return [(x, y) for x, y, _ in out]
+
+
+def draw(plt, args, plotted, output):
+    from matplotlib.ticker import FuncFormatter
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
     loss_ax, hella_ax, lr_ax, speed_ax = axes.flat
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    any_hellaswag = False
-    for i, (name, run) in enumerate(runs):
+    raw_alpha = 0.25 if args.smooth > 0 else 0.9
+    any_hellaswag = any(s["hellaswag_acc_norm"]["x"] for _, s, _ in plotted)
+    for i, (label, s, restarts) in enumerate(plotted):
         c = colors[i % len(colors)]
-        steps, loss = series(run["step"], "loss")
-        loss_ax.plot(steps, loss, color=c, lw=1, alpha=0.8, label=f"{name} train")
-        steps, val = series(run["eval"], "val_loss")
-        loss_ax.plot(steps, val, color=c, lw=2, ls="--", marker="o", ms=3, label=f"{name} val")
-        steps, acc_norm = series(run["hellaswag"], "acc_norm")
-        if steps:
-            any_hellaswag = True
-            hella_ax.plot(steps, acc_norm, color=c, marker="o", ms=3, label=f"{name} acc_norm")
-            steps, acc = series(run["hellaswag"], "acc")
-            hella_ax.plot(steps, acc, color=c, ls=":", label=f"{name} acc")
-        steps, lr = series(run["step"], "lr")
-        lr_ax.plot(steps, lr, color=c, label=name)
-        steps, tps = series(run["step"], "tokens_per_s")
-        speed_ax.plot(steps, tps, color=c, lw=1, label=name)
-        print(f"{name}: {len(run['step'])} steps, {len(run['eval'])} evals, "
-              f"{len(run['hellaswag'])} HellaSwag evals")
+        for ax, name in ((loss_ax, "train_loss"), (speed_ax, "tokens_per_s")):
+            legend = f"{label} train" if name == "train_loss" else label
+            for j, (x, y) in enumerate(pieces(s[name], "y")):
+                ax.plot(x, y, color=c, lw=1, alpha=raw_alpha,
+                        label=legend if j == 0 and args.smooth == 0 else None)
+            if args.smooth > 0:
+                for j, (x, y) in enumerate(pieces(s[name], "smooth")):
+                    ax.plot(x, y, color=c, lw=1.5, label=legend if j == 0 else None)
+        v = s["val_loss"]
+        if v["x"]:
+            loss_ax.plot(v["x"], v["y"], color=c, lw=2, ls="--", marker="o", ms=3,
+                         label=f"{label} val")
+        if s["hellaswag_acc_norm"]["x"]:
+            h = s["hellaswag_acc_norm"]
+            hella_ax.plot(h["x"], h["y"], color=c, marker="o", ms=3, label=f"{label} acc_norm")
+            h = s["hellaswag_acc"]
+            hella_ax.plot(h["x"], h["y"], color=c, ls=":", label=f"{label} acc")
+        for j, (x, y) in enumerate(pieces(s["lr"], "y")):
+            lr_ax.plot(x, y, color=c, label=label if j == 0 else None)
+        marked = [loss_ax, lr_ax, speed_ax] + ([hella_ax] if any_hellaswag else [])
+        for r in restarts:
+            for ax in marked:
+                ax.axvline(r["x"], color=c, ls="--", lw=0.8, alpha=0.7)
+            text = f"restarted before step {r['step']}" if r["logged"] else \
+                f"resumed at step {r['step']}"
+            loss_ax.annotate(text, xy=(r["x"], 1), xycoords=("data", "axes fraction"),
+                             xytext=(2, -2), textcoords="offset points", rotation=90,
+                             va="top", fontsize=7, color=c)
     if any_hellaswag:
         hella_ax.axhline(0.25, color="gray", lw=0.8, ls="--", label="chance (0.25)")
     else:
         hella_ax.text(0.5, 0.5, "no HellaSwag records\n(set hellaswag_data)", ha="center",
                       va="center", transform=hella_ax.transAxes, color="gray")
-    for ax, title, ylabel in ((loss_ax, "loss", "cross-entropy"),
+    xlabel = {"step": "step", "tokens": "tokens", "time": "hours"}[args.x]
+    loss_title = "loss" + (f" (train EMA {args.smooth:g}, raw faint)" if args.smooth > 0 else "")
+    for ax, title, ylabel in ((loss_ax, loss_title, "cross-entropy"),
                               (hella_ax, "HellaSwag", "accuracy"),
                               (lr_ax, "learning rate", "lr"),
                               (speed_ax, "throughput", "tokens/s")):
         ax.set_title(title)
-        ax.set_xlabel("step")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    fig.suptitle(" vs ".join(name for name, _ in runs))
+    if args.log_y:
+        loss_ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")  # 4, 5, 6 rather than 4x10^0
+        loss_ax.yaxis.set_major_formatter(plain)
+        loss_ax.yaxis.set_minor_formatter(plain)
+    fig.suptitle(" vs ".join(label for label, _, _ in plotted))
     fig.tight_layout()
     try:
         fig.savefig(output, dpi=80)
     except OSError as e:
         fail(1, f"cannot write {output}: {e.strerror}")
-    print(f"wrote {output}")
-    return 0
 
 
 if __name__ == "__main__":
