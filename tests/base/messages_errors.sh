@@ -58,7 +58,7 @@ grep -qF -- "only when given --val-files N" "$work/val_no_match.err" &&
   grep -qF "set eval_every = 0 to train without validation" "$work/val_no_match.err" ||
   fail "val_data: no hint on --val-files and eval_every = 0" "$work/val_no_match.err"
 expect train_no_match 2 "^gpt2_ddp: error: train_data: no files match pattern" \
-  "$bin" "${run[@]}" train_data="$work/none_train_*.bin"
+  "$bin" "${run[@]}" train_data="$work/none_train_*.bin" eval_every=0
 grep -qF "tools/gpt2_tokenize" "$work/train_no_match.err" && grep -qF "tools/prepare_data.sh" "$work/train_no_match.err" ||
   fail "train_data: no hint on how shards are made" "$work/train_no_match.err"
 [ ! -e "$work/runs/tiny/gpt2_ddp.lock" ] || fail "the refused start left its lock file"
