@@ -246,6 +246,7 @@ static void run_open_loop(run_state *r) {
 bool run_setup(run_state *r) {
     /* What the run directory holds decides first, from its files alone: a
      * finished run ends here having touched nothing. */
+    run_lock_check_free(r->run_dir, r->dist->rank); /* a live run there is named first */
     ckpt_plan_start(r->cfg, r->run_dir, &r->plan);
     if (r->plan.kind == CKPT_START_FINISHED) return false;
     r->resuming = r->plan.kind == CKPT_START_RESUME;
