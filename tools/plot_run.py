@@ -36,7 +36,8 @@ def load_run(run_dir):
                 continue
             try:
                 record = json.loads(line)
-                kind, step = record["type"], record["step"]
+                kind = record["type"]
+                step = None if kind == "run" else record["step"]  # run records: no step
             except (ValueError, KeyError, TypeError):
                 fail(2, f"{path}:{number}: not a metrics record")
             if kind in kinds:

@@ -20,8 +20,10 @@ set -euo pipefail
 bin=$1 work=$2
 source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
+out=$work/out # the run directories; logs and listings stay outside
+mkdir "$out"
 run=(configs/tiny.ini max_steps=6 warmup_steps=2 eval_every=3 eval_batches=2 log_every=1
-     checkpoint_every=3 out_dir="$work")
+     checkpoint_every=3 out_dir="$out")
 py=/usr/bin/python3
 
 # Every path under $1 with its type, size and mtime (ns), sorted.
@@ -37,7 +39,7 @@ untouched() { snapshot "$1" >"$work/after"; diff "$2" "$work/after" || fail "$3 
 
 # (1) the run record of a fresh start
 expect 0 "$work/a1.log" "$bin" "${run[@]}" run_name=a
-$py - "$work/a/metrics.jsonl" <<'PY'
+$py - "$out/a/metrics.jsonl" <<'PY'
 import json, re, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 run = records[0]
@@ -57,22 +59,22 @@ print("run record: first, one, with world 1, cpu, resumed_from_step 0, the confi
 PY
 
 # (2) a finished run started again
-snapshot "$work" >"$work/before"
+snapshot "$out" >"$work/before"
 expect 0 "$work/a2.log" "$bin" "${run[@]}" run_name=a log_every=2
-has "$work/a2.log" "$work/a finished at step 6 of max_steps = 6: nothing to do (to train further, raise max_steps and add allow_changed=max_steps)"
-untouched "$work" "$work/before" "a finished run started again"
+has "$work/a2.log" "$out/a finished at step 6 of max_steps = 6: nothing to do (to train further, raise max_steps and add allow_changed=max_steps)"
+untouched "$out" "$work/before" "a finished run started again"
 echo "finished run started again: exit 0, no file touched"
 
 # (3) another lr on a resume (back to step 3 of the same run)
-back=(resume="$work/a/step_00000003" lr=1e-3)
+back=(resume="$out/a/step_00000003" lr=1e-3)
 expect 2 "$work/a3.log" "$bin" "${run[@]}" run_name=a "${back[@]}"
 has "$work/a3.log" "lr: 0.003 in the checkpoint, 0.001 now"
 has "$work/a3.log" "add allow_changed=lr"
-untouched "$work" "$work/before" "a refused resume"
+untouched "$out" "$work/before" "a refused resume"
 expect 0 "$work/a4.log" "$bin" "${run[@]}" run_name=a "${back[@]}" allow_changed=lr
 has "$work/a4.log" "resume: lr 0.003 -> 0.001 (allowed by allow_changed)"
 has "$work/a4.log" "resume: the lr of step 4 is"
-$py - "$work/a/metrics.jsonl" <<'PY'
+$py - "$out/a/metrics.jsonl" <<'PY'
 import json, math, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 starts = [i for i, r in enumerate(records) if r["type"] == "run"]
@@ -97,50 +99,50 @@ has "$work/a5.log" "max_steps: 6 in the checkpoint, 8 now"
 expect 0 "$work/a6.log" "$bin" "${run[@]}" run_name=a lr=1e-3 max_steps=8 allow_changed=max_steps
 has "$work/a6.log" "resume: max_steps 6 -> 8 (allowed by allow_changed)"
 has "$work/a6.log" "resume: the lr of step 7 is"
-grep -q '"type":"step","step":8,' "$work/a/metrics.jsonl" || fail "no step 8 after raising max_steps"
-snapshot "$work" >"$work/before"
+grep -q '"type":"step","step":8,' "$out/a/metrics.jsonl" || fail "no step 8 after raising max_steps"
+snapshot "$out" >"$work/before"
 expect 2 "$work/a7.log" "$bin" "${run[@]}" run_name=a lr=1e-3 max_steps=8 seq_len=32 \
   allow_changed=seq_len
 has "$work/a7.log" "seq_len: 64 in the checkpoint, 32 now (never changes on a resume)"
-has "$work/a7.log" "init_from=$work/a/step_00000008"
-untouched "$work" "$work/before" "a resume with another seq_len"
+has "$work/a7.log" "init_from=$out/a/step_00000008"
+untouched "$out" "$work/before" "a resume with another seq_len"
 echo "max_steps raised with allow_changed: continued to step 8; seq_len refused even when allowed"
 
 # (5) a finished run without checkpoints
 nock=("${run[@]}" checkpoint_every=0 max_steps=4 run_name=b)
 expect 0 "$work/b1.log" "$bin" "${nock[@]}"
-sum=$(md5sum <"$work/b/model.h5")
-snapshot "$work" >"$work/before"
+sum=$(md5sum <"$out/b/model.h5")
+snapshot "$out" >"$work/before"
 expect 0 "$work/b2.log" "$bin" "${nock[@]}"
-has "$work/b2.log" "$work/b finished at step 4 of max_steps = 4: nothing to do"
+has "$work/b2.log" "$out/b finished at step 4 of max_steps = 4: nothing to do"
 expect 2 "$work/b3.log" "$bin" "${nock[@]}" lr=1e-3
 has "$work/b3.log" "holds the final weights (model.h5) of another run"
 has "$work/b3.log" "lr: 0.003 there, 0.001 now"
-has "$work/b3.log" "mv $work/b $work/b.old"
+has "$work/b3.log" "mv $out/b $out/b.old"
 expect 2 "$work/b4.log" "$bin" "${nock[@]}" resume=none
-has "$work/b4.log" "resume = none, but $work/b holds the final weights"
-untouched "$work" "$work/before" "re-runs of a finished run without checkpoints"
-[ "$(md5sum <"$work/b/model.h5")" = "$sum" ] || fail "model.h5 changed"
+has "$work/b4.log" "resume = none, but $out/b holds the final weights"
+untouched "$out" "$work/before" "re-runs of a finished run without checkpoints"
+[ "$(md5sum <"$out/b/model.h5")" = "$sum" ] || fail "model.h5 changed"
 echo "finished run without checkpoints: exit 0 untouched; another lr or resume=none: exit 2, model.h5 unchanged"
 
 # (6) refused starts leave no run directory
 expect 2 "$work/c1.log" "$bin" "${run[@]}" run_name=c init_from="$work/no_such_model.h5"
-[ ! -e "$work/c" ] || fail "a bad init_from left $work/c"
+[ ! -e "$out/c" ] || fail "a bad init_from left $out/c"
 set +e; "$bin" "${run[@]}" run_name=d val_data="$work/none_*.bin" >"$work/d1.log" 2>&1; rc=$?; set -e
-[ $rc -ne 0 ] && [ ! -e "$work/d" ] || fail "missing val_data: exit $rc, or $work/d left" "$work/d1.log"
+[ $rc -ne 0 ] && [ ! -e "$out/d" ] || fail "missing val_data: exit $rc, or $out/d left" "$work/d1.log"
 expect 2 "$work/e1.log" "$bin" "${run[@]}" run_name=e allow_changed=lr,max_step
 has "$work/e1.log" "'max_step' is not a key (did you mean 'max_steps'?)"
-[ ! -e "$work/e" ] || fail "a bad allow_changed left $work/e"
+[ ! -e "$out/e" ] || fail "a bad allow_changed left $out/e"
 echo "refused starts (init_from, val_data, allow_changed): no run directory"
 
 # (7) two ranks
 expect 0 "$work/f1.log" mpi_run -np 2 "$bin" "${run[@]}" run_name=f max_steps=3 eval_every=0
-snapshot "$work" >"$work/before"
+snapshot "$out" >"$work/before"
 expect 0 "$work/f2.log" mpi_run -np 2 "$bin" "${run[@]}" run_name=f max_steps=3 eval_every=0
 has "$work/f2.log" "finished at step 3 of max_steps = 3"
 expect 2 "$work/f3.log" mpi_run -np 2 "$bin" "${run[@]}" run_name=f max_steps=3 eval_every=0 lr=1e-3
-untouched "$work" "$work/before" "two ranks re-running a finished run"
-$py - "$work/f/metrics.jsonl" <<'PY'
+untouched "$out" "$work/before" "two ranks re-running a finished run"
+$py - "$out/f/metrics.jsonl" <<'PY'
 import json, sys
 run = json.loads(open(sys.argv[1]).readline())
 assert run["type"] == "run" and run["world"] == 2 and run["devices"] == ["cpu"], run
