@@ -144,17 +144,22 @@ static void changes_find(const config *was, const config *now, change_set *c) {
     }
 }
 
-/* "  lr: 0.003 in the checkpoint, 0.001 now" for each change of a fixed
+/* "lr: 0.003 in the checkpoint, 0.001 now" for each change of a fixed
  * or defining key, those allow_changed names marked when mark_allowed. */
 static size_t list_changes(const change_set *c, const config *now, const char *there,
                            bool mark_allowed, char *out, size_t len) {
     size_t o = 0;
+    int listed = 0;
+    for (int i = 0; i < c->n; i++)
+        listed += IN(fixed_keys, c->all[i].key) || IN(defining_keys, c->all[i].key);
+    /* One change stays on the message's first line, several get a line each. */
+    const char *sep = listed == 1 ? " " : "\n  ";
     for (int i = 0; i < c->n && o < len; i++) {
         const config_change *ch = &c->all[i];
         const bool fixed = IN(fixed_keys, ch->key);
         if (!fixed && !IN(defining_keys, ch->key)) continue;
-        o += (size_t)snprintf(out + o, len - o, "\n  %s: %s %s, %s now%s", ch->key, ch->was, there,
-                              ch->now,
+        o += (size_t)snprintf(out + o, len - o, "%s%s: %s %s, %s now%s", sep, ch->key, ch->was,
+                              there, ch->now,
                               fixed ? " (never changes on a resume)"
                               : mark_allowed && config_change_allowed(now, ch->key) ? " (allowed)"
                                                                                     : "");
