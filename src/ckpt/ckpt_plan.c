@@ -144,25 +144,27 @@ static void changes_find(const config *was, const config *now, change_set *c) {
     }
 }
 
-/* "lr: 0.003 in the checkpoint, 0.001 now" for each change of a fixed
- * or defining key, those allow_changed names marked when mark_allowed. */
+/* A change a refusal names: of a fixed key, or of a defining key (only
+ * those allow_changed does not name when skip_allowed). */
+static bool listed(const config_change *ch, const config *now, bool skip_allowed) {
+    if (IN(fixed_keys, ch->key)) return true;
+    return IN(defining_keys, ch->key) && !(skip_allowed && config_change_allowed(now, ch->key));
+}
+
+/* "lr: 0.003 in the checkpoint, 0.001 now" for each change listed(). */
 static size_t list_changes(const change_set *c, const config *now, const char *there,
-                           bool mark_allowed, char *out, size_t len) {
+                           bool skip_allowed, char *out, size_t len) {
     size_t o = 0;
-    int listed = 0;
-    for (int i = 0; i < c->n; i++)
-        listed += IN(fixed_keys, c->all[i].key) || IN(defining_keys, c->all[i].key);
+    int n = 0;
+    for (int i = 0; i < c->n; i++) n += listed(&c->all[i], now, skip_allowed);
     /* One change stays on the message's first line, several get a line each. */
-    const char *sep = listed == 1 ? " " : "\n  ";
+    const char *sep = n == 1 ? " " : "\n  ";
     for (int i = 0; i < c->n && o < len; i++) {
         const config_change *ch = &c->all[i];
-        const bool fixed = IN(fixed_keys, ch->key);
-        if (!fixed && !IN(defining_keys, ch->key)) continue;
+        if (!listed(ch, now, skip_allowed)) continue;
         o += (size_t)snprintf(out + o, len - o, "%s%s: %s %s, %s now%s", sep, ch->key, ch->was,
                               there, ch->now,
-                              fixed ? " (never changes on a resume)"
-                              : mark_allowed && config_change_allowed(now, ch->key) ? " (allowed)"
-                                                                                    : "");
+                              IN(fixed_keys, ch->key) ? " (never changes on a resume)" : "");
     }
     return o;
 }
