@@ -23,6 +23,7 @@
 
 #include "config/config.h"
 #include "dist/ddp.h"
+#include "io/ckpt_dir.h"
 #include "kernels/ops.h"
 #include "model/layout.h"
 #include "optim/optimizer.h"
@@ -54,13 +55,51 @@ typedef struct {
 
 void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p);
 
-/* Which checkpoint this run continues from, per cfg->resume (auto, none or
- * a path): true with its directory in dir, false to start fresh. A resume
- * path that holds no complete checkpoint, or a run directory whose own
- * checkpoints would be mixed with another history, ends every rank with
- * exit code 2. An older checkpoint of run_dir itself may be named: the run
- * goes back to it (ckpt_clear_ahead moves the newer ones aside). */
-bool ckpt_resolve_resume(const config *cfg, const char *run_dir, char *dir, size_t len);
+/* How a start goes on, decided before the run directory is created or
+ * locked (ckpt_plan.c). */
+typedef enum {
+    CKPT_START_FRESH,   /* step 0 */
+    CKPT_START_RESUME,  /* from the checkpoint in dir */
+    CKPT_START_FINISHED /* the run in run_dir is done: nothing to do, exit 0 */
+} ckpt_start_kind;
+
+typedef struct {
+    ckpt_start_kind kind;
+    char dir[CKPT_PATH_MAX]; /* RESUME: the checkpoint */
+    int step;                /* RESUME: its step; FINISHED: the run's last step */
+    int64_t train_samples;   /* RESUME: the checkpoint's training samples (-1: unknown) */
+    /* what run_dir held, for ckpt_confirm_plan once the lock is held */
+    int newest_step; /* its newest checkpoint's step, -1 for none */
+    int has_final;   /* run_dir/model.h5, a finished run's weights */
+} ckpt_start_plan;
+
+/* Collective; reads files, writes none. Which checkpoint this run
+ * continues from, per cfg->resume (auto, none or a path), and whether the
+ * config may continue it: the keys that define the run (model, data,
+ * schedule, batch, seed) must be the checkpoint's unless allow_changed
+ * names them, and the model shape, seq_len, total_batch and seed never
+ * change; rank 0 prints each accepted change. A run directory whose newest
+ * checkpoint (or final model.h5 without checkpoints) is of a finished run
+ * with this config is FINISHED (rank 0 says so). Every refusal (a changed
+ * key, a resume path without a checkpoint, a start that would mix two
+ * histories or overwrite another run's final weights) ends every rank with
+ * exit code 2 and one message naming each key, both values and the fix. An
+ * older checkpoint of run_dir itself may be named: the run goes back to it
+ * (ckpt_clear_ahead moves the newer ones aside). */
+void ckpt_plan_start(const config *cfg, const char *run_dir, ckpt_start_plan *plan);
+
+/* Collective: a resumed run's training set holds the checkpoint's number of
+ * samples (the data order depends on it), or exit code 2. */
+void ckpt_check_samples(const ckpt_start_plan *plan, int64_t train_samples);
+
+/* Collective, once the run lock is held: run_dir still holds what the plan
+ * saw (another run may have written between the two), or exit code 2. */
+void ckpt_confirm_plan(const ckpt_start_plan *plan, const char *run_dir);
+
+/* Rank 0: what to do if the checkpoint in dir turns out damaged: the exact
+ * resume=<step> of the newest older checkpoint whose files are all there,
+ * or the command that moves dir aside. */
+void ckpt_fallback_hint(const char *dir, char *hint, size_t len);
 
 /* After the checkpoint loaded (step 0 for a fresh start): moves aside every
  * step directory of run_dir in the way of this run's saves: one without the

@@ -1,5 +1,6 @@
-/* Resuming from a checkpoint (see ckpt.h): which one, whether this config can
- * continue it, and the re-sliced read of the optimizer state. */
+/* Resuming from a checkpoint (see ckpt.h): whether this config can continue
+ * it, and the re-sliced read of the optimizer state (which checkpoint, and
+ * whether to start at all, is ckpt_plan.c's). */
 #include "ckpt/ckpt.h"
 
 #include <limits.h>
@@ -17,99 +18,12 @@
 
 #define ERR_MAX (3 * CKPT_PATH_MAX)
 
-/* ------------------------------------------------------ which checkpoint */
-
-static bool same_dir(const char *a, const char *b) {
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
-}
-
-/* dir is a step directory of run_dir itself. */
-static bool inside_run_dir(const char *dir, const char *run_dir) {
-    char parent[CKPT_PATH_MAX + 4];
-    snprintf(parent, sizeof parent, "%s/..", dir);
-    return same_dir(parent, run_dir);
-}
-
-/* resume = <path>: a step directory, or a run directory (its newest). */
-static int resolve_path(const char *path, char *dir, size_t len, char *err, size_t err_len) {
-    if (ckpt_is_complete(path)) {
-        snprintf(dir, len, "%s", path);
-        return 1;
-    }
-    if (ckpt_find_newest(path, dir, len) >= 0) return 1;
-    return set_error(
-        err, err_len,
-        "resume = %s: no complete checkpoint there (neither a step directory with a %s "
-        "marker nor a run directory holding one)",
-        path, CKPT_MARKER);
-}
-
-/* Rank 0: 1 and dir to resume, 0 to start fresh, -1 with err. The run
- * directory's checkpoints must stay one history: a fresh start or another
- * run's checkpoint would interleave with them. */
-static int resolve_on_root(const config *cfg, const char *run_dir, char *dir, size_t len, char *err,
-                           size_t err_len) {
-    char newest[CKPT_PATH_MAX];
-    const bool has_own = ckpt_find_newest(run_dir, newest, sizeof newest) >= 0;
-    if (strcmp(cfg->resume, "auto") == 0) {
-        if (has_own) snprintf(dir, len, "%s", newest);
-        return has_own;
-    }
-    if (strcmp(cfg->resume, "none") == 0) {
-        if (!has_own) return 0;
-        return set_error(err, err_len,
-                         "resume = none, but %s already holds checkpoints (newest %s): resume=auto "
-                         "continues that run; choose another run_name or out_dir for a new one",
-                         run_dir, newest);
-    }
-    if (resolve_path(cfg->resume, dir, len, err, err_len) < 0) return -1;
-    /* Going back to an older checkpoint of this run keeps one history: the
-     * newer ones are moved aside once it has loaded (ckpt_clear_ahead). */
-    if (has_own && !same_dir(dir, newest) && inside_run_dir(dir, run_dir)) {
-        char parent[CKPT_PATH_MAX];
-        const int step = ckpt_split_step_dir(dir, parent, sizeof parent);
-        /* Once only: a requeued job with the same resume=<step> continues
-         * from what it saved since instead of going back again. */
-        if (step >= 0 && ckpt_went_back_to(run_dir, step)) {
-            printf("resume = %s: this run already went back to step %d once; continuing from "
-                   "its newest checkpoint, %s (set resume=auto; to go back again, move the "
-                   "step_*.superseded_by_step_%08d directories away)\n",
-                   cfg->resume, step, newest, step);
-            snprintf(dir, len, "%s", newest);
-        }
-        return 1;
-    }
-    if (has_own && !same_dir(dir, newest))
-        return set_error(err, err_len,
-                         "resume = %s, but %s holds checkpoints of its own (newest %s): continuing "
-                         "from another one would mix two histories there; use resume=auto, or "
-                         "another run_name",
-                         cfg->resume, run_dir, newest);
-    return 1;
-}
-
-static int world_rank(void) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    return rank;
-}
-
 /* Rank 0 decided (status < 0: failed, with the reason in err): every rank
  * learns the outcome, so all stop together with rank 0's message. */
 static int agree_with_root(int status, const char *err, int exit_code) {
     MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (status < 0) fail_collective(exit_code, "%s", err);
     return status;
-}
-
-bool ckpt_resolve_resume(const config *cfg, const char *run_dir, char *dir, size_t len) {
-    static char err[ERR_MAX];
-    int status = 0;
-    if (world_rank() == 0) status = resolve_on_root(cfg, run_dir, dir, len, err, sizeof err);
-    status = agree_with_root(status, err, EXIT_USAGE);
-    MPI_CHECK(MPI_Bcast(dir, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD));
-    return status == 1;
 }
 
 /* ---------------------------------------------------------- compatibility */
@@ -205,10 +119,7 @@ static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state 
     opt->step = (int)st->optimizer_step;
 }
 
-/* Rank 0: what to do if dir turns out damaged: the exact resume=<step> of
- * the newest older checkpoint whose files are all there, or the command
- * that moves dir aside. */
-static void fallback_hint(const char *dir, char *hint, size_t len) {
+void ckpt_fallback_hint(const char *dir, char *hint, size_t len) {
     char run_dir[CKPT_PATH_MAX], older[CKPT_PATH_MAX];
     const int step = ckpt_split_step_dir(dir, run_dir, sizeof run_dir);
     if (step >= 0 && ckpt_find_older_good(run_dir, step, older, sizeof older) >= 0)
@@ -228,7 +139,7 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     const double t0 = clock_s();
     const int rank = c->ddp->comm->rank;
     static char err[ERR_MAX + CKPT_PATH_MAX + 64], why[ERR_MAX], hint[4 * CKPT_PATH_MAX];
-    if (rank == 0) fallback_hint(dir, hint, sizeof hint);
+    if (rank == 0) ckpt_fallback_hint(dir, hint, sizeof hint);
     MPI_CHECK(MPI_Bcast(hint, (int)sizeof hint, MPI_CHAR, 0, MPI_COMM_WORLD));
     /* Any rank that finds the checkpoint damaged prints the way back. */
     fail_set_hint(hint);

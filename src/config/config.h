@@ -67,9 +67,10 @@ typedef struct {
     char tokenizer_dir[CONFIG_STR_MAX];  /* encoder.json + vocab.bpe (HellaSwag, samples) */
     char device[16];                     /* auto | cpu | cuda */
     uint64_t seed;
-    char out_dir[CONFIG_STR_MAX];   /* runs go to out_dir/run_name */
-    char run_name[CONFIG_STR_MAX];  /* empty: derived from the config file name */
-    char resume[CONFIG_STR_MAX];    /* auto | none | a checkpoint (step or run directory) */
+    char out_dir[CONFIG_STR_MAX];       /* runs go to out_dir/run_name */
+    char run_name[CONFIG_STR_MAX];      /* empty: derived from the config file name */
+    char resume[CONFIG_STR_MAX];        /* auto | none | a checkpoint (step or run directory) */
+    char allow_changed[CONFIG_STR_MAX]; /* keys a resume may change: "lr,max_steps" */
     char init_from[CONFIG_STR_MAX]; /* weights of a new run: checkpoint, .h5, llm.c .bin, HF dir */
     double time_limit_min; /* wall-clock budget; 0: the Slurm job's end, if any; < 0: none */
 

@@ -131,6 +131,10 @@ const config_key config_keys[] = {
              "auto: continue from the newest complete checkpoint of out_dir/run_name if there "
              "is one (what a requeued job needs); none: start fresh; or a checkpoint path (a "
              "step directory, or a run directory: its newest)"),
+    STRING_KEY("run", allow_changed, "",
+               "comma-separated keys a resume may change from the checkpoint's config (lr, "
+               "max_steps, the schedule, the data, ...): each change is printed; the model shape, "
+               "seq_len, total_batch and seed never change; empty: a resume keeps them all"),
     PATH_KEY("run", init_from, "",
              "start a new run (step 0, fresh optimizer) from these weights: a checkpoint "
              "directory, a weights .h5, an llm.c model .bin (fp32/bf16) or a Hugging Face "

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "config/elide.h"
 #include "config/keys.h"
+#include "config/stored.h"
 #include "config/values.h"
 #include "model/shape.h"
 
@@ -159,4 +160,6 @@ void config_validate(config *cfg, int launched_world) {
     validate_batch(cfg);
     validate_schedule(cfg);
     validate_run(cfg);
+    char why[2 * CONFIG_STR_MAX];
+    if (!config_check_allowed(cfg, why, sizeof why)) fail_collective(EXIT_USAGE, "%s", why);
 }

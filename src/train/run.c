@@ -20,6 +20,7 @@
 #include "train/backend.h"
 #include "train/epochs.h"
 #include "train/init_from.h"
+#include "train/observe/run_record.h"
 #include "train/safety/preflight.h"
 #include "train/safety/signals.h"
 
@@ -105,15 +106,16 @@ static void run_open_backend(run_state *r) {
     r->flops_per_token = layout_flops_per_token(&r->lay, cfg->seq_len);
 }
 
-/* The run directory, guarded by the lock and watched for a stop. */
+/* The run directory, guarded by the lock and watched for a stop: created
+ * only once the start has passed every check. */
 static void run_claim_dir(run_state *r) {
     const int rank = r->dist->rank;
-    /* Before the run directory is created: a bad HellaSwag file or tokenizer
-     * ends the run here and leaves nothing behind. */
-    r->watch = watch_open(r->cfg, rank, r->dist->world, r->run_dir);
     if (rank == 0) make_dirs_or_fail(r->run_dir);
     /* Before anything is read or written there: a second run ends here. */
     run_lock_acquire(&r->lock, r->run_dir, rank);
+    /* The plan was made without the lock: a run that saved meanwhile ends
+     * this start before anything is moved. */
+    ckpt_confirm_plan(&r->plan, r->run_dir);
     /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
      * limit's save estimate until a save is measured. */
     const double checkpoint_share = 4.0 * r->lay.n_elements + r->mem.optimizer;
@@ -184,13 +186,18 @@ void run_save_weights(const run_state *r, const char *file, const char *what) {
     printf("saved %s to %s\n", what, path);
 }
 
+/* The initial weights on the host: init_from's are read (and refused)
+ * before the run directory exists. */
+static void run_read_initial_weights(run_state *r) {
+    r->host_params = xmalloc(r->lay.n_elements * sizeof(float));
+    initial_weights(r->cfg, &r->lay, r->resuming, r->dist->rank, r->host_params);
+}
+
 /* The model on the backend, with its initial weights. */
 static void run_build_model(run_state *r) {
     const config *cfg = r->cfg;
     const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu};
     gpt2_create_with(&r->model, &r->lay, r->ops, cfg->micro_batch, cfg->seq_len, &model_opt);
-    r->host_params = xmalloc(r->lay.n_elements * sizeof(float));
-    initial_weights(cfg, &r->lay, r->resuming, r->dist->rank, r->host_params);
     if (cfg->save_init && !r->resuming && r->dist->rank == 0) save_initial_weights(r);
     r->ops->upload_f32(r->model.params, r->host_params, r->lay.n_elements);
 }
@@ -256,21 +263,35 @@ static void run_open_loop(run_state *r) {
     run_path(r, r->trace_path, "trace_rank%d.jsonl", r->dist->rank);
     if (cfg->comm_trace) remove(r->trace_path);
     metrics_open(&r->log, r->run_dir, r->dist->rank, cfg->max_steps);
+    /* The first record of this start, before any step's. */
+    run_record_write(&r->log, cfg, r->dist, r->progress.step);
     const size_t tokens = (size_t)cfg->micro_batch * cfg->seq_len;
     r->inputs = xmalloc(tokens * sizeof(int32_t));
     r->targets = xmalloc(tokens * sizeof(int32_t));
     nonfinite_init(&r->guard, cfg->max_bad_steps);
 }
 
-void run_setup(run_state *r) {
+bool run_setup(run_state *r) {
+    /* What the run directory holds decides first, from its files alone: a
+     * finished run ends here having touched nothing. */
+    run_lock_check_free(r->run_dir, r->dist->rank); /* a live run there is named first */
+    ckpt_plan_start(r->cfg, r->run_dir, &r->plan);
+    if (r->plan.kind == CKPT_START_FINISHED) return false;
+    r->resuming = r->plan.kind == CKPT_START_RESUME;
+    snprintf(r->resume_dir, sizeof r->resume_dir, "%s", r->plan.dir);
     run_open_backend(r);
-    run_claim_dir(r);
-    r->resuming = ckpt_resolve_resume(r->cfg, r->run_dir, r->resume_dir, sizeof r->resume_dir);
+    /* A bad HellaSwag file or tokenizer, data or init_from ends the start
+     * here, before the run directory is created. */
+    r->watch = watch_open(r->cfg, r->dist->rank, r->dist->world, r->run_dir);
     run_open_data(r);
+    ckpt_check_samples(&r->plan, (int64_t)r->train_ds.n_samples);
+    run_read_initial_weights(r);
+    run_claim_dir(r);
     run_build_model(r);
     run_build_dist(r);
     run_restore(r);
     run_open_loop(r);
+    return true;
 }
 
 void run_teardown(run_state *r) {

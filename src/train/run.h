@@ -43,6 +43,7 @@ typedef struct run_state {
     run_watch *watch;
     run_lock lock;
     run_stop stopper;
+    ckpt_start_plan plan; /* fresh, resumed, or finished (nothing to do) */
     bool resuming;
     char resume_dir[CKPT_PATH_MAX];
     bool do_eval;     /* validation loss (and HellaSwag) every eval_every steps */
@@ -72,8 +73,12 @@ typedef struct run_state {
  * memory estimate; rank 0 prints the run's header and the estimate. All a
  * dry run does. */
 void run_plan(run_state *r, const config *cfg, dist_state *dist);
-/* Everything else the loop needs, the checkpoint loaded when resuming. */
-void run_setup(run_state *r);
+/* Everything else the loop needs, the checkpoint loaded when resuming;
+ * false (nothing set up, no file touched) when the run in the run
+ * directory is finished. Every check that can refuse the start (the resume
+ * decision, data, init_from's weights) runs before the run directory is
+ * created; the lock is taken before anything in it is written or moved. */
+bool run_setup(run_state *r);
 /* Frees what run_plan and run_setup built, releasing the run lock last. */
 void run_teardown(run_state *r);
 /* The process exit code: EXIT_NONFINITE, EXIT_PREEMPTED or 0. */

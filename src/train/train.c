@@ -205,8 +205,9 @@ int train_run(const config *cfg, dist_state *dist) {
     int rc = 0;
     if (cfg->dry_run) {
         layout_free(&r->lay);
+    } else if (!run_setup(r)) {
+        layout_free(&r->lay); /* finished: nothing to do */
     } else {
-        run_setup(r);
         train_loop(r);
         train_finish(r);
         rc = run_exit_code(r);

@@ -59,7 +59,7 @@ echo "time_limit_min = 0.2: stopped at $l with $left s left, $took s in all"
 # Two more steps, and at least warmup_steps + 1 (a slow machine may stop at
 # step 2: max_steps below warmup_steps is a config error).
 resume_to=$(( $(sed 's/step_0*//' <<<"$l") + 2 )); [ "$resume_to" -gt 6 ] || resume_to=6
-mpi_run -np 2 "$bin" "${run[@]}" max_steps=$resume_to run_name=timed \
+mpi_run -np 2 "$bin" "${run[@]}" max_steps=$resume_to allow_changed=max_steps run_name=timed \
   >"$work/timed_resume.log" 2>&1 || fail "resume after the time limit" "$work/timed_resume.log"
 grep "^resumed from" "$work/timed_resume.log"
 

@@ -42,7 +42,7 @@ grep -q "stopped the run after step $(sed 's/step_0*//' <<<"$l") (checkpoint sav
   fail "the error does not name the saved step" "$work/mid.log"
 echo "STOP directory mid-run: exit 2 after saving $l"
 rmdir "$work/mid/STOP"
-mpi_run -np 2 "$bin" "${run[@]}" max_steps=6 run_name=mid >"$work/mid_resume.log" 2>&1 ||
+mpi_run -np 2 "$bin" "${run[@]}" max_steps=6 allow_changed=max_steps run_name=mid >"$work/mid_resume.log" 2>&1 ||
   fail "resume once STOP is removed" "$work/mid_resume.log"
 grep "^resumed from" "$work/mid_resume.log"
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "base/fail.h"
@@ -28,6 +29,16 @@ void metrics_close(metrics_log *log) {
     if (log->jsonl && fclose(log->jsonl) != 0)
         FAIL("cannot write %s: %s", log->path, strerror(errno));
     log->jsonl = NULL;
+}
+
+void metrics_record(metrics_log *log, const char *fmt, ...) {
+    if (!log->jsonl) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(log->jsonl, fmt, ap);
+    va_end(ap);
+    fputc('\n', log->jsonl);
+    flush_record(log);
 }
 
 void metrics_step(metrics_log *log, const step_record *r) {

@@ -22,6 +22,9 @@ typedef struct {
  * cannot be written (a full disk) ends the job with exit 1 naming the file. */
 void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps);
 void metrics_close(metrics_log *log);
+/* One record, a JSON object given as printf format, appended as a line
+ * (rank 0 only: nothing elsewhere). */
+__attribute__((format(printf, 2, 3))) void metrics_record(metrics_log *log, const char *fmt, ...);
 void metrics_step(metrics_log *log, const step_record *r);
 void metrics_eval(metrics_log *log, int step, double val_loss, double ms);
 /* HellaSwag counts over all ranks: n examples, correct by total and by mean

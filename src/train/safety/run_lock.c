@@ -185,6 +185,20 @@ void run_lock_acquire(run_lock *lock, const char *run_dir, int rank) {
     }
 }
 
+void run_lock_check_free(const char *run_dir, int rank) {
+    static char msg[MSG_MAX];
+    int status = 0;
+    struct stat st;
+    if (rank == 0 && stat(run_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+        run_lock probe = {.fd = -1, .dir_fd = -1};
+        snprintf(probe.path, sizeof probe.path, "%s/%s", run_dir, RUN_LOCK_FILE);
+        status = lock_dir(&probe, run_dir, msg, sizeof msg);
+        run_lock_release(&probe); /* the directory's lock only: no file was made */
+    }
+    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (status != 0) fail_collective(status, "%s", msg);
+}
+
 void run_lock_release(run_lock *lock) {
     if (lock->fd >= 0) {
         fail_cleanup_pop(remove_file, lock);

@@ -34,6 +34,12 @@ typedef struct {
  * held by rank 0, or ends every rank: exit 2 when another run holds it, 1
  * when the lock file cannot be created or written. */
 void run_lock_acquire(run_lock *lock, const char *run_dir, int rank);
+/* Collective, touches nothing: ends every rank with the message of
+ * run_lock_acquire (exit 2) when a live run holds run_dir's lock, so that
+ * a start decided before the lock is taken (what the directory holds)
+ * first hears of the run that holds it. Nothing when run_dir does not
+ * exist. The lock is taken only by run_lock_acquire. */
+void run_lock_check_free(const char *run_dir, int rank);
 /* Removes the lock file and releases the lock (also done by the process
  * ending, but for the file). */
 void run_lock_release(run_lock *lock);
