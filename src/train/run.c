@@ -83,7 +83,14 @@ void run_plan(run_state *r, const config *cfg, dist_state *dist) {
     config_format(cfg, r->config_text, sizeof r->config_text);
     snprintf(r->run_dir, sizeof r->run_dir, "%s/%s", cfg->out_dir, cfg->run_name);
     r->mem = memory_estimate_for(cfg, &r->lay, cfg->world);
-    if (dist->rank == 0) {
+    /* A dry run reports now; a run once it is known to have work to do (a
+     * finished run started again prints only that). */
+    if (cfg->dry_run) run_print_plan(r);
+}
+
+void run_print_plan(const run_state *r) {
+    const config *cfg = r->cfg;
+    if (r->dist->rank == 0) {
         print_run_header(r);
         /* A dry run is for planning memory: it gets the itemised report. */
         if (cfg->dry_run)
@@ -277,6 +284,7 @@ bool run_setup(run_state *r) {
     run_lock_check_free(r->run_dir, r->dist->rank); /* a live run there is named first */
     ckpt_plan_start(r->cfg, r->run_dir, &r->plan);
     if (r->plan.kind == CKPT_START_FINISHED) return false;
+    run_print_plan(r);
     r->resuming = r->plan.kind == CKPT_START_RESUME;
     snprintf(r->resume_dir, sizeof r->resume_dir, "%s", r->plan.dir);
     run_open_backend(r);

@@ -70,9 +70,11 @@ typedef struct run_state {
 } run_state;
 
 /* The layout, the resolved config's text, the run directory's name and the
- * memory estimate; rank 0 prints the run's header and the estimate. All a
- * dry run does. */
+ * memory estimate; a dry run prints them (run_print_plan) and is done. */
 void run_plan(run_state *r, const config *cfg, dist_state *dist);
+/* Rank 0 prints the run's header and the memory estimate (itemised for a
+ * dry run, one line otherwise). */
+void run_print_plan(const run_state *r);
 /* Everything else the loop needs, the checkpoint loaded when resuming;
  * false (nothing set up, no file touched) when the run in the run
  * directory is finished. Every check that can refuse the start (the resume

@@ -75,7 +75,7 @@ cont=(--init_from="$work/src.bin" --micro_batch=4 --total_batch=512 --eval_every
       --out_dir="$work" --run_name=cont)
 "$bin" "${cont[@]}" --max_steps=2 >"$work/cont1.log" 2>&1 || fail "first part" "$work/cont1.log"
 mv "$work/src.bin" "$work/moved.bin"
-"$bin" "${cont[@]}" --max_steps=4 >"$work/cont2.log" 2>&1 || fail "resumed without the init_from file" "$work/cont2.log"
+"$bin" "${cont[@]}" --max_steps=4 --allow_changed=max_steps >"$work/cont2.log" 2>&1 || fail "resumed without the init_from file" "$work/cont2.log"
 grep -q "^model shape from the checkpoint resumed, $work/cont/step_00000002/model.h5: 2 layers, 64 wide" \
   "$work/cont2.log" || fail "no shape line from the checkpoint" "$work/cont2.log"
 grep -q "^resumed from $work/cont/step_00000002: step 2" "$work/cont2.log" || fail "not resumed" "$work/cont2.log"
