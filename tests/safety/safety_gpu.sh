@@ -89,7 +89,7 @@ preempt() {
   local latest; latest=$(readlink "$work/script/latest")
   [ -f "$work/script/$latest/COMPLETE" ] || fail "latest -> $latest is not complete" "$work/script.log"
   local k=${latest#step_}; k=$((10#$k))
-  launch/local.sh "${run[@]}" max_steps=$((k + 2)) run_name=script >"$work/resume.log" 2>&1 \
+  launch/local.sh "${run[@]}" max_steps=$((k + 2)) allow_changed=max_steps run_name=script >"$work/resume.log" 2>&1 \
     || fail "resume after the pre-emption" "$work/resume.log"
   grep "^resumed from" "$work/resume.log"
   echo "SIGUSR1 to launch/local.sh: exit 3 after step $k, resumed to step $((k + 2))"
