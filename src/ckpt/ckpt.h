@@ -88,6 +88,11 @@ typedef struct {
  * (ckpt_clear_ahead moves the newer ones aside). */
 void ckpt_plan_start(const config *cfg, const char *run_dir, ckpt_start_plan *plan);
 
+/* Rank 0 decided (status < 0: failed, with the reason in err): every rank
+ * learns the outcome, so all stop together with rank 0's message (exit
+ * with exit_code); otherwise returns status. Collective. */
+int ckpt_agree_with_root(int status, const char *err, int exit_code);
+
 /* Collective: a resumed run's training set holds the checkpoint's number of
  * samples (the data order depends on it), or exit code 2. */
 void ckpt_check_samples(const ckpt_start_plan *plan, int64_t train_samples);

@@ -18,9 +18,7 @@
 
 #define ERR_MAX (3 * CKPT_PATH_MAX)
 
-/* Rank 0 decided (status < 0: failed, with the reason in err): every rank
- * learns the outcome, so all stop together with rank 0's message. */
-static int agree_with_root(int status, const char *err, int exit_code) {
+int ckpt_agree_with_root(int status, const char *err, int exit_code) {
     MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
     if (status < 0) fail_collective(exit_code, "%s", err);
     return status;
@@ -147,7 +145,7 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     int status = 0;
     if (rank == 0 && (status = ckpt_marker_check(dir, &bytes, why, sizeof why)) != 0)
         snprintf(err, sizeof err, "cannot resume from %s: %s", dir, why);
-    agree_with_root(status, err, EXIT_FATAL);
+    ckpt_agree_with_root(status, err, EXIT_FATAL);
     char model_path[CKPT_PATH_MAX + 32];
     ckpt_model_path(model_path, sizeof model_path, dir);
     ckpt_state st;

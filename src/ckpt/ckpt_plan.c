@@ -340,27 +340,13 @@ static int plan_on_root(const config *cfg, const char *run_dir, ckpt_start_plan 
     return check_resume(cfg, run_dir, plan, err, err_len);
 }
 
-static int world_rank(void) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    return rank;
-}
-
-/* Rank 0 decided (status < 0: failed, with the reason in err): every rank
- * learns the outcome, so all stop together with rank 0's message. */
-static int agree_with_root(int status, const char *err) {
-    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
-    if (status < 0) fail_collective(EXIT_USAGE, "%s", err);
-    return status;
-}
-
 void ckpt_plan_start(const config *cfg, const char *run_dir, ckpt_start_plan *plan) {
     static char err[MSG_MAX];
     *plan = (ckpt_start_plan){.kind = CKPT_START_FRESH, .train_samples = -1, .newest_step = -1};
     int status = 0;
-    if (world_rank() == 0) status = plan_on_root(cfg, run_dir, plan, err, sizeof err);
+    if (fail_world_rank() == 0) status = plan_on_root(cfg, run_dir, plan, err, sizeof err);
     fflush(stdout);
-    status = agree_with_root(status, err);
+    status = ckpt_agree_with_root(status, err, EXIT_USAGE);
     MPI_CHECK(MPI_Bcast(plan, (int)sizeof *plan, MPI_BYTE, 0, MPI_COMM_WORLD));
     plan->kind = status == 0   ? CKPT_START_FRESH
                  : status == 1 ? CKPT_START_RESUME
@@ -380,7 +366,7 @@ void ckpt_check_samples(const ckpt_start_plan *plan, int64_t train_samples) {
 
 void ckpt_confirm_plan(const ckpt_start_plan *plan, const char *run_dir) {
     int changed = 0;
-    if (world_rank() == 0) {
+    if (fail_world_rank() == 0) {
         char newest[CKPT_PATH_MAX], path[CKPT_PATH_MAX + 32];
         ckpt_model_path(path, sizeof path, run_dir);
         changed = ckpt_find_newest(run_dir, newest, sizeof newest) != plan->newest_step ||
