@@ -73,7 +73,21 @@ int fail_debug(void) {
     return v && v[0] && strcmp(v, "0") != 0;
 }
 
+static _Thread_local fail_catcher *thread_catcher;
+
+void fail_catch_set(fail_catcher *catcher) { thread_catcher = catcher; }
+
 _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fmt, ...) {
+    if (thread_catcher) {
+        fail_catcher *c = thread_catcher;
+        thread_catcher = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+        va_end(ap);
+        (void)file, (void)line, (void)exit_code;
+        longjmp(c->env, 1);
+    }
     int rank, size;
     char host[256];
     where_am_i(&rank, &size, host, sizeof host);

@@ -4,6 +4,7 @@
 #ifndef GPT2_BASE_FAIL_H
 #define GPT2_BASE_FAIL_H
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -83,6 +84,20 @@ void fail_set_hint(const char *hint);
 typedef void (*fail_cleanup_fn)(void *arg);
 void fail_cleanup_push(fail_cleanup_fn fn, void *arg);
 void fail_cleanup_pop(fail_cleanup_fn fn, void *arg);
+
+/* A thread that must not end the process (a checkpoint's background
+ * writer): while a catcher is set on the calling thread, fail_at (FAIL,
+ * CHECK, H5_CHECK) writes its message into the catcher and longjmps to it
+ * instead of printing and ending the process; the thread's owner then
+ * reports the message collectively. It calls no MPI and runs no cleanups.
+ *   fail_catcher c;
+ *   if (setjmp(c.env) == 0) { fail_catch_set(&c); work(); fail_catch_set(NULL); }
+ *   else { ... c.msg ... }  (the catcher is cleared before the jump) */
+typedef struct {
+    jmp_buf env;
+    char msg[2048];
+} fail_catcher;
+void fail_catch_set(fail_catcher *catcher);
 
 /* For functions that return an error to their caller instead of ending the
  * process: writes the message into err (when err is not NULL) and returns -1. */

@@ -1,7 +1,7 @@
 /* Checkpoints of a training run across ranks (files: ckpt_dir.h, content:
  * ckpt_h5.h). Every function here is collective over MPI_COMM_WORLD.
  *
- * Save: rank 0 creates step_N.tmp; every rank writes its shard (the slice
+ * Save (ckpt_save, or in the background: ckpt_async.h): rank 0 creates step_N.tmp; every rank writes its shard (the slice
  * [lo, hi) of the ZeRO shard map, at both ZeRO stages) and fsyncs it; rank 0
  * gathers the fp32 master weights and writes model.h5; barrier; rank 0 writes
  * the COMPLETE marker, renames the directory to step_N, points `latest` at
@@ -53,7 +53,19 @@ typedef struct {
     double lr;                /* of the last step */
 } ckpt_progress;
 
-void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p);
+/* What one save cost: for its log line, metrics.jsonl and the time-limit
+ * estimate. */
+typedef struct {
+    int step;
+    int64_t bytes;  /* the complete checkpoint's files */
+    bool async;     /* written by the background writers */
+    double stall_s; /* training waited: the whole save, or the snapshot of an async one */
+    double write_s; /* the files written and synced, the slowest rank's */
+} ckpt_save_report;
+
+/* A save that training waits for (the protocol above); rank 0 prints its
+ * line. *rep is filled on every rank. */
+void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p, ckpt_save_report *rep);
 
 /* How a start goes on, decided before the run directory is created or
  * locked (ckpt_plan.c). */

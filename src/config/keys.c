@@ -45,6 +45,7 @@
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
+static const char *const async_modes[] = {"auto", "true", "false", NULL};
 
 /* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
  * .ini only says what differs. Upper bounds catch typos (an extra zero),
@@ -95,6 +96,11 @@ const config_key config_keys[] = {
     INT_KEY("train", keep_last, "3", AT_LEAST(0),
             "complete checkpoints to keep; older ones are removed after a new one is complete "
             "(0 keeps all)"),
+    ENUM_KEY("train", checkpoint_async, "auto", async_modes,
+             "save checkpoints in the background: a copy into host memory stalls training, a "
+             "writer thread writes the files while it goes on; auto: on with device=cuda where "
+             "the node's RAM holds the copies (else saves wait, saying so), true: on any device "
+             "(refused where the RAM does not hold them), false: every save waits for the disk"),
     INT_KEY("train", hellaswag_examples, "0", CLOSED(0, 1 << 30),
             "HellaSwag examples per evaluation: the first N of hellaswag_data (0: all of them)"),
     INT_KEY("train", sample_every, "0", AT_LEAST(0),

@@ -23,6 +23,11 @@ typedef struct kernel_ops {
     void (*zero)(void *ptr, size_t bytes);
     void (*upload)(void *dst, const void *src_host, size_t bytes);
     void (*download)(void *dst_host, const void *src, size_t bytes);
+    /* Host memory that download fills at the link's full speed (pinned on
+     * the GPU; plain on the CPU): the snapshot buffers of asynchronous
+     * checkpoints. NULL when the system cannot give it (no FAIL). */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_release)(void *ptr);
     /* n storage elements <-> fp32 on the host */
     void (*upload_f32)(void *dst, const float *src_host, size_t n);
     void (*download_f32)(float *dst_host, const void *src, size_t n);

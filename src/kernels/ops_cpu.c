@@ -24,6 +24,8 @@ static void *cpu_alloc(size_t bytes) {
     return p;
 }
 static void cpu_release(void *p) { free(p); }
+
+static void *cpu_host_alloc(size_t bytes) { return malloc(bytes); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 static void cpu_copy_f32(void *dst, const float *src, size_t n) { memcpy(dst, src, n * 4); }
@@ -135,6 +137,8 @@ const kernel_ops ops_cpu = {
     .zero = cpu_zero,
     .upload = cpu_copy,
     .download = cpu_copy,
+    .host_alloc = cpu_host_alloc,
+    .host_release = cpu_release,
     .upload_f32 = cpu_copy_f32,
     .download_f32 = cpu_copy_to_f32,
     .synchronize = cpu_synchronize,

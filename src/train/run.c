@@ -288,6 +288,7 @@ bool run_setup(run_state *r) {
     r->resuming = r->plan.kind == CKPT_START_RESUME;
     snprintf(r->resume_dir, sizeof r->resume_dir, "%s", r->plan.dir);
     run_open_backend(r);
+    r->async_saves = ckpt_async_wanted(r->cfg, r->ops, r->dist, r->lay.n_elements);
     /* A bad HellaSwag file or tokenizer, data or init_from ends the start
      * here, before the run directory is created. */
     r->watch = watch_open(r->cfg, r->dist->rank, r->dist->world, r->run_dir);
@@ -299,10 +300,25 @@ bool run_setup(run_state *r) {
     run_build_dist(r);
     run_restore(r);
     run_open_loop(r);
+    if (r->async_saves) r->saver = ckpt_saver_create(&r->ckpt, run_note_save, r);
     return true;
 }
 
+void run_note_save(void *arg, const ckpt_save_report *rep) {
+    run_state *r = arg;
+    /* A stop's final save waits for one in flight and then writes its own:
+     * the time limit keeps room for both. */
+    run_stop_note_save(&r->stopper, rep->stall_s + (rep->async ? 2 * rep->write_s : 0.0));
+    metrics_record(&r->log,
+                   "{\"type\":\"checkpoint\",\"step\":%d,\"bytes\":%lld,\"async\":%s,"
+                   "\"stall_ms\":%.1f,\"write_s\":%.3f,\"mb_per_s\":%.1f}",
+                   rep->step, (long long)rep->bytes, rep->async ? "true" : "false",
+                   rep->stall_s * 1e3, rep->write_s,
+                   rep->write_s > 0 ? rep->bytes / 1e6 / rep->write_s : 0.0);
+}
+
 void run_teardown(run_state *r) {
+    ckpt_saver_free(r->saver);
     watch_close(r->watch);
     metrics_close(&r->log);
     free(r->inputs);

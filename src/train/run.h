@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/ckpt_async.h"
 #include "config/config.h"
 #include "data/loader.h"
 #include "dist/comm.h"
@@ -57,6 +58,8 @@ typedef struct run_state {
     adamw_state opt;
     adamw_hparams hp; /* lr set per step */
     ckpt_ctx ckpt;
+    bool async_saves;  /* checkpoint_async: decided before the run directory is claimed */
+    ckpt_saver *saver; /* background saves; NULL: saves wait */
     ckpt_progress progress;
     char trace_path[RUN_PATH_MAX]; /* comm_trace's file of this rank */
     metrics_log log;
@@ -83,6 +86,9 @@ void run_print_plan(const run_state *r);
 bool run_setup(run_state *r);
 /* Frees what run_plan and run_setup built, releasing the run lock last. */
 void run_teardown(run_state *r);
+/* A checkpoint saved (waiting or in the background: ckpt_saved_fn): its
+ * record in metrics.jsonl, and its time for the time-limit estimate. */
+void run_note_save(void *run, const ckpt_save_report *rep);
 /* The process exit code: EXIT_NONFINITE, EXIT_PREEMPTED or 0. */
 int run_exit_code(const run_state *r);
 /* path = run_dir/NAME, NAME from the format. */

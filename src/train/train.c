@@ -131,6 +131,7 @@ static bool train_loop_step(run_state *r, int step) {
     const bool eval_next = r->do_eval && (step + 1) % cfg->eval_every == 0;
     r->stop_reasons = run_stop_agree(&r->stopper, eval_next);
     r->preempted = r->stop_reasons != 0;
+    if (r->saver) ckpt_saver_poll(r->saver); /* publishes a background save once written */
     r->ops->synchronize();
     ddp_step_done(&r->ddp);
     const bool skipped = nonfinite_step_skipped(&r->guard, &r->opt, r->ops);
@@ -152,10 +153,18 @@ static bool checkpoint_due(const config *cfg, int steps_done) {
            (steps_done % cfg->checkpoint_every == 0 || steps_done == cfg->max_steps);
 }
 
+/* A save: in the background where the run has a saver (a stop's final save
+ * then waits for its files), else waiting for the disk. */
 static void train_checkpoint(run_state *r) {
     const double t0 = clock_ms();
-    ckpt_save(&r->ckpt, &r->progress);
-    run_stop_note_save(&r->stopper, (clock_ms() - t0) / 1e3);
+    if (r->saver) {
+        ckpt_saver_start(r->saver, &r->progress);
+        if (r->preempted) ckpt_saver_wait(r->saver);
+    } else {
+        ckpt_save_report rep;
+        ckpt_save(&r->ckpt, &r->progress, &rep);
+        run_note_save(r, &rep);
+    }
     r->step_start = clock_ms();
     eta_periodic(&r->eta, ETA_CHECKPOINT, r->step_start - t0, r->cfg->checkpoint_every);
 }
@@ -175,6 +184,9 @@ static void train_loop(run_state *r) {
         /* A skipped step's state is the last good one: saving it is safe. */
         if (r->preempted || checkpoint_due(cfg, step + 1)) train_checkpoint(r);
     }
+    /* The last save's files, before anything else writes HDF5 (the final
+     * weights) and before the run ends in any way. */
+    if (r->saver) ckpt_saver_wait(r->saver);
     ddp_params_ready(&r->ddp); /* what follows reads the parameters outside a forward */
 }
 

@@ -3,7 +3,7 @@
 
   ckpt_check.py losses REF_RUN RUN FIRST LAST RTOL
       losses of steps FIRST..LAST in both runs' metrics.jsonl; RTOL 0: bit
-      for bit (the jsonl holds 17 digits: the exact double)
+      for bit (the jsonl holds 17 digits: the exact double); needs no h5py
   ckpt_check.py state CKPT_A CKPT_B
       every dataset and attribute of model.h5 and of every shard: bit for bit
       (but the config text, which names the run)
@@ -21,8 +21,13 @@ import json
 import os
 import sys
 
-import h5py
-import numpy as np
+# h5py and numpy are imported where used: `losses` needs neither (the GPU
+# machine's python3 has no h5py).
+try:
+    import h5py
+    import numpy as np
+except ImportError:
+    h5py = np = None
 
 LLMC_MAGIC = 20240326
 

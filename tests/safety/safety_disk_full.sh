@@ -7,7 +7,8 @@
 # mounting is refused (an unprivileged CI container) a file-size limit
 # (ulimit -f on the ranks: writes fail with EFBIG) stands in for it.
 #  (1) checkpoint: step 2's checkpoint (51 MB) fits, step 4's does not:
-#      exit 1, latest -> step 2 (complete); a copy of the run directory
+#      exit 1, latest -> step 2 (complete), also when step 4 is written in
+#      the background (checkpoint_async=true); a copy of the run directory
 #      resumes from step 2 and finishes (exit 0);
 #      the resumed copy removes the partial step_00000004.tmp;
 #  (2) the final weights (model.h5, 13 MB) do not fit: exit 1 naming it,
@@ -62,18 +63,26 @@ fresh_fs() { rm -rf "${fs:?}"/*; }
 
 # (1) a checkpoint; first one process alone (where HDF5's exit handler
 # crashed), then 2 ranks
-checkpoint_case() { # name
+checkpoint_case() { # name [key=value ...]
+  local name=$1; shift
   if [ $mode = tmpfs ]; then
     fresh_fs
-    full_run "$1" 0 "${run[@]}" max_steps=6 checkpoint_every=2
+    full_run "$name" 0 "${run[@]}" max_steps=6 checkpoint_every=2 "$@"
   else
-    mpi_run -np 2 "$bin" "${run[@]}" max_steps=2 checkpoint_every=2 run_name="$1" >"$work/$1_first.log" 2>&1 \
-      || fail "first run" "$work/$1_first.log"
-    full_run "$1" 15000 "${run[@]}" max_steps=6 checkpoint_every=2 # shards of 20+ MB, model.h5 13 MB
+    mpi_run -np 2 "$bin" "${run[@]}" max_steps=2 checkpoint_every=2 "$@" run_name="$name" >"$work/${name}_first.log" 2>&1 \
+      || fail "first run" "$work/${name}_first.log"
+    full_run "$name" 15000 "${run[@]}" max_steps=6 checkpoint_every=2 "$@" # shards of 20+ MB, model.h5 13 MB
   fi
-  expect_clean_failure "$1" "step_00000004.tmp/"
+  expect_clean_failure "$name" "step_00000004.tmp/"
 }
 NP=1 checkpoint_case ckpt1
+# A background save (checkpoint_async): the writer's error reaches every
+# rank at the next step, as exit 1 with the message.
+checkpoint_case ckpt_async checkpoint_async=true
+grep -q "error: the checkpoint of step 4, written in the background, failed: .*step_00000004.tmp/" "$work/ckpt_async.log" \
+  || fail "ckpt_async: the failure does not say it was the background write" "$work/ckpt_async.log"
+[ "$(readlink "$fs/ckpt_async/latest")" = step_00000002 ] && [ -f "$fs/ckpt_async/step_00000002/COMPLETE" ] \
+  || fail "ckpt_async: latest is not the complete step 2" "$work/ckpt_async.log"
 checkpoint_case ckpt
 [ "$(readlink "$fs/ckpt/latest")" = step_00000002 ] && [ -f "$fs/ckpt/step_00000002/COMPLETE" ] \
   || fail "latest is not the complete step 2" "$work/ckpt.log"

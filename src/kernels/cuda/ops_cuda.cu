@@ -196,6 +196,20 @@ static void cuda_download(void *dst_host, const void *src, size_t bytes) {
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 
+static void *cuda_host_alloc(size_t bytes) {
+    need_init();
+    void *p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return nullptr;
+    }
+    return p;
+}
+
+static void cuda_host_release(void *p) {
+    if (p) CUDA_CHECK(cudaFreeHost(p));
+}
+
 static float *staging(void) {
     if (!g.staging) CUDA_CHECK(cudaMalloc((void **)&g.staging, (size_t)STAGING_FLOATS * 4));
     return g.staging;
@@ -356,6 +370,8 @@ extern "C" const kernel_ops ops_cuda = {
     .zero = cuda_zero,
     .upload = cuda_upload,
     .download = cuda_download,
+    .host_alloc = cuda_host_alloc,
+    .host_release = cuda_host_release,
     .upload_f32 = cuda_upload_f32,
     .download_f32 = cuda_download_f32,
     .synchronize = cuda_synchronize,

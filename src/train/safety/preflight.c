@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/meminfo.h"
 #include "base/fail.h"
 #include "train/safety/memory.h"
 #if GPT2_HAVE_CUDA
@@ -116,21 +117,6 @@ void preflight_describe(const preflight_plan *p, const config *cfg, int world, i
                  on_gpu(cfg) ? "GPUs" : "nodes");
 }
 
-/* MemAvailable of /proc/meminfo in bytes (PREFLIGHT_TEST_ENV, in MiB,
- * stands in for it in tests); -1 when unknown. */
-static double node_available_bytes(void) {
-    const char *fake = getenv(PREFLIGHT_TEST_ENV);
-    if (fake && *fake) return atof(fake) * 1048576.0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return -1.0;
-    char line[256];
-    double kib = -1.0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
-    fclose(f);
-    return kib < 0 ? -1.0 : kib * 1024.0;
-}
-
 /* This rank's share of memory in bytes: the GPU's free memory, or the
  * node's available RAM over the ranks on the node; -1 when unknown. */
 static double my_share(const kernel_ops *ops, const dist_state *dist, double *node_available) {
@@ -142,7 +128,7 @@ static double my_share(const kernel_ops *ops, const dist_state *dist, double *no
 #endif
         return -1.0;
     }
-    *node_available = node_available_bytes();
+    *node_available = meminfo_available_bytes(PREFLIGHT_TEST_ENV);
     if (*node_available < 0) return -1.0;
     return *node_available / (dist->local_world > 0 ? dist->local_world : 1);
 }
