@@ -37,6 +37,12 @@ struct ckpt_saver {
     double stall_s;    /* the snapshot's time on this rank */
     ckpt_progress progress;
     ckpt_shard_header header;
+    /* rank 0: the checkpoints beyond keep_last, removed by a thread of
+     * their own once a save is published (removing gigabytes takes
+     * seconds that training need not wait) */
+    pthread_t pruner;
+    bool pruning, prune_failed;
+    char prune_error[2048];
     ckpt_state state; /* rank 0: model.h5's run state */
     char tmp[CKPT_PATH_MAX], final[CKPT_PATH_MAX];
 };
@@ -94,6 +100,37 @@ static void *writer_main(void *arg) {
 
 /* ---------------------------------------------------------- publishing */
 
+static void *pruner_main(void *arg) {
+    ckpt_saver *s = arg;
+    fail_catcher catcher;
+    if (setjmp(catcher.env) == 0) {
+        fail_catch_set(&catcher);
+        ckpt_prune(s->c.run_dir, s->c.cfg->keep_last);
+        fail_catch_set(NULL);
+    } else {
+        snprintf(s->prune_error, sizeof s->prune_error, "%s", catcher.msg);
+        s->prune_failed = true;
+    }
+    return NULL;
+}
+
+/* Rank 0: the previous pruning finished (one at a time); its error ends
+ * the run as a pruning error always did. */
+static void join_pruner(ckpt_saver *s) {
+    if (!s->pruning) return;
+    CHECK(pthread_join(s->pruner, NULL) == 0, "joining the checkpoint pruning thread failed");
+    s->pruning = false;
+    if (s->prune_failed) FAIL("removing checkpoints beyond keep_last: %s", s->prune_error);
+}
+
+static void start_pruner(ckpt_saver *s) {
+    s->prune_failed = false;
+    if (pthread_create(&s->pruner, NULL, pruner_main, s) == 0)
+        s->pruning = true;
+    else
+        ckpt_prune(s->c.run_dir, s->c.cfg->keep_last); /* no thread: here, then */
+}
+
 static void join_writer(ckpt_saver *s) {
     if (s->joined) return;
     CHECK(pthread_join(s->writer, NULL) == 0, "joining the checkpoint writer thread failed");
@@ -116,9 +153,11 @@ static void publish(ckpt_saver *s, double write_s) {
                             .stall_s = s->stall_s,
                             .write_s = write_s};
     if (s->c.ddp->comm->rank == 0) {
+        join_pruner(s);
         rep.bytes = ckpt_write_publish(&s->c, s->tmp, s->final, s->progress.step);
         ckpt_write_print(&rep, s->final);
         ckpt_write_state_free(&s->state);
+        start_pruner(s);
     }
     if (s->on_saved) s->on_saved(s->on_saved_arg, &rep);
 }
@@ -274,6 +313,7 @@ ckpt_saver *ckpt_saver_create(const ckpt_ctx *c, ckpt_saved_fn on_saved, void *a
 void ckpt_saver_free(ckpt_saver *s) {
     if (!s) return;
     if (s->in_flight) join_writer(s);
+    join_pruner(s);
     if (s->full) ckpt_write_state_free(&s->state);
     s->c.ops->host_release(s->buffer);
     free(s);

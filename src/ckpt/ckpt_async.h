@@ -9,6 +9,9 @@
  * waits for it. At most one save is in flight. A crash or kill during a
  * background write leaves step_N.tmp without the marker: `latest` still
  * names the previous checkpoint, and the next start removes the partial one.
+ * Rank 0 removes the checkpoints beyond keep_last after a publication in a
+ * thread of its own too (removing gigabytes takes seconds); the next
+ * publication and the end of the run wait for it.
  *
  * HDF5 is used by one thread at a time: the writer while a save is in
  * flight, the main thread otherwise (the trainer reads or writes no HDF5

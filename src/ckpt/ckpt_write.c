@@ -129,7 +129,6 @@ int64_t ckpt_write_publish(const ckpt_ctx *c, const char *tmp, const char *final
     ckpt_marker_write(tmp, step, c->ddp->comm->world);
     clear_target(final, tmp);
     ckpt_publish(c->run_dir, tmp, final);
-    ckpt_prune(c->run_dir, c->cfg->keep_last);
     char err[CKPT_PATH_MAX + 256];
     int64_t bytes = 0;
     if (ckpt_marker_check(final, &bytes, err, sizeof err) != 0) FAIL("after saving: %s", err);

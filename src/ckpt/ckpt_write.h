@@ -30,8 +30,8 @@ void ckpt_write_model(const ckpt_ctx *c, const char *dir, const float *master,
 void ckpt_write_test_delay(void);
 
 /* Rank 0, once every rank's files of step are durable in tmp: the marker,
- * the rename to final, `latest`, pruning beyond keep_last. Returns the
- * checkpoint's bytes. */
+ * the rename to final, `latest`. Returns the checkpoint's bytes. The
+ * caller then prunes beyond keep_last (ckpt_prune). */
 int64_t ckpt_write_publish(const ckpt_ctx *c, const char *tmp, const char *final, int step);
 
 /* Rank 0: the save's line on stdout. */

@@ -67,7 +67,7 @@ hid_t ckpt_h5_shard_create(const char *path, const ckpt_shard_header *h) {
 }
 
 hid_t ckpt_h5_shard_open(const char *path, const ckpt_shard_header *expected) {
-    hid_t file = h5_open_read(path, "checkpoint shard");
+    hid_t file = h5_open_read_whole(path, "checkpoint shard");
     ckpt_shard_header got;
     attrs_read(file, path, SHARD_ATTRS, N_OF(SHARD_ATTRS), &got);
     for (size_t i = 0; i < N_OF(SHARD_ATTRS); i++) {

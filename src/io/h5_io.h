@@ -12,11 +12,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Creates (truncates) path for writing. */
+/* Creates (truncates) path for writing. While it is open, a thread starts
+ * the disk's write-back of what is written, so that the final fsync finds
+ * little left (h5_io.c says why); h5_close ends it. */
 hid_t h5_create(const char *path);
 /* Opens an existing file read-only; what names the file's role in messages
  * ("weights file", "checkpoint shard"). */
 hid_t h5_open_read(const char *path, const char *what);
+/* The same, for a file that is about to be read whole (a checkpoint shard,
+ * weights being loaded): a large one is read into the page cache in the
+ * background meanwhile, so that the disk works while HDF5 checks and copies. */
+hid_t h5_open_read_whole(const char *path, const char *what);
 /* Does path begin with HDF5's file signature? (false when unreadable) */
 bool h5_is_hdf5(const char *path);
 /* Closes a file; a failure (disk full while flushing) names path. */

@@ -147,7 +147,7 @@ void weights_read(hid_t file, const char *path, const gpt2_layout *lay, float *h
 }
 
 void weights_load(const char *path, const gpt2_layout *lay, float *host_params) {
-    hid_t file = h5_open_read(path, "weights file");
+    hid_t file = h5_open_read_whole(path, "weights file");
     weights_read(file, path, lay, host_params);
     H5Fclose(file);
 }

@@ -50,7 +50,14 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
+    /* Rank 0's snapshot: the full master and its shard's m and v. */
+    if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
+        m.host_snapshot = (n + 2 * shard) * sizeof(float);
     m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.host_copy;
+    /* On the CPU backend the buffers share the RAM the pre-flight checks
+     * (auto saves wait there: only true allocates them). */
+    if (m.elem_bytes == sizeof(float) && strcmp(cfg->checkpoint_async, "true") == 0)
+        m.total += m.host_snapshot;
     return m;
 }
 
@@ -72,6 +79,14 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
     if (m->host_copy)
         fprintf(out, "  host weights     %9.3f GiB (fp32 copy: initial weights, save scratch)\n",
                 gib(m->host_copy));
+    if (m->host_snapshot)
+        fprintf(out,
+                "  host snapshot    %9.3f GiB (rank 0's buffers for background checkpoints%s)\n",
+                gib(m->host_snapshot),
+                m->elem_bytes == 2 ? ": pinned host RAM, not in the total"
+                                   : (strcmp(cfg->checkpoint_async, "true") == 0
+                                          ? ""
+                                          : ": only with checkpoint_async = true on the CPU"));
     fprintf(out, "  total            %9.3f GiB\n", gib(m->total));
 }
 

@@ -23,6 +23,9 @@ typedef struct {
     size_t host_copy;      /* CPU backend: the fp32 weights the run keeps on the host
                               (initial weights, then checkpoint scratch); 0 on GPUs,
                               where it is not device memory */
+    size_t host_snapshot;  /* background checkpoints (checkpoint_async not false, with
+                              checkpoint_every): rank 0's snapshot buffers in host RAM
+                              (ckpt/ckpt_async.h), in total only on the CPU backend */
     size_t total;
 } memory_estimate;
 
