@@ -11,7 +11,7 @@
  * (exit 2 naming the key), then each rank reads the master, m and v of its
  * own range from whichever old shards overlap it (hyperslab reads), so a
  * checkpoint written by N ranks resumes on M. Every dataset read is checked
- * against its Fletcher32 checksums. The data position is one global sample
+ * against its checksums (h5_io.h). The data position is one global sample
  * counter, so a resume on another rank count re-partitions the same global
  * batches: no sample is skipped or repeated. */
 #ifndef GPT2_CKPT_CKPT_H

@@ -10,7 +10,8 @@
  * attributes: step, samples_consumed, optimizer_step, lr, world_size, the
  * shard map (shard_lo, shard_hi), every rank's loader position, and what a
  * run must keep to continue (seq_len, total_batch, seed, train_samples).
- * Every dataset carries Fletcher32 checksums (h5_io.h). */
+ * Every dataset carries CRC32C checksums (h5_io.h; Fletcher32 per chunk in
+ * files written before 2026-11-24, still read and checked). */
 #ifndef GPT2_IO_CKPT_H5_H
 #define GPT2_IO_CKPT_H5_H
 

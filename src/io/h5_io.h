@@ -1,9 +1,9 @@
 /* HDF5 helpers shared by the weights file and the checkpoint files: files in
  * the HDF5 1.10 format (checksummed metadata), scalar and array attributes,
- * and fp32 datasets stored in chunks with the Fletcher32 checksum filter, so
- * that a damaged byte anywhere is found when it is read. Every failure ends
- * the process with a message naming the file, the object and HDF5's own
- * reason ("data error detected by Fletcher32 checksum", "truncated file"). */
+ * and fp32 datasets with a CRC32C per 4 MiB block, so that a damaged byte
+ * anywhere is found when it is read. Every failure ends the process with a
+ * message naming the file, the object and the reason ("elements [0, 1048576)
+ * do not match their CRC32C checksum", HDF5's "truncated file"). */
 #ifndef GPT2_IO_H5_IO_H
 #define GPT2_IO_H5_IO_H
 
@@ -11,6 +11,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* fp32 datasets are written contiguous and unfiltered, with one CRC32C
+ * per H5_SUM_BLOCK elements (4 MiB) of the flattened data in the dataset's
+ * attribute H5_SUMS_ATTR; every read checks the blocks it touches (older
+ * files' Fletcher32 chunks are checked by HDF5 itself). */
+#define H5_SUM_BLOCK ((int64_t)1 << 20)
+#define H5_SUMS_ATTR "crc32c_per_4MiB"
+/* CRC-32C of n bytes continuing crc (0 to start); portable: the table
+ * version even where the CPU has SSE4.2 (the tests compare both). */
+uint32_t h5_crc32c(uint32_t crc, const void *data, size_t n, bool portable);
 
 /* Creates (truncates) path for writing. While it is open, a thread starts
  * the disk's write-back of what is written, so that the final fsync finds
@@ -51,8 +61,8 @@ int h5_attr_get_i64(hid_t obj, const char *name, int64_t *value, char *why, size
 /* Returns a malloc'd string. */
 char *h5_attr_read_str(hid_t obj, const char *path, const char *name);
 
-/* Writes a 1-D or 2-D fp32 dataset from host memory, chunked (about 4 MiB a
- * chunk) with the Fletcher32 filter. */
+/* Writes a 1-D or 2-D fp32 dataset from host memory, contiguous, with its
+ * CRC32C per block (above). */
 void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
                   const float *data);
 /* The rank (*ndim) and up to two dimensions of dataset name, and whether

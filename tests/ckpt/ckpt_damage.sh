@@ -16,15 +16,15 @@ run=(configs/tiny.ini warmup_steps=1 eval_every=0 log_every=1 checkpoint_every=2
 mpi_run -np 2 "$bin" "${run[@]}" max_steps=4 out_dir="$work/good" >"$work/good.log" 2>&1 \
   || fail "base run" "$work/good.log"
 
-# flip FILE DATASET: one bit inside the stored data of the dataset's first chunk.
+# flip FILE DATASET: one bit inside the stored data of the dataset (its first checksum block).
 flip() {
   /usr/bin/python3 - "$1" "$2" <<'PY'
 import sys, h5py
 path, name = sys.argv[1], sys.argv[2]
 with h5py.File(path, "r") as f:
-    info = f[name].id.get_chunk_info(0)
+    offset = f[name].id.get_offset()  # contiguous data (CRC32C per 4 MiB)
 data = bytearray(open(path, "rb").read())
-data[info.byte_offset + info.size // 2] ^= 0x10
+data[offset + 1000] ^= 0x10
 open(path, "wb").write(data)
 PY
 }
@@ -59,9 +59,9 @@ expect() {
 
 HINT=1 expect truncated_shard nonzero "step_00000004/shard_00001.h5: [0-9]+ bytes, but COMPLETE recorded [0-9]+: truncated or damaged" \
   'truncate -s 5000000 shard_00001.h5'
-HINT=1 expect flipped_shard nonzero "step_00000004/shard_00000.h5: dataset m: read failed: data error detected by [Ff]letcher32 checksum" \
+HINT=1 expect flipped_shard nonzero "step_00000004/shard_00000.h5: dataset m: read failed: elements \[0, [0-9]+\) do not match their CRC32C checksum" \
   'flip shard_00000.h5 m'
-HINT=1 expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weight: read failed: .*[Ff]letcher32 checksum" \
+HINT=1 expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weight: read failed: .*CRC32C checksum" \
   'flip model.h5 wte.weight'
 HINT=1 expect missing_shard nonzero "step_00000004/shard_00001.h5: missing \(COMPLETE lists it\)" \
   'rm shard_00001.h5'

@@ -84,9 +84,9 @@ cp -a "$work/good" "$work/damaged"
 import sys, h5py
 path = sys.argv[1]
 with h5py.File(path, "r") as f:
-    info = f["m"].id.get_chunk_info(0)
+    offset = f["m"].id.get_offset()  # contiguous data (CRC32C per 4 MiB)
 data = bytearray(open(path, "rb").read())
-data[info.byte_offset + info.size // 2] ^= 0x10
+data[offset + 1000] ^= 0x10
 open(path, "wb").write(data)
 PY
 cp -a "$work/damaged/base/step_00000004" "$work/damaged_step4"

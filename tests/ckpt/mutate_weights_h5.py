@@ -131,7 +131,7 @@ def make_case(ctx, rng, i):
         invalid = True
     else:
         data = m.read(path)
-        # the chunks' data (the file's second half): Fletcher32 must catch it
+        # the datasets' data (the file's second half): their CRC32C must catch it
         m.write(path, m.flip_bytes(rng, data, lo=len(data) // 2))
         what.append("data bytes flipped")
     argv, tool = rng.choice(tools(ctx, path, os.path.join(ctx.case_dir, "out")))
