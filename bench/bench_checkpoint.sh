@@ -2,7 +2,8 @@
 # Checkpoint cost on the GPU machine: the same training run with saves that
 # wait for the disk (checkpoint_async=false) and with background saves
 # (true), next to the disk's own sequential bandwidth (dd with O_DIRECT, a
-# file the size of one rank's shard, in the folder the checkpoints go to).
+# file the size of one rank's shard up to 8 GiB, in the folder the
+# checkpoints go to).
 # Per mode: the median step time (steps 6 on, the steps right after a save
 # left out), each save's stall (the time training waited), its write time
 # and bandwidth (metrics.jsonl's checkpoint records); then the resume load of
@@ -59,8 +60,10 @@ rm -rf "$out/sync"
 run async checkpoint_async=true
 read -r async_ms _ async_stall async_write async_mbps <<<"$(summary "$out/async")"
 
-# The disk: one rank's share of a checkpoint, written and read with O_DIRECT.
+# The disk: one rank's share of a checkpoint (at most 8 GiB), written and
+# read with O_DIRECT.
 mb=$((bytes / np / 1048576 + 1))
+[ $mb -le 8192 ] || mb=8192
 disk_w=$(dd_mbps if=/dev/zero of="$out/dd.bin" bs=64M count=$((mb / 64 + 1)) oflag=direct conv=fsync)
 disk_r=$(dd_mbps if="$out/dd.bin" of=/dev/null bs=64M iflag=direct)
 rm -f "$out/dd.bin"
