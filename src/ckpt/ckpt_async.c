@@ -22,19 +22,19 @@ struct ckpt_saver {
     ckpt_ctx c;
     ckpt_saved_fn on_saved;
     void *on_saved_arg;
-    void *buffer;         /* ops->host_alloc'd, ckpt_saver_rank_bytes */
-    float *full;          /* rank 0: the full master (n_elements); NULL elsewhere */
+    void *buffer;          /* ops->host_alloc'd, ckpt_saver_rank_bytes */
+    float *full;           /* rank 0: the full master (n_elements); NULL elsewhere */
     float *master, *m, *v; /* this rank's shard, n each (rank 0's master lies in full) */
     size_t n;
     /* the save in flight */
     bool in_flight;
     pthread_t writer;
-    bool joined; /* the writer of the save in flight was joined */
-    atomic_int done;   /* the writer finished (successfully or not) */
-    bool failed;       /* written by the writer before done */
-    char error[2048];  /* its message */
-    double write_s;    /* its time, written before done */
-    double stall_s;    /* the snapshot's time on this rank */
+    bool joined;      /* the writer of the save in flight was joined */
+    atomic_int done;  /* the writer finished (successfully or not) */
+    bool failed;      /* written by the writer before done */
+    char error[2048]; /* its message */
+    double write_s;   /* its time, written before done */
+    double stall_s;   /* the snapshot's time on this rank */
     ckpt_progress progress;
     ckpt_shard_header header;
     /* rank 0: the checkpoints beyond keep_last, removed by a thread of
@@ -148,10 +148,8 @@ static void publish(ckpt_saver *s, double write_s) {
                  "checkpoint is intact: the same command resumes from it once the cause is fixed)",
                  s->progress.step, s->error);
     fail_collective_any(EXIT_FATAL, s->failed ? msg : NULL);
-    ckpt_save_report rep = {.step = s->progress.step,
-                            .async = true,
-                            .stall_s = s->stall_s,
-                            .write_s = write_s};
+    ckpt_save_report rep = {
+        .step = s->progress.step, .async = true, .stall_s = s->stall_s, .write_s = write_s};
     if (s->c.ddp->comm->rank == 0) {
         join_pruner(s);
         rep.bytes = ckpt_write_publish(&s->c, s->tmp, s->final, s->progress.step);

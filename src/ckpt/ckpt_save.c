@@ -1,7 +1,6 @@
 /* The save that training waits for (see ckpt.h): shards, rank-0 file,
  * barrier, then rank 0 publishes it (ckpt_write.h). */
 #include "ckpt/ckpt.h"
-#include "ckpt/ckpt_write.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -14,6 +13,7 @@
 #include "base/clock.h"
 #include "base/fail.h"
 #include "base/files.h"
+#include "ckpt/ckpt_write.h"
 #include "data/loader.h"
 #include "io/ckpt_dir.h"
 #include "io/ckpt_h5.h"

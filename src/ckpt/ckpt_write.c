@@ -14,8 +14,7 @@
 #include "data/loader.h"
 #include "io/ckpt_dir.h"
 
-void ckpt_write_state(const ckpt_ctx *c, const ckpt_progress *p, int64_t opt_step,
-                      ckpt_state *st) {
+void ckpt_write_state(const ckpt_ctx *c, const ckpt_progress *p, int64_t opt_step, ckpt_state *st) {
     const data_parallel *d = c->ddp;
     const config *cfg = c->cfg;
     const int world = d->comm->world;
@@ -84,8 +83,8 @@ void ckpt_write_gather_master(const ckpt_ctx *c, const float *slice, size_t n, f
         displs[r] = (int)d->map.lo[r];
     }
     const void *send = d->comm->rank == 0 ? MPI_IN_PLACE : (const void *)slice;
-    MPI_CHECK(MPI_Gatherv(send, (int)n, MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0,
-                          MPI_COMM_WORLD));
+    MPI_CHECK(
+        MPI_Gatherv(send, (int)n, MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD));
     free(counts);
     free(displs);
 }

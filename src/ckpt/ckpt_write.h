@@ -9,8 +9,7 @@
 
 /* model.h5's run state for progress p at the optimizer's update count
  * opt_step (arrays malloc'd: ckpt_write_state_free). */
-void ckpt_write_state(const ckpt_ctx *c, const ckpt_progress *p, int64_t opt_step,
-                      ckpt_state *st);
+void ckpt_write_state(const ckpt_ctx *c, const ckpt_progress *p, int64_t opt_step, ckpt_state *st);
 void ckpt_write_state_free(ckpt_state *st);
 
 /* The attributes of this rank's shard file. */

@@ -50,10 +50,10 @@ typedef struct {
     int eval_every;
     int eval_batches; /* val micro-batches per evaluation, over all ranks together */
     int log_every;
-    int checkpoint_every; /* also at the last step; a pre-emption signal always saves */
-    int keep_last;        /* complete checkpoints kept, older ones removed (0: all) */
+    int checkpoint_every;     /* also at the last step; a pre-emption signal always saves */
+    int keep_last;            /* complete checkpoints kept, older ones removed (0: all) */
     char checkpoint_async[8]; /* auto | true | false: saves written by a background thread */
-    int max_bad_steps;    /* consecutive non-finite (skipped) steps that end the run */
+    int max_bad_steps;        /* consecutive non-finite (skipped) steps that end the run */
 
     /* what users watch besides the loss (both need the tokenizer) */
     int hellaswag_examples; /* per evaluation: the first N of hellaswag_data (0: all) */

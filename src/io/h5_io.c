@@ -17,7 +17,6 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 
-
 /* HDF5 closes the files still open from an atexit handler. After a failed
  * write (a full disk) that handler flushes a file whose metadata never made
  * it to disk and crashes (H5F__close_cb: exit 139 instead of our exit 1).
@@ -385,8 +384,8 @@ static uint32_t crc32c_table(uint32_t crc, const unsigned char *p, size_t n) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc,
-                                                               const unsigned char *p, size_t n) {
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const unsigned char *p,
+                                                               size_t n) {
     uint64_t c = ~crc & 0xffffffffu;
     for (; n >= 8; p += 8, n -= 8) {
         uint64_t v;

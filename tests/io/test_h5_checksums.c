@@ -22,7 +22,8 @@ static void check_crc(void) {
            h5_crc32c(0, nine, 9, true));
     unsigned char buf[4099];
     uint32_t x = 12345;
-    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 16);
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 16);
     for (size_t off = 0; off < 9; off++)
         for (size_t n = 0; n + off <= sizeof buf; n += 37) {
             const uint32_t fast = h5_crc32c(0, buf + off, n, false);
@@ -50,8 +51,9 @@ static void check_dataset(const char *dir) {
     f = h5_open_read_whole(path, "test file");
     h5_read_f32(f, path, "v", 1, &n, back);
     EXPECT(memcmp(back, data, (size_t)n * sizeof(float)) == 0, "whole read differs");
-    const int64_t ranges[][2] = {{5, 100}, {H5_SUM_BLOCK - 3, 10}, {H5_SUM_BLOCK, H5_SUM_BLOCK},
-                                 {1, n - 2}, {n - 7, 7}, {0, 0}};
+    const int64_t ranges[][2] = {
+        {5, 100}, {H5_SUM_BLOCK - 3, 10}, {H5_SUM_BLOCK, H5_SUM_BLOCK}, {1, n - 2}, {n - 7, 7},
+        {0, 0}};
     for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
         memset(back, 0, (size_t)n * sizeof(float));
         h5_read_f32_range(f, path, "v", n, ranges[r][0], ranges[r][1], back);
@@ -81,7 +83,9 @@ static void check_dataset(const char *dir) {
 int main(int argc, char **argv) {
     check_crc();
     check_dataset(argc > 1 ? argv[1] : ".");
-    if (failures) printf("%d failure(s)\n", failures);
-    else printf("test_h5_checksums: OK\n");
+    if (failures)
+        printf("%d failure(s)\n", failures);
+    else
+        printf("test_h5_checksums: OK\n");
     return failures ? 1 : 0;
 }

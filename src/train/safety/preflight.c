@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/meminfo.h"
 #include "base/fail.h"
+#include "base/meminfo.h"
 #include "train/safety/memory.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
