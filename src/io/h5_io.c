@@ -405,28 +405,51 @@ uint32_t h5_crc32c(uint32_t crc, const void *data, size_t n, bool portable) {
     return crc32c_table(crc, data, n);
 }
 
-/* One CRC32C per H5_SUM_BLOCK elements of the flattened data, in the
- * dataset's attribute H5_SUMS_ATTR. */
-static void write_checksums(hid_t dset, const float *data, int64_t n, const char *path,
-                            const char *name) {
-    if (n == 0) return;
-    const int64_t blocks = (n + H5_SUM_BLOCK - 1) / H5_SUM_BLOCK;
-    uint32_t *sums = xmalloc((size_t)blocks * sizeof(uint32_t));
-    for (int64_t b = 0; b < blocks; b++) {
-        const int64_t lo = b * H5_SUM_BLOCK, hi = lo + H5_SUM_BLOCK < n ? lo + H5_SUM_BLOCK : n;
-        sums[b] = h5_crc32c(0, data + lo, (size_t)(hi - lo) * sizeof(float), false);
+/* One CRC32C per H5_SUM_BLOCK elements of the flattened data. For a large
+ * dataset they are computed by a thread of their own while HDF5 writes the
+ * same buffer, so that they cost the write no time (sum_start, sum_finish). */
+typedef struct {
+    const float *data;
+    int64_t n, blocks;
+    uint32_t *sums;
+    pthread_t thread;
+    bool threaded;
+} block_sums;
+
+static void *sum_main(void *arg) {
+    block_sums *b = arg;
+    for (int64_t i = 0; i < b->blocks; i++) {
+        const int64_t lo = i * H5_SUM_BLOCK;
+        const int64_t hi = lo + H5_SUM_BLOCK < b->n ? lo + H5_SUM_BLOCK : b->n;
+        b->sums[i] = h5_crc32c(0, b->data + lo, (size_t)(hi - lo) * sizeof(float), false);
     }
-    const hsize_t len = (hsize_t)blocks;
-    hid_t space = H5Screate_simple(1, &len, NULL);
-    hid_t attr = H5Acreate2(dset, H5_SUMS_ATTR, H5T_STD_U32LE, space, H5P_DEFAULT, H5P_DEFAULT);
-    if (attr < 0 || H5Awrite(attr, H5T_NATIVE_UINT32, sums) < 0) {
-        char why[600];
-        h5_reason(why, sizeof why);
-        FAIL("%s: cannot write the checksums of dataset %s (disk full?): %s", path, name, why);
+    return NULL;
+}
+
+static void sum_start(block_sums *b, const float *data, int64_t n) {
+    *b = (block_sums){.data = data, .n = n, .blocks = (n + H5_SUM_BLOCK - 1) / H5_SUM_BLOCK};
+    b->sums = xmalloc((size_t)(b->blocks > 0 ? b->blocks : 1) * sizeof(uint32_t));
+    b->threaded = b->blocks >= 4 && pthread_create(&b->thread, NULL, sum_main, b) == 0;
+    if (!b->threaded) sum_main(b);
+}
+
+/* The sums, in the dataset's attribute H5_SUMS_ATTR (none for no data). */
+static void sum_finish(block_sums *b, hid_t dset, const char *path, const char *name) {
+    if (b->threaded) pthread_join(b->thread, NULL);
+    if (b->blocks > 0) {
+        const hsize_t len = (hsize_t)b->blocks;
+        hid_t space = H5Screate_simple(1, &len, NULL);
+        hid_t attr = H5Acreate2(dset, H5_SUMS_ATTR, H5T_STD_U32LE, space, H5P_DEFAULT, H5P_DEFAULT);
+        if (attr < 0 || H5Awrite(attr, H5T_NATIVE_UINT32, b->sums) < 0) {
+            char why[600];
+            h5_reason(why, sizeof why);
+            free(b->sums);
+            FAIL("%s: cannot write the checksums of dataset %s (disk full?): %s", path, name, why);
+        }
+        H5Aclose(attr);
+        H5Sclose(space);
     }
-    H5Aclose(attr);
-    H5Sclose(space);
-    free(sums);
+    free(b->sums);
 }
 
 /* The elements [begin, begin + count) of a dataset of total elements (the
@@ -479,15 +502,6 @@ static void verify_checksums(hid_t dset, const char *path, const char *name, int
     free(sums);
 }
 
-static void write_or_fail(hid_t dset, hid_t mem, hid_t space, const float *data, const char *path,
-                          const char *name) {
-    if (H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, data) < 0) {
-        char why[600];
-        h5_reason(why, sizeof why);
-        FAIL("%s: cannot write dataset %s (disk full?): %s", path, name, why);
-    }
-}
-
 void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, const int64_t *dims,
                   const float *data) {
     hsize_t hdims[2] = {(hsize_t)dims[0], ndim == 2 ? (hsize_t)dims[1] : 1};
@@ -499,8 +513,17 @@ void h5_write_f32(hid_t file, const char *path, const char *name, int ndim, cons
         h5_reason(why, sizeof why);
         FAIL("%s: cannot create dataset %s: %s", path, name, why);
     }
-    write_checksums(dset, data, (int64_t)(hdims[0] * hdims[1]), path, name);
-    write_or_fail(dset, H5S_ALL, H5S_ALL, data, path, name);
+    block_sums sums;
+    sum_start(&sums, data, (int64_t)(hdims[0] * hdims[1]));
+    const herr_t wrote = H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    if (wrote < 0) {
+        char why[600];
+        h5_reason(why, sizeof why);
+        if (sums.threaded) pthread_join(sums.thread, NULL); /* it reads data */
+        free(sums.sums);
+        FAIL("%s: cannot write dataset %s (disk full?): %s", path, name, why);
+    }
+    sum_finish(&sums, dset, path, name);
     H5Dclose(dset);
     H5Pclose(dcpl);
     H5Sclose(space);

@@ -39,7 +39,8 @@ static void check_crc(void) {
 static void check_dataset(const char *dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/test_h5_checksums.h5", dir);
-    const int64_t n = 2 * H5_SUM_BLOCK + 12345; /* three blocks, the last partial */
+    const int64_t n = 4 * H5_SUM_BLOCK + 12345; /* five blocks, the last partial: the
+                                                 sums computed by their own thread */
     float *data = malloc((size_t)n * sizeof(float)), *back = calloc((size_t)n, sizeof(float));
     for (int64_t i = 0; i < n; i++) data[i] = (float)i * 0.25f - 7.0f;
     hid_t f = h5_create(path);
@@ -60,17 +61,19 @@ static void check_dataset(const char *dir) {
         EXPECT(memcmp(back, data + ranges[r][0], (size_t)ranges[r][1] * sizeof(float)) == 0,
                "range [%lld, +%lld) differs", (long long)ranges[r][0], (long long)ranges[r][1]);
     }
-    /* the checksums are in the file: three, the last over the partial block */
+    /* the checksums are in the file: five, the last over the partial block */
     hid_t d = H5Dopen2(f, "v", H5P_DEFAULT);
     EXPECT(H5Aexists(d, H5_SUMS_ATTR) > 0, "no %s attribute", H5_SUMS_ATTR);
     hid_t a = H5Aopen(d, H5_SUMS_ATTR, H5P_DEFAULT);
     hid_t s = H5Aget_space(a);
-    uint32_t sums[3] = {0};
-    EXPECT(H5Sget_simple_extent_npoints(s) == 3, "%lld checksums",
+    uint32_t sums[5] = {0};
+    EXPECT(H5Sget_simple_extent_npoints(s) == 5, "%lld checksums",
            (long long)H5Sget_simple_extent_npoints(s));
     H5Aread(a, H5T_NATIVE_UINT32, sums);
-    EXPECT(sums[2] == h5_crc32c(0, data + 2 * H5_SUM_BLOCK, 12345 * sizeof(float), true),
-           "last block's checksum %08x", sums[2]);
+    EXPECT(sums[4] == h5_crc32c(0, data + 4 * H5_SUM_BLOCK, 12345 * sizeof(float), true),
+           "last block's checksum %08x", sums[4]);
+    EXPECT(sums[1] == h5_crc32c(0, data + H5_SUM_BLOCK, H5_SUM_BLOCK * sizeof(float), true),
+           "second block's checksum %08x", sums[1]);
     H5Sclose(s);
     H5Aclose(a);
     H5Dclose(d);
