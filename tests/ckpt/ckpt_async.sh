@@ -12,9 +12,10 @@
 #      save is in flight: `latest` is the last save the log published,
 #      step_00000008.tmp has no COMPLETE marker, and the same command resumes
 #      from `latest` and ends equal to the reference.
-#  (3) np = 2, writers held 5 s: SIGUSR1 to mpirun while step 8's save is in
-#      flight: that save is published, then the stop's own, exit 3, `latest`
-#      the stop's; the resume ends equal to the reference.
+#  (3) np = 2, writers held 5 s: SIGUSR1 to mpirun, and then the STOP file,
+#      while step 8's save is in flight: that save is published, then the
+#      stop's own, exit 3, `latest` the stop's; the resume ends equal to the
+#      reference.
 #  (4) buffers that do not fit the node (GPT2_TEST_SNAPSHOT_MEM_MB=10):
 #      checkpoint_async=true is refused with exit 2 naming both sizes,
 #      before the run directory exists; auto on the CPU backend waits.
@@ -111,6 +112,21 @@ echo "stopped: SIGUSR1 with step 8 in flight: step 8 published, then the stop's 
 mpi_run -np 2 "$bin" "${run[@]}" checkpoint_async=true run_name=stopped >"$work/stopped.resume.log" 2>&1 \
   || fail "stopped: resume" "$work/stopped.resume.log"
 equal_to_reference stopped 2 "$work/stopped.resume.log"
+
+# (3b) the STOP file, the same way
+in_flight_run stopfile
+touch "$work/stopfile/STOP"
+set +e; wait $launcher; rc=$?; set -e
+[ $rc -eq 3 ] || fail "stopfile: STOP with a save in flight: exit code $rc, expected 3" "$work/stopfile.log"
+latest=$(readlink "$work/stopfile/latest")
+k=$(sed 's/step_0*//' <<<"$latest")
+grep -q "^checkpoint: step 8 saved" "$work/stopfile.log" && grep -q "^checkpoint: step $k saved" "$work/stopfile.log" \
+  && [ -f "$work/stopfile/$latest/COMPLETE" ] && [ "$k" -gt 8 ] && [ ! -e "$work/stopfile/STOP" ] \
+  || fail "stopfile: step 8 and the stop's checkpoint not both published (latest -> $latest)" "$work/stopfile.log"
+echo "stopfile: STOP with step 8 in flight: step 8 published, then the stop's step $k; exit 3"
+mpi_run -np 2 "$bin" "${run[@]}" checkpoint_async=true run_name=stopfile >"$work/stopfile.resume.log" 2>&1 \
+  || fail "stopfile: resume" "$work/stopfile.resume.log"
+equal_to_reference stopfile 2 "$work/stopfile.resume.log"
 
 # (4)
 set +e
