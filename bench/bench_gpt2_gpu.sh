@@ -27,7 +27,7 @@ declare -A ours peer_cudnn peer_default ours_ms ours_mfu
 median_of_run() { # metrics.jsonl -> "ms tok/s mfu%"
   /usr/bin/env python3 - "$1" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"step"' in l][5:]
+rows = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"][5:]
 ms = statistics.median(r["ms"] for r in rows)
 tps = statistics.median(r["tokens_per_s"] for r in rows)
 mfu = statistics.median(r.get("mfu", 0) for r in rows)

@@ -36,7 +36,7 @@ for run in $runs; do
   line=$(python3 - "$out/$tag/metrics.jsonl" "$run" "$b" "$est" "${peak:-0}" <<'PY'
 import json, statistics, sys
 path, run, b, est, peak = sys.argv[1:]
-rows = [json.loads(l) for l in open(path) if '"step"' in l][3:]  # after warm-up
+rows = [r for r in map(json.loads, open(path)) if r["type"] == "step"][3:]  # after warm-up
 med = lambda k: statistics.median(r.get(k, 0) for r in rows)
 print(f"{run:<40} {b:>3} {med('ms'):9.1f} {med('tokens_per_s'):10.0f} {100 * med('mfu'):6.1f}% "
       f"{float(peak) / 1024:8.1f} {est:>8}")

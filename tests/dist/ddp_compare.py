@@ -24,7 +24,8 @@ TOL_LOSS, TOL_MODEL, TOL_TENSOR = 2e-5, 1e-5, 1e-3
 
 
 def losses(run_dir):
-    return [json.loads(l)["loss"] for l in open(os.path.join(run_dir, "metrics.jsonl")) if '"step"' in l]
+    records = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
+    return [r["loss"] for r in records if r["type"] == "step"]
 
 
 def main():

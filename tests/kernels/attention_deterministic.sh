@@ -41,7 +41,7 @@ for run in a b; do
 done
 py - "$work/a/metrics.jsonl" "$work/b/metrics.jsonl" <<'PY'
 import json, sys
-runs = [[json.loads(l) for l in open(p) if '"step"' in l] for p in sys.argv[1:]]
+runs = [[r for r in map(json.loads, open(p)) if r["type"] == "step"] for p in sys.argv[1:]]
 a, b = ([(r["step"], r["loss"], r["grad_norm"]) for r in run] for run in runs)
 assert len(a) == 20, f"{len(a)} steps logged"
 diff = [(x, y) for x, y in zip(a, b) if x != y]

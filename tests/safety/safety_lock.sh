@@ -48,7 +48,7 @@ set +e; wait $first; rc=$?; set -e
 [ $rc -eq 0 ] || fail "the first run: exit $rc" "$work/first.log"
 /usr/bin/python3 - "$work/shared/metrics.jsonl" <<'PY'
 import json, sys
-steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"step"' in l]
+steps = [r["step"] for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"]
 assert steps == list(range(1, 41)), f"metrics.jsonl steps {steps[:8]}... are not 1..40 once each"
 print("metrics.jsonl: steps 1..40, each once")
 PY
@@ -102,7 +102,7 @@ deleted_case() { # name damage regex
   local last
   last=$(/usr/bin/python3 - "$work/$name/metrics.jsonl" <<'PY'
 import json, sys
-steps = [json.loads(l)["step"] for l in open(sys.argv[1]) if '"step"' in l]
+steps = [r["step"] for r in map(json.loads, open(sys.argv[1])) if r["type"] == "step"]
 assert steps == list(range(1, len(steps) + 1)), f"metrics.jsonl steps {steps[:8]}... are not 1..N once each"
 print(len(steps))
 PY

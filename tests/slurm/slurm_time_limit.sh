@@ -39,8 +39,9 @@ for pattern in "time limit: the end of Slurm job $job" "checkpoint: step $stoppe
                "resumed from $work/out/timed/step_$(printf %08d "$stopped"): step $stopped"; do
   grep -qF "$pattern" "$log" || fail "the job log lacks '$pattern'"
 done
-# The first run (before the requeue; the test's scancel ends the second).
-if sed "/\[job $job restart 1 /q" "$log" | grep -qE "got SIG(USR1|TERM)|DUE TO TIME LIMIT"; then
+# The first run, up to its requeue (the requeue itself cancels the batch
+# step and signals the script; the test's scancel ends the second run).
+if sed "/: requeueing$/q" "$log" | grep -qE "got SIG(USR1|TERM)|DUE TO TIME LIMIT"; then
   fail "Slurm's signal or limit came first"
 fi
 grep -E "^time limit:|^stopped by|requeueing|^resumed from" "$log"
