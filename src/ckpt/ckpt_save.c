@@ -2,19 +2,14 @@
  * barrier, then rank 0 publishes it (ckpt_write.h). */
 #include "ckpt/ckpt.h"
 
-#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <time.h>
 
-#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
 #include "base/files.h"
 #include "ckpt/ckpt_write.h"
-#include "data/loader.h"
 #include "io/ckpt_dir.h"
 #include "io/ckpt_h5.h"
 #include "io/h5_io.h"
