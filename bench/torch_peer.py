@@ -4,9 +4,14 @@ it (torch.compile, SDPA attention, fused AdamW, bf16 autocast, vocab 50304,
 TF32 on), random tokens, no gradient accumulation. --sdpa picks SDPA's
 backend: `cudnn` pins it to cuDNN's attention (PyTorch's fastest on Hopper;
 flash, memory-efficient and math off), `default` leaves PyTorch's own choice.
+--compile-mode is torch.compile's mode (`default`, or `max-autotune`: Inductor
+times Triton and cuBLAS choices for every matrix product and captures CUDA
+graphs; minutes of compiling).
 Prints one line per micro-batch:
-`peer sdpa=<sdpa> B=<B> T=<T> ms=<median step ms> tok/s=<tokens/s> loss=<last>`.
-usage: torch_peer.py B [B ...] [--seq-len T] [--sdpa cudnn|default] [--steps N]"""
+`peer sdpa=<sdpa> B=<B> T=<T> ms=<median step ms> tok/s=<tokens/s> loss=<last>`
+(with `mode=<mode>` after sdpa when the mode is not the default).
+usage: torch_peer.py B [B ...] [--seq-len T] [--sdpa cudnn|default]
+       [--compile-mode default|max-autotune|max-autotune-no-cudagraphs] [--steps N]"""
 import argparse
 import math
 import statistics
@@ -65,16 +70,18 @@ def make_optimizer(model):
                              lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
 
 
-def bench(batch, steps, sdpa):
+def bench(batch, steps, sdpa, mode):
     torch.manual_seed(0)
     model = GPT().cuda()
     opt = make_optimizer(model)
-    model = torch.compile(model)
+    model = torch.compile(model) if mode == "default" else torch.compile(model, mode=mode)
     x = torch.randint(0, 50257, (batch, T), device="cuda")
     y = torch.randint(0, 50257, (batch, T), device="cuda")
     times = []
     for step in range(steps):
         t0 = time.perf_counter()
+        if mode == "max-autotune":  # a new step for the CUDA graph trees
+            torch.compiler.cudagraph_mark_step_begin()
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
             loss = model(x, y)
         loss.backward()
@@ -84,7 +91,8 @@ def bench(batch, steps, sdpa):
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     ms = statistics.median(times[5:]) * 1e3
-    print(f"peer sdpa={sdpa} B={batch} T={T} ms={ms:.2f} tok/s={batch * T / ms * 1e3:.0f} loss={loss.item():.3f}",
+    tag = f"sdpa={sdpa}" + (f" mode={mode}" if mode != "default" else "")
+    print(f"peer {tag} B={batch} T={T} ms={ms:.2f} tok/s={batch * T / ms * 1e3:.0f} loss={loss.item():.3f}",
           flush=True)
     del model, opt
     torch.cuda.empty_cache()
@@ -96,6 +104,8 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=25)
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--sdpa", choices=["cudnn", "default"], default="default")
+    ap.add_argument("--compile-mode", default="default",
+                    choices=["default", "max-autotune", "max-autotune-no-cudagraphs"])
     a = ap.parse_args()
     T = a.seq_len
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -106,4 +116,4 @@ if __name__ == "__main__":
         torch.backends.cuda.enable_mem_efficient_sdp(False)
         torch.backends.cuda.enable_math_sdp(False)
     for b in a.batches:
-        bench(b, a.steps, a.sdpa)
+        bench(b, a.steps, a.sdpa, a.compile_mode)

@@ -6,7 +6,12 @@
  * 2's re-read mostly hits it; one block's loads overlap the other's math).
  * Pass 1 reads
  * the row once with 16-byte loads and keeps an online (max, sum of exp)
- * pair per thread, rescaling the sum when the max grows; the pairs are
+ * pair per thread, rescaling the sum once per two vectors of 8 columns; the
+ * vectors of real columns only go two per step (two loads in flight) with
+ * no per-column checks, the last, part-padding ones checked. Exps are base
+ * 2 on the MUFU (exp2_ftz), an FMA and an ex2 each: with __expf's range
+ * fix-ups and a check per column the kernel was bound by instruction issue,
+ * not by memory. The pairs are
  * combined over the block in a fixed tree, so every row's statistics are
  * bitwise reproducible. All math is fp32 (the sum of ~50K exps in fp32
  * through a tree is within a few 1e-7 relative). loss = log(sum) + max -
@@ -31,6 +36,33 @@ static __device__ __forceinline__ void combine(float &m, float &s, float om, flo
     m = nm;
 }
 
+/* 2^x by the MUFU's ex2, results under 2^-126 flushed to zero (a term that
+ * small adds nothing to a sum of at least 1, the row's largest term; such a
+ * probability is 0 in dlogits): __expf adds a range fix-up of four
+ * instructions around every exp in builds without -ftz. */
+static __device__ __forceinline__ float exp2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+#define LOG2E 1.4426950408889634f
+
+/* (m, s) <- the pair with the columns f[0..N) added: one rescale of s for
+ * all of them (N = 16: two vectors) */
+template <int N>
+static __device__ __forceinline__ void add_columns(float &m, float &s, const float *f) {
+    float lm = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < N; i++) lm = fmaxf(lm, f[i]);
+    if (lm == -INFINITY) return; /* only padding */
+    const float nm = fmaxf(m, lm), nm_l = nm * LOG2E;
+    float ls = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; i++) ls += exp2_ftz(fmaf(f[i], LOG2E, -nm_l));
+    s = s * exp2_ftz((m - nm) * LOG2E) + ls; /* m = -inf: exp2 gives 0 and s is 0 */
+    m = nm;
+}
+
 static __global__ void __launch_bounds__(CLS_THREADS)
     classifier_kernel(bf16 *logits, float *losses, const int32_t *targets, int V, int Vp,
                       float dloss) {
@@ -41,25 +73,28 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     const bool target_ok = target >= 0 && target < V;
     /* read before any thread can overwrite it in pass 2 (after the barriers below) */
     const float x_target = threadIdx.x == 0 && target_ok ? __bfloat162float(x[target]) : 0.f;
-    const int V8 = Vp / 8;
+    /* vectors of 8 columns: [0, V8_full) all real columns, the rest part
+     * real, part padding, or padding only. The full ones go two per thread
+     * and step (two loads in flight) with no per-column checks; the others
+     * one at a time, checked. */
+    const int V8 = Vp / 8, V8_full = V / 8;
 
     float m = -INFINITY, s = 0.f;
-    for (int v = threadIdx.x; v < V8; v += CLS_THREADS) {
+    int v = threadIdx.x;
+    for (; v + CLS_THREADS < V8_full; v += 2 * CLS_THREADS) {
+        float f[16];
+        load8(f, x + (size_t)v * 8);
+        load8(f + 8, x + (size_t)(v + CLS_THREADS) * 8);
+        add_columns<16>(m, s, f);
+    }
+    for (; v < V8; v += CLS_THREADS) {
         float f[8];
         load8(f, x + (size_t)v * 8);
         const int c0 = v * 8;
-        float lm = -INFINITY;
 #pragma unroll
         for (int i = 0; i < 8; i++)
-            if (c0 + i < V) lm = fmaxf(lm, f[i]);
-        if (lm == -INFINITY) continue; /* only padding */
-        const float nm = fmaxf(m, lm);
-        float ls = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            if (c0 + i < V) ls += __expf(f[i] - nm);
-        s = s * __expf(m - nm) + ls; /* m = -inf: exp gives 0 and s is 0 */
-        m = nm;
+            if (c0 + i >= V) f[i] = -INFINITY; /* padding: no term */
+        add_columns<8>(m, s, f);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -92,19 +127,34 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     if (threadIdx.x == 0) losses[row] = target_ok ? logf(S) + M - x_target : NAN;
     if (dloss == 0.0f) return;
 
-    const float inv_s = 1.0f / S;
-    for (int v = threadIdx.x; v < V8; v += CLS_THREADS) {
-        float f[8];
-        load8(f, x + (size_t)v * 8);
+    /* dlogits = (softmax - onehot) * dloss = e^(x - M) * (dloss / S) - dloss at the target */
+    const float M_l = M * LOG2E, scale = dloss / S;
+    const int target_v = target_ok ? target / 8 : -1;
+    auto write_vector = [&](int v, float *f, bool checked) {
         const int c0 = v * 8;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const int c = c0 + i;
-            float p = c < V ? __expf(f[i] - M) * inv_s : 0.f;
-            if (c == target) p -= 1.0f;
-            f[i] = p * dloss;
+            const float p = exp2_ftz(fmaf(f[i], LOG2E, -M_l)) * scale;
+            f[i] = checked && c0 + i >= V ? 0.f : p;
         }
-        store8(x + (size_t)v * 8, f);
+        if (v == target_v) {
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (c0 + i == target) f[i] -= dloss;
+        }
+        store8(x + (size_t)c0, f);
+    };
+    for (v = threadIdx.x; v + CLS_THREADS < V8_full; v += 2 * CLS_THREADS) {
+        float f[8], g[8];
+        load8(f, x + (size_t)v * 8);
+        load8(g, x + (size_t)(v + CLS_THREADS) * 8);
+        write_vector(v, f, false);
+        write_vector(v + CLS_THREADS, g, false);
+    }
+    for (; v < V8; v += CLS_THREADS) {
+        float f[8];
+        load8(f, x + (size_t)v * 8);
+        write_vector(v, f, true);
     }
 }
 
