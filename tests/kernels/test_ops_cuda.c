@@ -1014,6 +1014,7 @@ int main(void) {
 
     test_classifier(256, 50257, 50304, 2.0);
     test_classifier(7, 100, 128, 4.0);
+    test_classifier(5, 120001, 120064, 3.0); /* a row too big for shared memory */
 
     test_sum_squares(10000003, 0, 0);
     test_sum_squares(10000003, 0, 1);

@@ -2,22 +2,23 @@
  * cross-entropy loss, and dlogits written over the bf16 logits in place.
  *
  * Design: one block per row (rows are independent; 1024 threads, so at most
- * two rows per SM: 264 rows of 100 KB in flight fit the 50 MB L2, and pass
- * 2's re-read mostly hits it; one block's loads overlap the other's math).
- * Pass 1 reads
- * the row once with 16-byte loads and keeps an online (max, sum of exp)
- * pair per thread, rescaling the sum once per two vectors of 8 columns; the
- * vectors of real columns only go two per step (two loads in flight) with
- * no per-column checks, the last, part-padding ones checked. Exps are base
- * 2 on the MUFU (exp2_ftz), an FMA and an ex2 each: with __expf's range
+ * two rows per SM; one block's loads overlap the other's math). Where two
+ * rows fit in an SM's shared memory (100 KB each for GPT-2's vocabulary on
+ * H100), the block first copies its row there with every 16-byte copy in
+ * flight at once (cp.async), and both passes read it there; else they read
+ * global memory (264 rows of 100 KB in flight fit the 50 MB L2, so pass 2's
+ * re-read mostly hits it). Pass 1 keeps an online (max, sum of exp) pair per
+ * thread, rescaling the sum once per two vectors of 8 columns; the vectors
+ * of real columns only go two per step (two loads in flight) with no
+ * per-column checks, the last, part-padding ones checked. Exps are base 2
+ * on the MUFU (exp2_ftz), an FMA and an ex2 each: with __expf's range
  * fix-ups and a check per column the kernel was bound by instruction issue,
- * not by memory. The pairs are
- * combined over the block in a fixed tree, so every row's statistics are
- * bitwise reproducible. All math is fp32 (the sum of ~50K exps in fp32
- * through a tree is within a few 1e-7 relative). loss = log(sum) + max -
- * logit[target]. Pass 2 (only when dloss != 0) reads the row again (it is
- * 100 KB, usually still in L2) and writes (softmax - onehot) * dloss rounded
- * to bf16, and zeros for the padding columns [V, Vp). With dloss == 0 the
+ * not by memory. The pairs are combined over the block in a fixed tree, so
+ * every row's statistics are bitwise reproducible. All math is fp32 (the
+ * sum of ~50K exps in fp32 through a tree is within a few 1e-7 relative).
+ * loss = log(sum) + max - logit[target]. Pass 2 (only when dloss != 0)
+ * reads the row again and writes (softmax - onehot) * dloss rounded to
+ * bf16, and zeros for the padding columns [V, Vp). With dloss == 0 the
  * logits are not written. */
 #include "kernels/classifier.h"
 
@@ -63,16 +64,38 @@ static __device__ __forceinline__ void add_columns(float &m, float &s, const flo
     m = nm;
 }
 
+/* 16 bytes global -> shared, asynchronously (cp.async; sm_80 and newer) */
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
+                     (uint32_t)__cvta_generic_to_shared(dst)),
+                 "l"(src)
+                 : "memory");
+}
+
+/* IN_SMEM: the row is copied into shared memory first (Vp * 2 bytes of
+ * dynamic shared memory), every 16-byte copy of it in flight at once, and
+ * both passes read it there; else they read global memory (L2, for pass 2),
+ * for vocabularies whose row does not fit. */
+template <bool IN_SMEM>
 static __global__ void __launch_bounds__(CLS_THREADS)
     classifier_kernel(bf16 *logits, float *losses, const int32_t *targets, int V, int Vp,
                       float dloss) {
     __shared__ float sh_m[CLS_WARPS], sh_s[CLS_WARPS];
+    extern __shared__ uint4 row_smem[];
     const int row = blockIdx.x;
     bf16 *x = logits + (size_t)row * Vp;
     const int target = targets[row];
     const bool target_ok = target >= 0 && target < V;
+    const bf16 *src = x;
+    if constexpr (IN_SMEM) {
+        for (int v = threadIdx.x; v < Vp / 8; v += CLS_THREADS)
+            cp_async16(row_smem + v, x + (size_t)v * 8);
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
+        __syncthreads();
+        src = reinterpret_cast<const bf16 *>(row_smem);
+    }
     /* read before any thread can overwrite it in pass 2 (after the barriers below) */
-    const float x_target = threadIdx.x == 0 && target_ok ? __bfloat162float(x[target]) : 0.f;
+    const float x_target = threadIdx.x == 0 && target_ok ? __bfloat162float(src[target]) : 0.f;
     /* vectors of 8 columns: [0, V8_full) all real columns, the rest part
      * real, part padding, or padding only. The full ones go two per thread
      * and step (two loads in flight) with no per-column checks; the others
@@ -83,13 +106,13 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     int v = threadIdx.x;
     for (; v + CLS_THREADS < V8_full; v += 2 * CLS_THREADS) {
         float f[16];
-        load8(f, x + (size_t)v * 8);
-        load8(f + 8, x + (size_t)(v + CLS_THREADS) * 8);
+        load8(f, src + (size_t)v * 8);
+        load8(f + 8, src + (size_t)(v + CLS_THREADS) * 8);
         add_columns<16>(m, s, f);
     }
     for (; v < V8; v += CLS_THREADS) {
         float f[8];
-        load8(f, x + (size_t)v * 8);
+        load8(f, src + (size_t)v * 8);
         const int c0 = v * 8;
 #pragma unroll
         for (int i = 0; i < 8; i++)
@@ -146,14 +169,14 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     };
     for (v = threadIdx.x; v + CLS_THREADS < V8_full; v += 2 * CLS_THREADS) {
         float f[8], g[8];
-        load8(f, x + (size_t)v * 8);
-        load8(g, x + (size_t)(v + CLS_THREADS) * 8);
+        load8(f, src + (size_t)v * 8);
+        load8(g, src + (size_t)(v + CLS_THREADS) * 8);
         write_vector(v, f, false);
         write_vector(v + CLS_THREADS, g, false);
     }
     for (; v < V8; v += CLS_THREADS) {
         float f[8];
-        load8(f, x + (size_t)v * 8);
+        load8(f, src + (size_t)v * 8);
         write_vector(v, f, true);
     }
 }
@@ -166,7 +189,30 @@ extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
              "logits 16-byte aligned",
              Vp, V);
     if (N <= 0) return;
-    classifier_kernel<<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
+    /* the row in shared memory where it fits next to the other block's on
+     * one SM (2 blocks of 1024 threads): up to 100 KB, a vocabulary of 57K */
+    static int smem_per_sm = -1;
+    if (smem_per_sm < 0) {
+        int dev = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(
+            cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    }
+    const size_t row_bytes = (size_t)Vp * sizeof(bf16);
+    if (2 * (row_bytes + 1024 + CLS_WARPS * 8) <= (size_t)smem_per_sm) {
+        static size_t raised = 0;
+        if (row_bytes > raised) {
+            CUDA_CHECK(cudaFuncSetAttribute(classifier_kernel<true>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)row_bytes));
+            raised = row_bytes;
+        }
+        classifier_kernel<true>
+            <<<N, CLS_THREADS, row_bytes, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
+    } else {
+        classifier_kernel<false>
+            <<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
+    }
     CUDA_CHECK_LAUNCH("classifier_kernel");
 }
 
