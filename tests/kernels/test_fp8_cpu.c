@@ -1,0 +1,211 @@
+/* The CPU model of FP8 (kernels/fp8.h): the formats checked against their
+ * definition (every pattern's value, round trips, ties to even at every
+ * midpoint, saturation, NaN) and, where the CUDA toolkit's headers are there
+ * (GPT2_TEST_NVIDIA_FP8), bit for bit against NVIDIA's own host conversion
+ * (cuda_fp8.h) for every float in and around each format's range, which no
+ * one here wrote; then the delayed-scaling recipe over a sequence of steps
+ * against the rule written out directly. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/fp8.h"
+
+#ifdef GPT2_TEST_NVIDIA_FP8
+#include <cuda_fp8.h>
+#endif
+
+static int n_checks, n_failed;
+
+static void check(int ok, const char *what, const char *detail) {
+    n_checks++;
+    if (ok) return;
+    n_failed++;
+    if (n_failed <= 20) printf("FAIL %s: %s\n", what, detail);
+}
+
+static const char *name_of(fp8_format f) { return f == FP8_E4M3 ? "e4m3" : "e5m2"; }
+
+static float bits_to_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The value of a pattern from the format's definition, written out. */
+static double defined_value(uint8_t b, fp8_format f) {
+    const int eb = f == FP8_E4M3 ? 4 : 5, mb = 7 - eb, bias = f == FP8_E4M3 ? 7 : 15;
+    const int e = (b >> mb) & ((1 << eb) - 1), m = b & ((1 << mb) - 1);
+    const double sign = (b & 0x80) ? -1.0 : 1.0;
+    if (f == FP8_E4M3 && e == 15 && m == 7) return NAN;
+    if (f == FP8_E5M2 && e == 31) return m ? NAN : sign * INFINITY;
+    const double frac = (e ? 1.0 : 0.0) + m / (double)(1 << mb);
+    return sign * frac * pow(2.0, (e ? e : 1) - bias);
+}
+
+static void check_format(fp8_format f) {
+    char what[64], detail[160];
+    snprintf(what, sizeof what, "%s", name_of(f));
+    const float maxf = fp8_max_finite(f);
+    check(maxf == (f == FP8_E4M3 ? 448.0f : 57344.0f), what, "largest finite value");
+
+    /* every pattern: its value, and encoding that value gives it back */
+    int bad_value = 0, bad_trip = 0;
+    for (int b = 0; b < 256; b++) {
+        const double want = defined_value((uint8_t)b, f);
+        const float got = fp8_decode((uint8_t)b, f);
+        if (isnan(want) ? !isnan(got) : (double)got != want) bad_value++;
+        if (!isnan(want) && !isinf(want) && fp8_encode(got, f) != b) bad_trip++;
+    }
+    snprintf(detail, sizeof detail, "%d patterns decode wrong, %d do not round-trip", bad_value,
+             bad_trip);
+    check(bad_value == 0 && bad_trip == 0, what, detail);
+
+    /* between each pair of neighbouring finite positive values lo < hi:
+     * below the midpoint -> lo, above -> hi, at it -> the even pattern */
+    int bad_round = 0;
+    for (int b = 0; b < 0x7F; b++) {
+        const float lo = fp8_decode((uint8_t)b, f), hi = fp8_decode((uint8_t)(b + 1), f);
+        if (!isfinite(hi)) break;
+        const float mid = (float)(((double)lo + (double)hi) / 2.0); /* exact in fp32 */
+        const uint8_t even = (b & 1) ? (uint8_t)(b + 1) : (uint8_t)b;
+        if (fp8_encode(mid, f) != even) bad_round++;
+        if (fp8_encode(nextafterf(mid, 0.0f), f) != b) bad_round++;
+        if (fp8_encode(nextafterf(mid, INFINITY), f) != b + 1) bad_round++;
+        /* and the same with the sign */
+        if (fp8_encode(-nextafterf(mid, INFINITY), f) != (0x80 | (b + 1))) bad_round++;
+    }
+    snprintf(detail, sizeof detail, "%d midpoint roundings wrong", bad_round);
+    check(bad_round == 0, what, detail);
+
+    /* saturation, zero, NaN */
+    const uint8_t top = fp8_encode(maxf, f);
+    check(fp8_encode(INFINITY, f) == top && fp8_encode(-INFINITY, f) == (0x80 | top) &&
+              fp8_encode(1e30f, f) == top && fp8_encode(maxf * 1.0625f, f) == top,
+          what, "beyond the largest finite value saturates to it, infinity too");
+    check(fp8_encode(NAN, f) == 0x7F && fp8_encode(-NAN, f) == 0x7F, what, "NaN encodes as 0x7F");
+    check(fp8_encode(0.0f, f) == 0x00 && fp8_encode(-0.0f, f) == 0x80 &&
+              fp8_encode(1e-30f, f) == 0x00 && fp8_encode(-1e-30f, f) == 0x80,
+          what, "zeros and underflow keep the sign");
+}
+
+#ifdef GPT2_TEST_NVIDIA_FP8
+/* Bit for bit against cuda_fp8.h's __nv_cvt_float_to_fp8 (satfinite) and
+ * __nv_cvt_fp8_to_halfraw. Rounding depends on the mantissa bits down to
+ * the one below the last kept (bit 16 at the deepest, an E4M3 subnormal)
+ * and on whether any bit under that is set, so for every exponent in
+ * [lo_exp, hi_exp) and both signs the test takes all 1024 values of the
+ * top 10 mantissa bits with six patterns of the 13 below (zero, lowest
+ * set, half, all but the top, all, half plus lowest); then a stride
+ * through the whole float line, the specials, and a million pseudo-random
+ * floats. */
+static uint32_t next_u32(uint64_t *state) {
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*state >> 32);
+}
+
+typedef struct {
+    long long n, bad;
+    uint32_t first_bad;
+} tally;
+
+static void compare_bits(tally *t, uint32_t bits, fp8_format f) {
+    const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+    const float x = bits_to_float(bits);
+    t->n++;
+    if (fp8_encode(x, f) != __nv_cvt_float_to_fp8(x, __NV_SATFINITE, nf) && t->bad++ == 0)
+        t->first_bad = bits;
+}
+
+static void check_nvidia(fp8_format f, int lo_exp, int hi_exp) {
+    const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
+    char what[64], detail[200];
+    snprintf(what, sizeof what, "%s vs cuda_fp8.h", name_of(f));
+    tally t = {0, 0, 0};
+    const uint32_t lows[6] = {0, 1, 0x1000, 0x0FFF, 0x1FFF, 0x1001};
+    for (uint32_t sign = 0; sign <= 1; sign++)
+        for (int e = lo_exp; e < hi_exp; e++)
+            for (uint32_t top = 0; top < 1024; top++)
+                for (int k = 0; k < 6; k++)
+                    compare_bits(&t, sign << 31 | (uint32_t)(e + 127) << 23 | top << 13 | lows[k],
+                                 f);
+    for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 65521) compare_bits(&t, (uint32_t)u, f);
+    const uint32_t specials[] = {0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000,
+                                 0xFFC00000, 0x7F800001, 0x00000001, 0x80000001, 0x7F7FFFFF};
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+        compare_bits(&t, specials[i], f);
+    uint64_t state = 1;
+    for (int i = 0; i < 1000000; i++) compare_bits(&t, next_u32(&state), f);
+    const long long n = t.n, bad = t.bad;
+    const uint32_t first_bad = t.first_bad;
+    snprintf(detail, sizeof detail, "%lld of %lld floats encode differently (first: 0x%08x)", bad,
+             n, first_bad);
+    check(bad == 0, what, detail);
+
+    int bad_dec = 0;
+    for (int b = 0; b < 256; b++) {
+        const __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, nf);
+        /* half -> float: sign, 5-bit exponent, 10-bit mantissa */
+        const int hs = h.x >> 15, he = (h.x >> 10) & 31, hm = h.x & 1023;
+        double want = he == 31
+                          ? (hm ? NAN : INFINITY)
+                          : (he ? 1.0 + hm / 1024.0 : hm / 1024.0) * pow(2.0, (he ? he : 1) - 15);
+        if (hs) want = -want;
+        const float got = fp8_decode((uint8_t)b, f);
+        if (isnan(want) ? !isnan(got) : (double)got != want) bad_dec++;
+    }
+    snprintf(detail, sizeof detail, "%d of 256 patterns decode differently", bad_dec);
+    check(bad_dec == 0, what, detail);
+    printf("%s: %lld floats encoded as cuda_fp8.h does, 256 patterns decoded\n", what, n - bad);
+}
+#endif
+
+/* The recipe over 12 steps with a history of 4 and margin 1, against the
+ * rule written out: scale = max / max(last 4 amaxes) / 2, unless that max is
+ * 0 or the last 4 hold a non-finite value. */
+static void check_scaling(void) {
+    const float amax[12] = {0.0f, 2.0f,  0.5f,  8.0f,  1.0f,  1.0f,
+                            NAN,  0.25f, 0.25f, 0.25f, 0.25f, 3.0f};
+    float history[4] = {0};
+    float scale = 1.0f;
+    int bad = 0;
+    char detail[200] = "";
+    for (int step = 0; step < 12; step++) {
+        const float before = scale;
+        scale = fp8_scale_update(history, 4, step, amax[step], scale, FP8_E4M3, 1);
+        /* the rule, from the amax sequence alone */
+        float m = 0.0f;
+        int finite = 1;
+        for (int k = step; k > step - 4 && k >= 0; k--) {
+            if (!isfinite(amax[k]))
+                finite = 0;
+            else if (amax[k] > m)
+                m = amax[k];
+        }
+        const float want = finite && m > 0.0f ? 448.0f / m / 2.0f : before;
+        if (scale != want && bad++ == 0)
+            snprintf(detail, sizeof detail, "step %d: scale %g, the rule gives %g", step, scale,
+                     want);
+    }
+    check(bad == 0, "delayed scaling", detail);
+    /* a history of one is current scaling: the scale follows each amax */
+    float h1[1] = {0};
+    const float s1 = fp8_scale_update(h1, 1, 7, 0.5f, 1.0f, FP8_E5M2, 0);
+    check(s1 == 57344.0f / 0.5f, "delayed scaling", "history of 1 follows the current amax");
+}
+
+int main(void) {
+    check_format(FP8_E4M3);
+    check_format(FP8_E5M2);
+#ifdef GPT2_TEST_NVIDIA_FP8
+    check_nvidia(FP8_E4M3, -12, 10);
+    check_nvidia(FP8_E5M2, -19, 17);
+#else
+    printf("cuda_fp8.h not available: checked against the format definition only\n");
+#endif
+    check_scaling();
+    printf("SUMMARY test_fp8_cpu: %d checks, %d failed: %s\n", n_checks, n_failed,
+           n_failed ? "FAIL" : "PASS");
+    return n_failed ? 1 : 0;
+}
