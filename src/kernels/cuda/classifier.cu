@@ -181,6 +181,30 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     }
 }
 
+/* Whether rows of row_bytes go through shared memory on the current
+ * device: two blocks of 1024 threads with their rows must fit in one SM
+ * (up to 113 KB a row on H100, a vocabulary of 57K). The first call per
+ * device raises the kernel's dynamic shared memory limit. */
+static bool row_fits_smem(size_t row_bytes) {
+    enum { MAX_DEVICES = 64 };
+    static int smem_per_sm[MAX_DEVICES]; /* 0: not asked yet */
+    static size_t raised[MAX_DEVICES];
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= MAX_DEVICES) return false;
+    if (!smem_per_sm[dev])
+        CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm[dev],
+                                          cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    /* 1 KB the system reserves per block, and the block's static arrays */
+    if (2 * (row_bytes + 1024 + CLS_WARPS * 8) > (size_t)smem_per_sm[dev]) return false;
+    if (row_bytes > raised[dev]) {
+        CUDA_CHECK(cudaFuncSetAttribute(
+            classifier_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)row_bytes));
+        raised[dev] = row_bytes;
+    }
+    return true;
+}
+
 extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
                                                  const int32_t *targets, int N, int V, int Vp,
                                                  float dloss, cudaStream_t stream) {
@@ -189,30 +213,13 @@ extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
              "logits 16-byte aligned",
              Vp, V);
     if (N <= 0) return;
-    /* the row in shared memory where it fits next to the other block's on
-     * one SM (2 blocks of 1024 threads): up to 100 KB, a vocabulary of 57K */
-    static int smem_per_sm = -1;
-    if (smem_per_sm < 0) {
-        int dev = 0;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(
-            cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-    }
     const size_t row_bytes = (size_t)Vp * sizeof(bf16);
-    if (2 * (row_bytes + 1024 + CLS_WARPS * 8) <= (size_t)smem_per_sm) {
-        static size_t raised = 0;
-        if (row_bytes > raised) {
-            CUDA_CHECK(cudaFuncSetAttribute(classifier_kernel<true>,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)row_bytes));
-            raised = row_bytes;
-        }
+    if (row_fits_smem(row_bytes))
         classifier_kernel<true>
             <<<N, CLS_THREADS, row_bytes, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
-    } else {
+    else
         classifier_kernel<false>
             <<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
-    }
     CUDA_CHECK_LAUNCH("classifier_kernel");
 }
 
