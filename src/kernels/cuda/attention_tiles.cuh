@@ -1,6 +1,7 @@
 /* What the flash attention kernels share (attention_mma.cu: mma.sync, sm_80
  * and newer; attention_wgmma.cu: wgmma, sm_90a; attention.cu: the
- * dispatcher and the backward's passes): cp.async, bf16 packing, exp2, the
+ * dispatcher and the backward's passes; the PTX helpers are ptx.cuh's): bf16
+ * packing, the
  * block orders, the swizzled shared tiles and the loader that fills them,
  * the layout of the wgmma backward's dQ accumulator, and the launchers'
  * shared-memory limit. A tile of 64 bf16 columns (128-byte rows, 16-byte
@@ -14,51 +15,17 @@
 #include <stdint.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/ptx.cuh"
 
 namespace attention_tiles {
 
 typedef __nv_bfloat16 bf16;
 
-constexpr float LOG2E = 1.4426950408889634f;
 constexpr float LN2 = 0.6931471805599453f;
-
-// ---------------------------------------------------------------------------
-// PTX helpers
-
-__device__ __forceinline__ uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-// 16 bytes global -> shared; zero-filled when !valid (src is not read then).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 16 : 0));
-}
-// 4 bytes global -> shared; zero-filled when !valid.
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-// Waits until at most N of this thread's committed cp.async groups are pending.
-template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo in the low half
     return *reinterpret_cast<uint32_t *>(&v);
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 // ---------------------------------------------------------------------------

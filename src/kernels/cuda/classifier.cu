@@ -11,9 +11,11 @@
  * thread, rescaling the sum once per two vectors of 8 columns; the vectors
  * of real columns only go two per step (two loads in flight) with no
  * per-column checks, the last, part-padding ones checked. Exps are base 2
- * on the MUFU (exp2_ftz), an FMA and an ex2 each: with __expf's range
- * fix-ups and a check per column the kernel was bound by instruction issue,
- * not by memory. The pairs are combined over the block in a fixed tree, so
+ * on the MUFU (fast_exp2, ptx.cuh), an FMA and an ex2 each: with __expf's
+ * range fix-ups and a check per column the kernel was bound by instruction
+ * issue, not by memory. (fast_exp2 flushes results under 2^-126 to zero: a
+ * term that small adds nothing to a sum of at least 1, the row's largest
+ * term, and such a probability is 0 in dlogits.) The pairs are combined over the block in a fixed tree, so
  * every row's statistics are bitwise reproducible. All math is fp32 (the
  * sum of ~50K exps in fp32 through a tree is within a few 1e-7 relative).
  * loss = log(sum) + max - logit[target]. Pass 2 (only when dloss != 0)
@@ -26,6 +28,7 @@
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/ptx.cuh"
 
 enum { CLS_THREADS = 1024, CLS_WARPS = CLS_THREADS / 32 };
 
@@ -36,17 +39,6 @@ static __device__ __forceinline__ void combine(float &m, float &s, float om, flo
     s = s * __expf(m - nm) + os * __expf(om - nm);
     m = nm;
 }
-
-/* 2^x by the MUFU's ex2, results under 2^-126 flushed to zero (a term that
- * small adds nothing to a sum of at least 1, the row's largest term; such a
- * probability is 0 in dlogits): __expf adds a range fix-up of four
- * instructions around every exp in builds without -ftz. */
-static __device__ __forceinline__ float exp2_ftz(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-#define LOG2E 1.4426950408889634f
 
 /* (m, s) <- the pair with the columns f[0..N) added: one rescale of s for
  * all of them (N = 16: two vectors) */
@@ -59,17 +51,9 @@ static __device__ __forceinline__ void add_columns(float &m, float &s, const flo
     const float nm = fmaxf(m, lm), nm_l = nm * LOG2E;
     float ls = 0.f;
 #pragma unroll
-    for (int i = 0; i < N; i++) ls += exp2_ftz(fmaf(f[i], LOG2E, -nm_l));
-    s = s * exp2_ftz((m - nm) * LOG2E) + ls; /* m = -inf: exp2 gives 0 and s is 0 */
+    for (int i = 0; i < N; i++) ls += fast_exp2(fmaf(f[i], LOG2E, -nm_l));
+    s = s * fast_exp2((m - nm) * LOG2E) + ls; /* m = -inf: exp2 gives 0 and s is 0 */
     m = nm;
-}
-
-/* 16 bytes global -> shared, asynchronously (cp.async; sm_80 and newer) */
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(
-                     (uint32_t)__cvta_generic_to_shared(dst)),
-                 "l"(src)
-                 : "memory");
 }
 
 /* IN_SMEM: the row is copied into shared memory first (Vp * 2 bytes of
@@ -89,8 +73,9 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     const bf16 *src = x;
     if constexpr (IN_SMEM) {
         for (int v = threadIdx.x; v < Vp / 8; v += CLS_THREADS)
-            cp_async16(row_smem + v, x + (size_t)v * 8);
-        asm volatile("cp.async.wait_all;\n" ::: "memory");
+            cp_async16(smem_u32(row_smem + v), x + (size_t)v * 8, true);
+        cp_async_commit();
+        cp_async_wait_all();
         __syncthreads();
         src = reinterpret_cast<const bf16 *>(row_smem);
     }
@@ -157,7 +142,7 @@ static __global__ void __launch_bounds__(CLS_THREADS)
         const int c0 = v * 8;
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            const float p = exp2_ftz(fmaf(f[i], LOG2E, -M_l)) * scale;
+            const float p = fast_exp2(fmaf(f[i], LOG2E, -M_l)) * scale;
             f[i] = checked && c0 + i >= V ? 0.f : p;
         }
         if (v == target_v) {
