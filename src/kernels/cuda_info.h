@@ -8,6 +8,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* The device's compute capability as major * 10 + minor (90: H100); 0 when unknown. */
+int cuda_compute_capability(int device);
 /* Number of visible GPUs; 0 when there is no driver or no device. */
 int cuda_device_count(void);
 /* "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)" into buf. */

@@ -21,7 +21,9 @@
  * max_finite / max(history) / 2^margin, so that the largest value seen
  * lately lands at the top of the range less `margin` binades. Where that
  * max is 0 or not finite (a NaN or infinity anywhere in the history) the
- * scale stays as it was. Products are dequantised by 1 / scale. */
+ * scale stays as it was; where the quotient overflows (an amax below
+ * max_finite / FLT_MAX) it is FLT_MAX, as in Transformer Engine. Products
+ * are dequantised by 1 / scale. */
 #ifndef GPT2_KERNELS_FP8_H
 #define GPT2_KERNELS_FP8_H
 #include <stdint.h>
@@ -41,4 +43,57 @@ float fp8_decode(uint8_t bits, fp8_format f);
  * above, or is `scale` (the current one) where that is not possible. */
 float fp8_scale_update(float *history, int len, int64_t step, float amax, float scale, fp8_format f,
                        int margin);
+
+/* The FP8 copies of one linear layer's operands (nn.Linear: inp (N,C),
+ * weight (OC,C), dout (N,OC)) that its products read in place of the bf16
+ * ones, each with its transpose for the product over the other dimension
+ * (cuBLASLt multiplies FP8 only with K contiguous in both operands), and
+ * the device floats that dequantise them. The forward reads inp and
+ * weight; the input gradient dout and weight_t; the weight gradient
+ * dout_t and inp_t. */
+typedef struct {
+    const uint8_t *inp, *inp_t;       /* E4M3 (N,C), (C,N) */
+    const uint8_t *weight, *weight_t; /* E4M3 (OC,C), (C,OC) */
+    const uint8_t *dout, *dout_t;     /* E5M2 (N,OC), (OC,N) */
+    const float *inp_dequant, *weight_dequant, *dout_dequant;
+} fp8_linear_operands;
+
+/* The delayed-scaling state of n tensors in a backend's memory (arrays, owned
+ * by the caller): scale[i * stride] multiplies tensor i before its cast,
+ * dequant[i * stride] = 1 / scale multiplies the products made from it,
+ * amax[i * stride] is the largest |x| its casts have seen since the last
+ * update, history[i * len ..] its last len amaxes, format[i] its
+ * fp8_format. stride 4 keeps each tensor's dequant 16-byte aligned, as
+ * cuBLASLt wants its scale pointers. */
+typedef struct {
+    int n, len, margin, stride;
+    float *scale, *dequant, *amax, *history;
+    const uint8_t *format;
+} fp8_scaling;
+
+#if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* CUDA (kernels/cuda/fp8.cu): out (rows, cols) = fp8(in * *scale), in a
+ * bf16 (rows, cols) row-major tensor, encoded as fp8_encode does (bit for
+ * bit); out_t (cols, rows), the same bytes transposed, for the GEMMs that
+ * need the other dimension contiguous (skipped when NULL); *amax =
+ * max(*amax, max |in|) (skipped when NULL; a NaN in `in` makes it NaN, so
+ * that the scale update keeps its scale and the run's non-finite guard
+ * sees it). scale and amax are device pointers, so that no host sync is
+ * needed. cols a multiple of 8, rows of 16 where out_t is written; in and
+ * out 16-byte aligned. */
+void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
+                   const float *scale, fp8_format f, cudaStream_t stream);
+
+/* One step of fp8_scale_update for every tensor (bit for bit the CPU's):
+ * amax into the history at `step`, the new scale and dequant, amax back to
+ * 0 for the next step's casts. No host synchronisation. */
+void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream);
+#ifdef __cplusplus
+}
+#endif
+#endif
 #endif

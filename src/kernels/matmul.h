@@ -19,6 +19,8 @@ void bias_grad_cpu(float *dbias, const float *dout, int N, int OC);
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "kernels/fp8.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,12 +37,20 @@ typedef struct {
     bool autotune;
 } cublaslt_ctx;
 
-/* out (N,OC) = inp @ weight^T + bias; bias may be NULL. */
+/* Each product reads the bf16 operands, or with fp8 (not NULL) their FP8
+ * copies (kernels/fp8.h: E4M3 inputs and weights, E5M2 output gradients,
+ * each scaled; cuBLASLt's FP8 kernels, compute capability 8.9 and newer),
+ * with fp32 accumulation and bf16 outputs either way. The bf16 operand
+ * pointers are then unused (NULL allowed) except dout for dbias.
+ *
+ * out (N,OC) = inp @ weight^T + bias; bias may be NULL. */
 void matmul_forward_cuda(void *out, const void *inp, const void *weight, const void *bias, int N,
-                         int C, int OC, const cublaslt_ctx *lt, cudaStream_t stream);
+                         int C, int OC, const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
+                         cudaStream_t stream);
 /* pre = inp @ weight^T + bias, out = gelu(pre) (tanh form), one GEMM. */
 void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
-                              const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
+                              const void *bias, int N, int C, int OC,
+                              const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
                               cudaStream_t stream);
 /* out = gelu(pre) (tanh form), n elements, n a multiple of 8: what
  * matmul_gelu_forward's out would be from its stored pre (recompute_gelu). */
@@ -57,7 +67,8 @@ size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, const void *db
 void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout, const void *inp,
                           const void *weight, const void *pre, int N, int C, int OC,
                           void *dpre_colsum, void *workspace, size_t workspace_bytes,
-                          const cublaslt_ctx *lt, cudaStream_t stream);
+                          const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
+                          cudaStream_t stream);
 /* Which cuBLASLt epilogues to use (where cuBLASLt has an algorithm for
  * them; otherwise, and for a cleared bit, plain GEMMs plus separate kernels
  * give the same results). Default MATMUL_FUSE_DEFAULT; the others exist to

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/fp8.h"
+
 typedef struct kernel_ops {
     const char *name;  /* "cpu" | "cuda" */
     size_t elem_bytes; /* storage of params/grads/activations: 4 (fp32) or 2 (bf16) */
@@ -106,6 +108,24 @@ typedef struct kernel_ops {
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
                          size_t n, const uint8_t *decay_chunks, float lr, float beta1, float beta2,
                          float eps, float weight_decay, const float *grad_scale, int t);
+
+    /* FP8 linear layers (kernels/fp8.h); NULL where the backend has none
+     * (the CPU). fp8_cast: bf16 (rows, cols) -> FP8 `format` with its
+     * transpose (out_t, may be NULL) and amax, as fp8_cast_cuda;
+     * fp8_scaling_update: one step of delayed scaling for s's tensors, as
+     * fp8_scaling_update_cuda. The matmuls are the bf16 ones above with
+     * every product reading q's FP8 operands instead (dout, bf16, only for
+     * dbias). */
+    void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
+                     const float *scale, fp8_format format);
+    void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
+    void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
+                               const fp8_linear_operands *q);
+    void (*matmul_gelu_forward_fp8)(void *out, void *pre, const void *bias, int N, int C, int OC,
+                                    const fp8_linear_operands *q);
+    void (*matmul_backward_fp8)(void *dinp, void *dweight, void *dbias, const void *dout,
+                                const void *pre, int N, int C, int OC, void *dpre_colsum,
+                                const fp8_linear_operands *q);
 } kernel_ops;
 
 extern const kernel_ops ops_cpu;

@@ -192,6 +192,46 @@ static void p_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const
                                                 OC, dpre_colsum));
 }
 
+static void p_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
+                       int cols, const float *scale, fp8_format format) {
+    const double n = (double)rows * cols;
+    TIMED_COST(out_t ? "fp8_cast (with transpose)" : "fp8_cast", 0, st(n) + (out_t ? 2.0 : 1.0) * n,
+               prof.inner->fp8_cast(out, out_t, amax, in, rows, cols, scale, format));
+}
+
+static void p_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
+    TIMED("fp8_scaling_update", prof.inner->fp8_scaling_update(s, step));
+}
+
+/* The FP8 products: their FLOPs, and the bytes of FP8 operands and bf16
+ * outputs (the floor's rate is still the bf16 GEMM's). */
+static void p_matmul_forward_fp8(void *out, const void *bias, int N, int C, int OC,
+                                 const fp8_linear_operands *q) {
+    char label[LABEL_LEN];
+    TIMED_COST(shape_label(label, sizeof label, "matmul_forward_fp8", N, C, OC), 2.0 * N * C * OC,
+               (double)N * C + (double)OC * C + st((double)N * OC + OC),
+               prof.inner->matmul_forward_fp8(out, bias, N, C, OC, q));
+}
+
+static void p_matmul_gelu_forward_fp8(void *out, void *pre, const void *bias, int N, int C, int OC,
+                                      const fp8_linear_operands *q) {
+    char label[LABEL_LEN];
+    TIMED_COST(shape_label(label, sizeof label, "matmul_gelu_forward_fp8", N, C, OC),
+               2.0 * N * C * OC, (double)N * C + (double)OC * C + st(2.0 * N * OC + OC),
+               prof.inner->matmul_gelu_forward_fp8(out, pre, bias, N, C, OC, q));
+}
+
+static void p_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
+                                  const void *pre, int N, int C, int OC, void *dpre_colsum,
+                                  const fp8_linear_operands *q) {
+    char label[LABEL_LEN];
+    TIMED_COST(
+        shape_label(label, sizeof label, pre ? "matmul_backward_gelu_fp8" : "matmul_backward_fp8",
+                    N, C, OC),
+        matmul_backward_flops(dinp, N, C, OC), matmul_backward_bytes(dinp, dbias, pre, N, C, OC),
+        prof.inner->matmul_backward_fp8(dinp, dweight, dbias, dout, pre, N, C, OC, dpre_colsum, q));
+}
+
 static void p_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
                                 int NH) {
     /* causal: QK^T and PV over half of the T x T scores */
@@ -283,6 +323,13 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     t->clip_scale = p_clip_scale;
     t->nonfinite_fold = p_nonfinite_fold;
     t->adamw_update = p_adamw_update;
+    if (inner->fp8_cast) { /* the backend has FP8 */
+        t->fp8_cast = p_fp8_cast;
+        t->fp8_scaling_update = p_fp8_scaling_update;
+        t->matmul_forward_fp8 = p_matmul_forward_fp8;
+        t->matmul_gelu_forward_fp8 = p_matmul_gelu_forward_fp8;
+        t->matmul_backward_fp8 = p_matmul_backward_fp8;
+    }
     return t;
 }
 

@@ -5,6 +5,7 @@
  * (cuda_fp8.h) for every float in and around each format's range, which no
  * one here wrote; then the delayed-scaling recipe over a sequence of steps
  * against the rule written out directly. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -193,6 +194,9 @@ static void check_scaling(void) {
     float h1[1] = {0};
     const float s1 = fp8_scale_update(h1, 1, 7, 0.5f, 1.0f, FP8_E5M2, 0);
     check(s1 == 57344.0f / 0.5f, "delayed scaling", "history of 1 follows the current amax");
+    /* an amax so small that the quotient overflows: the largest float, not inf */
+    const float s2 = fp8_scale_update(h1, 1, 8, 1e-40f, 1.0f, FP8_E4M3, 0);
+    check(s2 == FLT_MAX, "delayed scaling", "an overflowing scale is FLT_MAX");
 }
 
 int main(void) {

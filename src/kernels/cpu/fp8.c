@@ -12,6 +12,7 @@
  * checks it. */
 #include "kernels/fp8.h"
 
+#include <float.h>
 #include <math.h>
 
 typedef struct {
@@ -84,5 +85,6 @@ float fp8_scale_update(float *history, int len, int64_t step, float amax, float 
         if (history[i] > max) max = history[i];
     }
     if (max == 0.0f) return scale;
-    return fp8_max_finite(f) / max / ldexpf(1.0f, margin); /* one rounding: 2^margin is exact */
+    const float next = fp8_max_finite(f) / max / ldexpf(1.0f, margin);
+    return isinf(next) ? FLT_MAX : next; /* an amax too small for a finite scale */
 }

@@ -152,6 +152,7 @@ static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols, cu
 
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd;
+    int type_a, type_b;      /* cudaDataType_t: bf16, or fp8 (matmul_fp8_cuda) */
     int epilogue, bias_type; /* bias_type: a cudaDataType_t, or -1 for none */
     int64_t aux_ld;
     unsigned align_a, align_b, align_d, align_bias, align_aux;
@@ -229,10 +230,12 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
         set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &key->aux_ld, sizeof key->aux_ld);
     }
     /* Stored shapes: op(A) is m x k, op(B) k x n, D m x n. */
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, key->ta ? key->k : key->m,
-                                            key->ta ? key->m : key->k, key->lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, key->tb ? key->n : key->k,
-                                            key->tb ? key->k : key->n, key->ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a, (cudaDataType_t)key->type_a,
+                                            key->ta ? key->k : key->m, key->ta ? key->m : key->k,
+                                            key->lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b, (cudaDataType_t)key->type_b,
+                                            key->tb ? key->n : key->k, key->tb ? key->k : key->n,
+                                            key->ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_16BF, key->m, key->n, key->ldd));
 
     cublasLtMatmulPreference_t pref;
@@ -323,6 +326,7 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
             best_us = us;
         }
     }
+    if (best_us < 0.0f) p->ok = 0; /* none of them runs these operands: no algorithm */
     if (p->heuristic_us > 0.0f && best_us > p->heuristic_us * (1.0f - TUNE_MARGIN)) {
         best = 0;
         best_us = p->heuristic_us;
@@ -339,12 +343,20 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
     CUDA_CHECK(cudaEventDestroy(stop));
 }
 
+/* FP8 operands of a GEMM (cuBLAS's A and B): their types and the device
+ * floats that dequantise them. */
+typedef struct {
+    cudaDataType_t type_a, type_b;
+    const float *scale_a, *scale_b;
+} fp8_operands;
+
 /* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
- * cuBLASLt has no algorithm for it (the caller falls back). */
+ * cuBLASLt has no algorithm for it (the caller falls back). f8: FP8 A and B
+ * (NULL: bf16). */
 static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m, int n, int k,
                    const void *A, int lda, const void *B, int ldb, void *D, int ldd, float beta,
                    cublasLtEpilogue_t epilogue, const void *bias, int bias_type, const void *aux,
-                   int64_t aux_ld) {
+                   int64_t aux_ld, const fp8_operands *f8 = nullptr) {
     plan_key key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     key.ta = ta;
@@ -355,6 +367,8 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     key.lda = lda;
     key.ldb = ldb;
     key.ldd = ldd;
+    key.type_a = f8 ? f8->type_a : CUDA_R_16BF;
+    key.type_b = f8 ? f8->type_b : CUDA_R_16BF;
     key.epilogue = (int)epilogue;
     key.bias_type = bias ? bias_type : -1;
     key.aux_ld = aux ? aux_ld : 0;
@@ -367,7 +381,12 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     if (!p->ok) return 0;
     if (bias) set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
     if (aux) set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    if (f8) {
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &f8->scale_a, sizeof f8->scale_a);
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &f8->scale_b, sizeof f8->scale_b);
+    }
     if (!p->tuned) tune_plan(lt, stream, p, A, B, D, beta);
+    if (!p->ok) return 0;
     const float alpha = 1.0f;
     CUBLAS_CHECK(cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D,
                                 p->d, &p->algo, lt->workspace, lt->workspace_bytes, stream));
@@ -403,20 +422,70 @@ extern "C" void matmul_cuda_print_tuning(FILE *out) {
         const plan_key *k = &p->key;
         const double flops = 2.0 * k->m * (double)k->n * k->k;
         fprintf(out, "%-14s %6d %6d %6d %12.1f %12.1f %3d/%-2d %10.1f\n",
-                epilogue_name((cublasLtEpilogue_t)k->epilogue), k->m, k->n, k->k, p->heuristic_us,
-                p->tuned_us, p->chosen + 1, p->n_candidates, flops / (p->tuned_us * 1e-6) * 1e-12);
+                k->type_a != CUDA_R_16BF ? "FP8" : epilogue_name((cublasLtEpilogue_t)k->epilogue),
+                k->m, k->n, k->k, p->heuristic_us, p->tuned_us, p->chosen + 1, p->n_candidates,
+                flops / (p->tuned_us * 1e-6) * 1e-12);
     }
     if (any) fprintf(out, "\n");
 }
 
-/* A GEMM that must run: no algorithm is a fatal error naming the shape. */
-static void lt_gemm_required(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m,
-                             int n, int k, const void *A, int lda, const void *B, int ldb, void *D,
-                             int ldd, float beta, cublasLtEpilogue_t epilogue, const void *bias) {
-    if (!lt_gemm(lt, stream, ta, tb, m, n, k, A, lda, B, ldb, D, ldd, beta, epilogue, bias,
-                 CUDA_R_16BF, nullptr, 0))
-        FAIL("cuBLASLt has no algorithm for a bf16 GEMM m=%d n=%d k=%d (epilogue %s)", m, n, k,
-             epilogue_name(epilogue));
+/* One product's cuBLAS operands: A, B as cuBLAS sees them (column-major,
+ * op T where ta/tb), and with FP8 their types and dequantising factors. */
+typedef struct {
+    int ta, tb;
+    const void *A, *B;
+    int lda, ldb;
+    fp8_operands f8_store; /* scale_a NULL: bf16 */
+} product;
+
+/* The three products of a linear layer (the layout table at the top of the
+ * file) from bf16 operands (q NULL) or from their FP8 copies: with FP8 both
+ * of cuBLAS's operands are the op-T, K-contiguous ones. */
+static product forward_product(const void *inp, const void *weight, int C,
+                               const fp8_linear_operands *q) {
+    product p = {1, 0, weight, inp, C, C, {}};
+    if (q) {
+        p.A = q->weight, p.B = q->inp;
+        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, q->weight_dequant, q->inp_dequant};
+    }
+    return p;
+}
+static product dinp_product(const void *dout, const void *weight, int C, int OC,
+                            const fp8_linear_operands *q) {
+    product p = {0, 0, weight, dout, C, OC, {}};
+    if (q) {
+        p = {1, 0, q->weight_t, q->dout, OC, OC, {}};
+        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->weight_dequant, q->dout_dequant};
+    }
+    return p;
+}
+static product dweight_product(const void *inp, const void *dout, int N, int C, int OC,
+                               const fp8_linear_operands *q) {
+    product p = {0, 1, inp, dout, C, OC, {}};
+    if (q) {
+        p = {1, 0, q->inp_t, q->dout_t, N, N, {}};
+        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->inp_dequant, q->dout_dequant};
+    }
+    return p;
+}
+
+/* lt_gemm of a product (D: m x n, k the product's inner dimension). */
+static int lt_product(const cublaslt_ctx *lt, cudaStream_t stream, const product *p, int m, int n,
+                      int k, void *D, int ldd, float beta, cublasLtEpilogue_t epilogue,
+                      const void *bias, int bias_type, const void *aux, int64_t aux_ld) {
+    const bool fp8 = p->f8_store.scale_a != nullptr;
+    return lt_gemm(lt, stream, p->ta, p->tb, m, n, k, p->A, p->lda, p->B, p->ldb, D, ldd, beta,
+                   epilogue, bias, bias_type, aux, aux_ld, fp8 ? &p->f8_store : nullptr);
+}
+static void lt_product_required(const cublaslt_ctx *lt, cudaStream_t stream, const product *p,
+                                int m, int n, int k, void *D, int ldd, float beta,
+                                cublasLtEpilogue_t epilogue, const void *bias) {
+    if (!lt_product(lt, stream, p, m, n, k, D, ldd, beta, epilogue, bias, CUDA_R_16BF, nullptr, 0))
+        FAIL("cuBLASLt has no algorithm for a%s GEMM m=%d n=%d k=%d (epilogue %s)%s",
+             p->f8_store.scale_a ? "n FP8" : " bf16", m, n, k, epilogue_name(epilogue),
+             p->f8_store.scale_a ? ": FP8 GEMMs need compute capability 8.9 or newer, and "
+                                   "16-byte aligned operands and scale pointers"
+                                 : "");
 }
 
 /* Says once per epilogue that the unfused path runs instead. */
@@ -449,30 +518,33 @@ static void check_args(const char *op, int N, int C, int OC, const void *const *
 static unsigned blocks_for(size_t n, int block) { return (unsigned)((n + block - 1) / block); }
 
 extern "C" void matmul_forward_cuda(void *out, const void *inp, const void *weight,
-                                    const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
+                                    const void *bias, int N, int C, int OC,
+                                    const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
                                     cudaStream_t stream) {
     const void *ptrs[] = {out, inp, weight, bias};
     check_args("matmul_forward_cuda", N, C, OC, ptrs, 4);
     if (N == 0) return;
-    lt_gemm_required(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, out, OC, 0.0f,
-                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
+    const product p = forward_product(inp, weight, C, fp8);
+    lt_product_required(lt, stream, &p, OC, N, C, out, OC, 0.0f,
+                        bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
 }
 
 extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
                                          const void *bias, int N, int C, int OC,
-                                         const cublaslt_ctx *lt, cudaStream_t stream) {
+                                         const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
+                                         cudaStream_t stream) {
     const void *ptrs[] = {out, pre, inp, weight, bias};
     check_args("matmul_gelu_forward_cuda", N, C, OC, ptrs, 5);
     if (N == 0) return;
     const cublasLtEpilogue_t ep =
         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
     const int fuse = g_fusion & MATMUL_FUSE_GELU;
-    if (fuse && lt_gemm(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, out, OC, 0.0f, ep, bias,
-                        CUDA_R_16BF, pre, OC))
+    const product p = forward_product(inp, weight, C, fp8);
+    if (fuse && lt_product(lt, stream, &p, OC, N, C, out, OC, 0.0f, ep, bias, CUDA_R_16BF, pre, OC))
         return;
     if (fuse) note_fallback(ep, OC, N, C);
-    lt_gemm_required(lt, stream, 1, 0, OC, N, C, weight, C, inp, C, pre, OC, 0.0f,
-                     bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
+    lt_product_required(lt, stream, &p, OC, N, C, pre, OC, 0.0f,
+                        bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
     gelu_forward_cuda(out, pre, (size_t)N * OC, stream);
 }
 
@@ -531,8 +603,8 @@ static int dgelu_bgrad_gemm(const cublaslt_ctx *lt, cudaStream_t stream, bf16 *d
 extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                                      const void *inp, const void *weight, const void *pre, int N,
                                      int C, int OC, void *dpre_colsum, void *workspace,
-                                     size_t workspace_bytes, const cublaslt_ctx *lt,
-                                     cudaStream_t stream) {
+                                     size_t workspace_bytes, const fp8_linear_operands *fp8,
+                                     const cublaslt_ctx *lt, cudaStream_t stream) {
     const void *ptrs[] = {dinp, dweight, dbias, dout, inp, weight, pre, dpre_colsum};
     check_args("matmul_backward_cuda", N, C, OC, ptrs, 8);
     if (N == 0) return;
@@ -542,22 +614,26 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
     if (dpre_colsum && (!pre || !dinp))
         FAIL("matmul_backward_cuda: dpre_colsum needs pre and dinp");
 
+    const product dp = dinp_product(dout, weight, C, OC, fp8),
+                  wp = dweight_product(inp, dout, N, C, OC, fp8);
     if (dinp) {
         int done = 0, colsum_done = 0;
-        if (pre && dpre_colsum && (g_fusion & MATMUL_FUSE_DGELU) &&
+        if (!fp8 && pre && dpre_colsum && (g_fusion & MATMUL_FUSE_DGELU) &&
             (g_fusion & MATMUL_FUSE_DGELU_BGRAD)) {
             done = colsum_done = dgelu_bgrad_gemm(lt, stream, (bf16 *)dinp, (bf16 *)dpre_colsum,
                                                   dout, weight, pre, N, C, OC, workspace);
             if (!done) note_fallback(CUBLASLT_EPILOGUE_DGELU_BGRAD, C, N, OC);
         }
-        if (!done && pre && (g_fusion & MATMUL_FUSE_DGELU)) {
-            done = lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
-                           CUBLASLT_EPILOGUE_DGELU, nullptr, -1, pre, C);
+        /* not with FP8 operands: cuBLASLt's FP8 DGELU kernels measured 2.7x slower than
+         * the plain FP8 product plus the GELU backward kernel (docs/fp8.md) */
+        if (!done && !fp8 && pre && (g_fusion & MATMUL_FUSE_DGELU)) {
+            done = lt_product(lt, stream, &dp, C, N, OC, dinp, C, 0.0f, CUBLASLT_EPILOGUE_DGELU,
+                              nullptr, -1, pre, C);
             if (!done) note_fallback(CUBLASLT_EPILOGUE_DGELU, C, N, OC);
         }
         if (!done) {
-            lt_gemm_required(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
-                             CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+            lt_product_required(lt, stream, &dp, C, N, OC, dinp, C, 0.0f, CUBLASLT_EPILOGUE_DEFAULT,
+                                nullptr);
             if (pre) {
                 const size_t n8 = (size_t)N * C / 8;
                 gelu_backward_kernel<<<blocks_for(n8, 256), 256, 0, stream>>>(
@@ -572,7 +648,7 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
 
     float *bias_f32 = (float *)workspace;
     int bias_done = 0;
-    if (dbias && (g_fusion & MATMUL_FUSE_BGRADB)) {
+    if (!fp8 && dbias && (g_fusion & MATMUL_FUSE_BGRADB)) {
         /* BGRADB overwrites its vector: into scratch, then += into dbias. An
          * fp32 vector where cuBLASLt offers it, else bf16 (one more rounding
          * of the column sums, ~2^-9 relative). */
@@ -594,8 +670,8 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
         }
     }
     if (!bias_done) {
-        lt_gemm_required(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
-                         CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+        lt_product_required(lt, stream, &wp, C, OC, N, dweight, C, 1.0f, CUBLASLT_EPILOGUE_DEFAULT,
+                            nullptr);
         if (dbias) column_sums_add((bf16 *)dbias, (const bf16 *)dout, N, OC, bias_f32, stream);
     }
 }

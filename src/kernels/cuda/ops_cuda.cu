@@ -282,19 +282,19 @@ static void cuda_layernorm_backward(void *dinp, void *dweight, void *dbias, cons
 
 static void cuda_matmul_forward(void *out, const void *inp, const void *weight, const void *bias,
                                 int N, int C, int OC) {
-    matmul_forward_cuda(out, inp, weight, bias, N, C, OC, &g.lt, g.stream);
+    matmul_forward_cuda(out, inp, weight, bias, N, C, OC, NULL, &g.lt, g.stream);
 }
 
 static void cuda_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                      const void *bias, int N, int C, int OC) {
-    matmul_gelu_forward_cuda(out, pre, inp, weight, bias, N, C, OC, &g.lt, g.stream);
+    matmul_gelu_forward_cuda(out, pre, inp, weight, bias, N, C, OC, NULL, &g.lt, g.stream);
 }
 
 static void cuda_matmul_backward(void *dinp, void *dweight, void *dbias, const void *dout,
                                  const void *inp, const void *weight, int N, int C, int OC) {
     const size_t bytes = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, NULL);
     matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC, NULL,
-                         bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
+                         bytes ? scratch(bytes) : NULL, bytes, NULL, &g.lt, g.stream);
 }
 
 static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const void *dout,
@@ -302,7 +302,34 @@ static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, co
                                       int C, int OC, void *dpre_colsum) {
     const size_t bytes = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, dpre_colsum);
     matmul_backward_cuda(dinp, dweight, dbias, dout, inp, weight, pre, N, C, OC, dpre_colsum,
-                         bytes ? scratch(bytes) : NULL, bytes, &g.lt, g.stream);
+                         bytes ? scratch(bytes) : NULL, bytes, NULL, &g.lt, g.stream);
+}
+
+static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
+                          int cols, const float *scale, fp8_format format) {
+    fp8_cast_cuda(out, out_t, amax, in, rows, cols, scale, format, g.stream);
+}
+
+static void cuda_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
+    fp8_scaling_update_cuda(s, step, g.stream);
+}
+
+static void cuda_matmul_forward_fp8(void *out, const void *bias, int N, int C, int OC,
+                                    const fp8_linear_operands *q) {
+    matmul_forward_cuda(out, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
+}
+
+static void cuda_matmul_gelu_forward_fp8(void *out, void *pre, const void *bias, int N, int C,
+                                         int OC, const fp8_linear_operands *q) {
+    matmul_gelu_forward_cuda(out, pre, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
+}
+
+static void cuda_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
+                                     const void *pre, int N, int C, int OC, void *dpre_colsum,
+                                     const fp8_linear_operands *q) {
+    const size_t bytes = matmul_backward_cuda_workspace_bytes(N, C, OC, dbias, dpre_colsum);
+    matmul_backward_cuda(dinp, dweight, dbias, dout, NULL, NULL, pre, N, C, OC, dpre_colsum,
+                         bytes ? scratch(bytes) : NULL, bytes, q, &g.lt, g.stream);
 }
 
 static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B, int T, int C,
@@ -394,4 +421,9 @@ extern "C" const kernel_ops ops_cuda = {
     .grad_sum_squares = cuda_grad_sum_squares,
     .clip_scale = cuda_clip_scale,
     .adamw_update = cuda_adamw_update,
+    .fp8_cast = cuda_fp8_cast,
+    .fp8_scaling_update = cuda_fp8_scaling_update,
+    .matmul_forward_fp8 = cuda_matmul_forward_fp8,
+    .matmul_gelu_forward_fp8 = cuda_matmul_gelu_forward_fp8,
+    .matmul_backward_fp8 = cuda_matmul_backward_fp8,
 };

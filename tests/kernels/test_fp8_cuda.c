@@ -1,0 +1,508 @@
+/* GPU test of FP8 (kernels/fp8.h, kernels/matmul.h) on real GPUs:
+ * - fp8_cast_cuda against the CPU model (fp8_encode, itself checked bit for
+ *   bit against NVIDIA's conversion by test_fp8_cpu): every byte of the
+ *   cast and of its transposed copy, E4M3 and E5M2, at scales that leave
+ *   values in range, push them into subnormals and saturate them; infinities
+ *   and NaN; the amax, exactly (NaN where the input has one);
+ * - the three products of a linear layer with FP8 operands, through the
+ *   production entry points (matmul_forward_cuda, matmul_gelu_forward_cuda,
+ *   matmul_backward_cuda): forward (activations x weights, E4M3 x E4M3,
+ *   with bias, and with the GELU epilogue), input gradient (gradients x
+ *   transposed weights, E5M2 x E4M3, and through a GELU with its
+ *   pre-activation's bias gradient), weight gradient (transposed gradients
+ *   x transposed activations, added into the old one), bias gradient, at
+ *   every layer shape of GPT-2 124M (with fewer tokens) and one of partial
+ *   tiles, against a float64 sum over the dequantised operands. The
+ *   operands are exact FP8 values, so only fp32 accumulation order and the
+ *   bf16 rounding of the output differ: |gpu - ref| <= 2^-7 |ref| + 1e-3
+ *   rms(ref) (|old| + |sum| where added into; 1e-2 rms where cuBLASLt's
+ *   own tanh is involved, as in test_ops_cuda);
+ * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
+ *   steps whose amaxes include 0, NaN, infinity and an overflowing scale.
+ * Exits 77 (skipped) where no GPU is visible, 1 on any failure. */
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "kernels/cuda_info.h"
+#include "kernels/fp8.h"
+#include "kernels/matmul.h"
+#include "model/rng.h"
+
+static rng_state rng;
+static int n_checks, n_failed;
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        const cudaError_t e_ = (x);                                                                \
+        if (e_ != cudaSuccess) {                                                                   \
+            printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);        \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void check(int ok, const char *what) {
+    n_checks++;
+    printf("CHECK %s %s\n", what, ok ? "PASS" : "FAIL");
+    if (!ok) n_failed++;
+}
+
+static const char *name_of(fp8_format f) { return f == FP8_E4M3 ? "e4m3" : "e5m2"; }
+
+static uint16_t bf16_bits(float x) { /* round to nearest even; NaN kept quiet */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static float bf16_value(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static void *dev_copy(const void *h, size_t bytes) {
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes ? bytes : 1));
+    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+static float *dev_float(float v) { return dev_copy(&v, sizeof v); }
+
+/* ------------------------------------------------------------------ casts */
+
+/* A value of a wide dynamic range: N(0,1) times 2^U(-14, 14), as bf16. */
+static uint16_t wide_value(void) {
+    return bf16_bits((float)(rng_normal(&rng) * ldexp(1.0, (int)(rng_uniform(&rng) * 28) - 14)));
+}
+
+static void check_cast(int rows, int cols, float scale, fp8_format f, int transpose, int with_nan,
+                       cudaStream_t s) {
+    const size_t n = (size_t)rows * cols;
+    uint16_t *x = xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) x[i] = wide_value();
+    /* specials at fixed places: zeros, infinities, the largest bf16, a bf16 subnormal */
+    const uint16_t specials[] = {0x0000, 0x8000, 0x7F80, 0xFF80, 0x7F7F, 0xFF7F, 0x0001, 0x8003};
+    for (size_t k = 0; k < sizeof specials / sizeof specials[0] && k * 97 < n; k++)
+        x[k * 97] = specials[k];
+    if (with_nan) x[n / 2] = 0xFFC1; /* a negative NaN with payload */
+
+    uint8_t *d_out, *d_out_t = NULL;
+    CK(cudaMalloc((void **)&d_out, n));
+    CK(cudaMemset(d_out, 0xAA, n));
+    if (transpose) {
+        CK(cudaMalloc((void **)&d_out_t, n));
+        CK(cudaMemset(d_out_t, 0xAA, n));
+    }
+    void *d_in = dev_copy(x, n * 2);
+    float *d_scale = dev_float(scale), *d_amax = dev_float(0.25f); /* amax accumulates */
+    fp8_cast_cuda(d_out, d_out_t, d_amax, d_in, rows, cols, d_scale, f, s);
+    CK(cudaStreamSynchronize(s));
+
+    uint8_t *out = xmalloc(n), *out_t = xmalloc(n);
+    CK(cudaMemcpy(out, d_out, n, cudaMemcpyDeviceToHost));
+    if (transpose) CK(cudaMemcpy(out_t, d_out_t, n, cudaMemcpyDeviceToHost));
+    float amax;
+    CK(cudaMemcpy(&amax, d_amax, 4, cudaMemcpyDeviceToHost));
+
+    size_t bad = 0, bad_t = 0, first_bad = n;
+    float want_amax = 0.25f;
+    int saw_nan = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            const float v = bf16_value(x[i]);
+            const uint8_t want = fp8_encode(v * scale, f);
+            if (out[i] != want) {
+                if (first_bad == n) first_bad = i;
+                bad++;
+            }
+            if (transpose && out_t[(size_t)c * rows + r] != out[i]) bad_t++;
+            if (isnan(v))
+                saw_nan = 1;
+            else if (fabsf(v) > want_amax)
+                want_amax = fabsf(v);
+        }
+    char what[200];
+    snprintf(what, sizeof what,
+             "cast %s %dx%d scale=%g%s%s: %zu of %zu bytes differ from the CPU model", name_of(f),
+             rows, cols, scale, transpose ? " +transposed" : "", with_nan ? " +NaN" : "", bad, n);
+    if (bad)
+        printf("  first: element %zu = %g (bf16 0x%04x): gpu 0x%02x, model 0x%02x\n", first_bad,
+               bf16_value(x[first_bad]), x[first_bad], out[first_bad],
+               fp8_encode(bf16_value(x[first_bad]) * scale, f));
+    check(bad == 0, what);
+    if (transpose) {
+        snprintf(what, sizeof what, "cast %s %dx%d transposed copy: %zu bytes differ", name_of(f),
+                 rows, cols, bad_t);
+        check(bad_t == 0, what);
+    }
+    snprintf(what, sizeof what, "cast %s %dx%d amax %g (want %s%g)", name_of(f), rows, cols, amax,
+             saw_nan ? "NaN, not " : "", want_amax);
+    check(saw_nan ? isnan(amax) : amax == want_amax, what);
+    free(x);
+    free(out);
+    free(out_t);
+    CK(cudaFree(d_out));
+    if (d_out_t) CK(cudaFree(d_out_t));
+    CK(cudaFree(d_in));
+    CK(cudaFree(d_scale));
+    CK(cudaFree(d_amax));
+}
+
+/* -------------------------------------------------------------- scaling */
+
+/* fp8_scaling_update_cuda against fp8_scale_update over 14 steps for six
+ * tensors of both formats, amaxes including 0, NaN, infinity and one too
+ * small for a finite scale: scale, dequant and history bit for bit, amax
+ * reset. */
+static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
+    enum { NT = 6, STEPS = 14, MAXS = 4 };
+    const uint8_t format[NT] = {FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E4M3};
+    float scale[NT], dequant[NT], hist[NT * 8] = {0}, strided[NT * MAXS];
+    for (int i = 0; i < NT; i++) scale[i] = 1.0f, dequant[i] = 1.0f;
+    for (int i = 0; i < NT * MAXS; i++) strided[i] = 1.0f;
+    const size_t bytes = sizeof(float) * NT * stride;
+    fp8_scaling g = {NT, len, margin, stride, NULL, NULL, NULL, NULL, NULL};
+    g.scale = dev_copy(strided, bytes);
+    g.dequant = dev_copy(strided, bytes);
+    g.amax = dev_copy(strided, bytes);
+    g.history = dev_copy(hist, sizeof(float) * NT * len);
+    g.format = dev_copy(format, sizeof format);
+    int bad = 0;
+    char detail[200] = "";
+    for (int step = 0; step < STEPS; step++) {
+        float amax[NT];
+        for (int i = 0; i < NT; i++)
+            amax[i] =
+                (float)(fabs(rng_normal(&rng)) * ldexp(1.0, (int)(rng_uniform(&rng) * 20) - 10));
+        amax[1] = step % 5 == 0 ? 0.0f : amax[1];
+        amax[2] = step == 3 ? NAN : amax[2];
+        amax[3] = step == 6 ? INFINITY : amax[3];
+        amax[4] = step == 9 ? 1e-40f : amax[4];
+        amax[5] = 0.0f; /* never seen anything: the scale stays 1 */
+        for (int i = 0; i < NT; i++) strided[i * stride] = amax[i];
+        CK(cudaMemcpy(g.amax, strided, bytes, cudaMemcpyHostToDevice));
+        fp8_scaling_update_cuda(&g, step, s);
+        CK(cudaStreamSynchronize(s));
+        float got_scale[NT * MAXS], got_dequant[NT * MAXS], got_amax[NT * MAXS], got_hist[NT * 8];
+        CK(cudaMemcpy(got_scale, g.scale, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(got_dequant, g.dequant, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(got_amax, g.amax, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(got_hist, g.history, sizeof(float) * NT * len, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < NT; i++) {
+            const float before = scale[i];
+            scale[i] = fp8_scale_update(hist + i * len, len, step, amax[i], scale[i],
+                                        (fp8_format)format[i], margin);
+            if (scale[i] != before) dequant[i] = 1.0f / scale[i];
+            const int k = i * stride;
+            const int ok = memcmp(&got_scale[k], &scale[i], 4) == 0 &&
+                           memcmp(&got_dequant[k], &dequant[i], 4) == 0 && got_amax[k] == 0.0f &&
+                           memcmp(got_hist + i * len, hist + i * len, sizeof(float) * len) == 0;
+            if (!ok && bad++ == 0)
+                snprintf(detail, sizeof detail,
+                         "step %d tensor %d: scale %a (model %a), dequant %a (%a), amax %g", step,
+                         i, got_scale[k], scale[i], got_dequant[k], dequant[i], got_amax[k]);
+        }
+    }
+    char what[300];
+    snprintf(what, sizeof what,
+             "scaling update, history %d, margin %d, stride %d, %d steps x %d tensors%s%s", len,
+             margin, stride, STEPS, NT, bad ? ": " : "", detail);
+    check(bad == 0, what);
+    CK(cudaFree(g.scale));
+    CK(cudaFree(g.dequant));
+    CK(cudaFree(g.amax));
+    CK(cudaFree(g.history));
+    CK(cudaFree((void *)g.format));
+}
+
+/* ------------------------------------------------------------------ GEMMs */
+
+/* An FP8 operand: rows x cols values N(0, std) rounded to bf16 (bf), cast
+ * with the recipe's scale (the largest finite value over the amax): its
+ * bytes and their transpose, the decoded values dequantised, and the
+ * dequantising factor on the device. */
+typedef struct {
+    int rows, cols;
+    uint16_t *bf;
+    uint8_t *bytes, *bytes_t;
+    double *value;
+    float dequant;
+    void *d_bytes, *d_bytes_t;
+    float *d_dequant;
+} operand;
+
+static operand make_operand(int rows, int cols, double std, fp8_format f) {
+    operand o;
+    memset(&o, 0, sizeof o);
+    o.rows = rows, o.cols = cols;
+    const size_t n = (size_t)rows * cols;
+    o.bf = xmalloc(n * 2);
+    float amax = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        o.bf[i] = bf16_bits((float)(std * rng_normal(&rng)));
+        if (fabsf(bf16_value(o.bf[i])) > amax) amax = fabsf(bf16_value(o.bf[i]));
+    }
+    const float scale = fp8_max_finite(f) / amax;
+    o.dequant = 1.0f / scale;
+    o.bytes = xmalloc(n);
+    o.bytes_t = xmalloc(n);
+    o.value = xmalloc(n * sizeof(double));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            const size_t i = (size_t)r * cols + c;
+            o.bytes[i] = fp8_encode(bf16_value(o.bf[i]) * scale, f);
+            o.bytes_t[(size_t)c * rows + r] = o.bytes[i];
+            o.value[i] = (double)fp8_decode(o.bytes[i], f) * o.dequant;
+        }
+    o.d_bytes = dev_copy(o.bytes, n);
+    o.d_bytes_t = dev_copy(o.bytes_t, n);
+    o.d_dequant = dev_float(o.dequant);
+    return o;
+}
+
+static void free_operand(operand *o) {
+    free(o->bf);
+    free(o->bytes);
+    free(o->bytes_t);
+    free(o->value);
+    CK(cudaFree(o->d_bytes));
+    CK(cudaFree(o->d_bytes_t));
+    CK(cudaFree(o->d_dequant));
+}
+
+static uint16_t *bf16_random(size_t n, double std) {
+    uint16_t *x = xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) x[i] = bf16_bits((float)(std * rng_normal(&rng)));
+    return x;
+}
+
+/* The GPU's bf16 result (n values at d) against ref: |gpu - ref| <= a
+ * rms(ref) + 2^-7 mag (mag: the magnitudes that were summed); every
+ * value written (finite). */
+static void compare(const char *what, const void *d, const double *ref, const double *mag, size_t n,
+                    double a) {
+    uint16_t *got = xmalloc(n * 2);
+    CK(cudaMemcpy(got, d, n * 2, cudaMemcpyDeviceToHost));
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++) sq += ref[i] * ref[i];
+    const double atol = a * sqrt(sq / (double)n);
+    size_t bad = 0, unwritten = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double g = (double)bf16_value(got[i]);
+        if (!isfinite(g)) {
+            unwritten++;
+            continue;
+        }
+        const double err = fabs(g - ref[i]), tol = atol + mag[i] / 128.0;
+        if (err > tol) bad++;
+        if (err / tol > worst) worst = err / tol;
+    }
+    char line[300];
+    snprintf(line, sizeof line, "%s: n=%zu worst=%.3f bad=%zu unwritten=%zu", what, n, worst, bad,
+             unwritten);
+    check(bad == 0 && unwritten == 0, line);
+    free(got);
+}
+
+static double gelu_tanh(double x) {
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+static double gelu_tanh_grad(double x) {
+    const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x), t = tanh(u);
+    return 0.5 * (1.0 + t) +
+           0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+
+/* One linear layer (inp (M,C), weight (OC,C), dout (M,OC)) through
+ * matmul_forward_cuda / matmul_gelu_forward_cuda and matmul_backward_cuda
+ * with FP8 operands, against float64 over the dequantised operands.
+ * gelu_fwd: the forward with the GELU epilogue (out and pre checked);
+ * gelu_bwd: the backward through a GELU whose input pre (M,C) is given
+ * (dinp times gelu'(pre), and dpre_colsum); dbias: the bias gradient from
+ * the bf16 dout. */
+static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int with_dbias,
+                         const cublaslt_ctx *lt, cudaStream_t s) {
+    char what[200];
+    operand x = make_operand(M, C, 1.0, FP8_E4M3), w = make_operand(OC, C, 0.02, FP8_E4M3),
+            g = make_operand(M, OC, 1e-4, FP8_E5M2);
+    fp8_linear_operands q = {x.d_bytes,   x.d_bytes_t, w.d_bytes,   w.d_bytes_t, g.d_bytes,
+                             g.d_bytes_t, x.d_dequant, w.d_dequant, g.d_dequant};
+    uint16_t *bias = bf16_random((size_t)OC, 0.1), *old_dw = bf16_random((size_t)OC * C, 0.5);
+    uint16_t *old_db = bf16_random((size_t)OC, 0.5), *pre = bf16_random((size_t)M * C, 1.0);
+    uint16_t *old_dpre = bf16_random((size_t)C, 0.5);
+    const size_t n_out = (size_t)M * OC, n_in = (size_t)M * C, n_w = (size_t)OC * C;
+    size_t n_max = n_w > n_out ? n_w : n_out;
+    if (n_in > n_max) n_max = n_in;
+    double *ref = xmalloc(sizeof(double) * n_max), *mag = xmalloc(sizeof(double) * n_max);
+    double *ref2 = xmalloc(sizeof(double) * n_out), *mag2 = xmalloc(sizeof(double) * n_out);
+
+    /* forward */
+    void *d_out, *d_pre, *d_bias = dev_copy(bias, (size_t)OC * 2);
+    CK(cudaMalloc(&d_out, n_out * 2));
+    CK(cudaMalloc(&d_pre, n_out * 2));
+    CK(cudaMemset(d_out, 0xFF, n_out * 2)); /* NaN: unwritten */
+    CK(cudaMemset(d_pre, 0xFF, n_out * 2));
+    if (gelu_fwd)
+        matmul_gelu_forward_cuda(d_out, d_pre, NULL, NULL, d_bias, M, C, OC, &q, lt, s);
+    else
+        matmul_forward_cuda(d_out, NULL, NULL, d_bias, M, C, OC, &q, lt, s);
+    CK(cudaStreamSynchronize(s));
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < OC; j++) {
+            double acc = 0.0, m = 0.0;
+            for (int k = 0; k < C; k++) {
+                const double p = x.value[(size_t)i * C + k] * w.value[(size_t)j * C + k];
+                acc += p, m += fabs(p);
+            }
+            const double b = bf16_value(bias[j]);
+            ref[(size_t)i * OC + j] = acc + b;
+            mag[(size_t)i * OC + j] = fabs(acc + b);
+            ref2[(size_t)i * OC + j] = gelu_tanh(acc + b);
+            mag2[(size_t)i * OC + j] = fabs(ref2[(size_t)i * OC + j]);
+        }
+    snprintf(what, sizeof what, "fp8 %s M=%d C=%d OC=%d%s",
+             gelu_fwd ? "gelu forward (pre)" : "forward", M, C, OC, " +bias");
+    compare(what, gelu_fwd ? d_pre : d_out, ref, mag, n_out, 1e-3);
+    if (gelu_fwd) { /* cuBLASLt's own tanh: the looser a of test_ops_cuda */
+        snprintf(what, sizeof what, "fp8 gelu forward (out) M=%d C=%d OC=%d", M, C, OC);
+        compare(what, d_out, ref2, mag2, n_out, 1e-2);
+    }
+
+    /* backward */
+    void *d_dinp, *d_dw = dev_copy(old_dw, n_w * 2), *d_db = dev_copy(old_db, (size_t)OC * 2);
+    void *d_dout = dev_copy(g.bf, n_out * 2), *d_prein = dev_copy(pre, n_in * 2);
+    void *d_dpre = dev_copy(old_dpre, (size_t)C * 2);
+    CK(cudaMalloc(&d_dinp, n_in * 2));
+    CK(cudaMemset(d_dinp, 0xFF, n_in * 2));
+    const size_t ws_bytes = matmul_backward_cuda_workspace_bytes(M, C, OC, with_dbias ? d_db : NULL,
+                                                                 gelu_bwd ? d_dpre : NULL);
+    void *ws = NULL;
+    CK(cudaMalloc(&ws, ws_bytes ? ws_bytes : 1));
+    matmul_backward_cuda(d_dinp, d_dw, with_dbias ? d_db : NULL, d_dout, NULL, NULL,
+                         gelu_bwd ? d_prein : NULL, M, C, OC, gelu_bwd ? d_dpre : NULL, ws,
+                         ws_bytes, &q, lt, s);
+    CK(cudaStreamSynchronize(s));
+    /* dinp = (dout W) [* gelu'(pre)] */
+    double *colsum = xmalloc(sizeof(double) * C), *colmag = xmalloc(sizeof(double) * C);
+    for (int k = 0; k < C; k++) colsum[k] = bf16_value(old_dpre[k]), colmag[k] = fabs(colsum[k]);
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < C; k++) {
+            double acc = 0.0, m = 0.0;
+            for (int j = 0; j < OC; j++) {
+                const double p = g.value[(size_t)i * OC + j] * w.value[(size_t)j * C + k];
+                acc += p, m += fabs(p);
+            }
+            const double d = gelu_bwd ? gelu_tanh_grad(bf16_value(pre[(size_t)i * C + k])) : 1.0;
+            ref[(size_t)i * C + k] = acc * d;
+            mag[(size_t)i * C + k] = fabs(acc * d);
+            colsum[k] += acc * d, colmag[k] += fabs(acc * d);
+        }
+    snprintf(what, sizeof what, "fp8 input gradient%s M=%d C=%d OC=%d", gelu_bwd ? " (gelu)" : "",
+             M, C, OC);
+    compare(what, d_dinp, ref, mag, n_in, gelu_bwd ? 1e-2 : 1e-3);
+    if (gelu_bwd) {
+        snprintf(what, sizeof what, "fp8 dpre_colsum += M=%d C=%d", M, C);
+        compare(what, d_dpre, colsum, colmag, (size_t)C, 1e-2);
+    }
+    /* dW += dout^T inp */
+    for (int j = 0; j < OC; j++)
+        for (int k = 0; k < C; k++) {
+            double acc = 0.0;
+            for (int i = 0; i < M; i++)
+                acc += g.value[(size_t)i * OC + j] * x.value[(size_t)i * C + k];
+            const double o = bf16_value(old_dw[(size_t)j * C + k]);
+            ref[(size_t)j * C + k] = o + acc;
+            mag[(size_t)j * C + k] = fabs(o) + fabs(acc);
+        }
+    snprintf(what, sizeof what, "fp8 weight gradient += M=%d C=%d OC=%d", M, C, OC);
+    compare(what, d_dw, ref, mag, n_w, 1e-3);
+    if (with_dbias) { /* dbias += column sums of the bf16 dout */
+        for (int j = 0; j < OC; j++) {
+            double acc = bf16_value(old_db[j]), m = fabs(acc);
+            for (int i = 0; i < M; i++) {
+                acc += bf16_value(g.bf[(size_t)i * OC + j]);
+                m += fabs(bf16_value(g.bf[(size_t)i * OC + j]));
+            }
+            ref[j] = acc, mag[j] = m;
+        }
+        snprintf(what, sizeof what, "fp8 bias gradient += M=%d OC=%d", M, OC);
+        compare(what, d_db, ref, mag, (size_t)OC, 1e-3);
+    }
+
+    free_operand(&x);
+    free_operand(&w);
+    free_operand(&g);
+    free(bias), free(old_dw), free(old_db), free(pre), free(old_dpre);
+    free(ref), free(mag), free(ref2), free(mag2), free(colsum), free(colmag);
+    void *dev[] = {d_out, d_pre, d_bias, d_dinp, d_dw, d_db, d_dout, d_prein, d_dpre, ws};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
+int main(void) {
+    if (cuda_device_count() <= 0) {
+        printf("test_fp8_cuda: no GPU visible, skipped\n");
+        return 77;
+    }
+    int major = 0, minor = 0;
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+    rng_seed(&rng, 20261125);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+
+    /* casts: in range, into the subnormals, saturating; odd shapes; NaN */
+    const fp8_format formats[2] = {FP8_E4M3, FP8_E5M2};
+    for (int fi = 0; fi < 2; fi++) {
+        const fp8_format f = formats[fi];
+        check_cast(256, 768, 1.0f, f, 1, 0, s);
+        check_cast(208, 200, 3.7f, f, 1, 0, s);
+        check_cast(64, 64, 1.0f / 4096.0f, f, 1, 0, s);
+        check_cast(64, 64, 300.0f, f, 1, 0, s);
+        check_cast(37, 40, 1.5f, f, 0, 0, s);
+        check_cast(48, 72, 1.0f, f, 1, 1, s);
+    }
+
+    check_scaling(4, 1, 1, s);
+    check_scaling(1, 0, 1, s);
+    check_scaling(8, 2, 4, s);
+
+    if (major * 10 + minor < 89) {
+        printf("test_fp8_cuda: compute capability %d.%d has no FP8 tensor cores; GEMMs skipped\n",
+               major, minor);
+    } else {
+        cublaslt_ctx lt;
+        if (cublasLtCreate(&lt.handle) != CUBLAS_STATUS_SUCCESS) {
+            printf("cublasLtCreate failed\n");
+            return 1;
+        }
+        lt.workspace_bytes = 32u << 20;
+        CK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
+        lt.autotune = true;
+        /* 124M's four layers (C = 768) with 256 tokens, as the model runs
+         * them: c_attn with its bias gradient, attn.c_proj, c_fc with the
+         * GELU epilogue, mlp.c_proj backward through the GELU; then a shape
+         * of partial tiles. Activations N(0,1), weights N(0,0.02),
+         * gradients N(0,1e-4). */
+        const int T = 256, C = 768;
+        check_linear(T, C, 3 * C, 0, 0, 1, &lt, s);
+        check_linear(T, C, C, 0, 0, 0, &lt, s);
+        check_linear(T, C, 4 * C, 1, 0, 0, &lt, s);
+        check_linear(T, 4 * C, C, 0, 1, 0, &lt, s);
+        check_linear(144, 80, 48, 1, 1, 1, &lt, s);
+        CK(cudaFree(lt.workspace));
+        cublasLtDestroy(lt.handle);
+    }
+    CK(cudaStreamDestroy(s));
+    printf("test_fp8_cuda: %d checks, %d failed\n", n_checks, n_failed);
+    return n_failed ? 1 : 0;
+}
