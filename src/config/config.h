@@ -86,6 +86,9 @@ typedef struct {
 
     /* performance and diagnostics */
     bool recompute_gelu;   /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool fp8;              /* the blocks' linear layers in FP8 (device=cuda, compute cap. 8.9+) */
+    int fp8_amax_history;  /* fp8: steps of amax history behind each scale */
+    int fp8_margin;        /* fp8: binades of headroom under the format's largest value */
     bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
     bool profile_ops;      /* time every kernel-table op; rank 0 prints a per-op table at the end */
     bool matmul_autotune;  /* device=cuda: GEMM algorithms chosen by timing the candidates */

@@ -115,6 +115,14 @@ const config_key config_keys[] = {
     BOOL_KEY("train", recompute_gelu, "false",
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
              "per layer in bf16, costs one elementwise pass per layer)"),
+    BOOL_KEY("train", fp8, "false",
+             "the transformer blocks' linear layers (forward, input and weight gradients) in "
+             "FP8: E4M3 activations and weights, E5M2 gradients, per-tensor delayed scaling; "
+             "device=cuda on compute capability 8.9 or newer (docs/fp8.md)"),
+    INT_KEY("train", fp8_amax_history, "16", CLOSED(1, 1024),
+            "fp8: steps of amax history each tensor's scale is taken from"),
+    INT_KEY("train", fp8_margin, "0", CLOSED(0, 16),
+            "fp8: binades of headroom left under the format's largest value"),
 
     PATH_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
              "glob of llm.c .bin token shards to train on"),

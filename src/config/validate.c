@@ -152,6 +152,21 @@ static void validate_run(const config *cfg) {
                         cfg->run_name);
 }
 
+/* FP8 runs on the GPU only, and its transposed copies of the activations
+ * need a token count per micro-batch that is a multiple of 16. */
+static void validate_fp8(const config *cfg) {
+    if (!cfg->fp8) return;
+    if (strcmp(cfg->device, "cpu") == 0)
+        fail_collective(EXIT_USAGE,
+                        "fp8 = true needs device=cuda (a GPU of compute capability 8.9 or newer: "
+                        "H100, H200, L40S); the CPU backend trains in fp32 only");
+    if ((int64_t)cfg->micro_batch * cfg->seq_len % 16 != 0)
+        fail_collective(EXIT_USAGE,
+                        "fp8 = true: micro_batch * seq_len = %d * %d must be a multiple of 16 "
+                        "(the FP8 copies of the activations are stored transposed in 16-byte rows)",
+                        cfg->micro_batch, cfg->seq_len);
+}
+
 void config_validate(config *cfg, int launched_world) {
     if (launched_world < 1) FAIL("config_validate: world size %d", launched_world);
     validate_keys(cfg);
@@ -160,6 +175,7 @@ void config_validate(config *cfg, int launched_world) {
     validate_batch(cfg);
     validate_schedule(cfg);
     validate_run(cfg);
+    validate_fp8(cfg);
     char why[2 * CONFIG_STR_MAX];
     if (!config_check_allowed(cfg, why, sizeof why)) fail_collective(EXIT_USAGE, "%s", why);
 }

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "model/fp8_layers.h"
 #include "model/rng.h"
 
 static void *alloc_acts(const kernel_ops *ops, size_t n) { return ops->alloc(n * ops->elem_bytes); }
@@ -74,6 +75,10 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->dln = alloc_acts(ops, N * C);
     m->dfch = alloc_acts(ops, N * 4 * C);
     m->dqkv = alloc_acts(ops, N * 3 * C);
+    if (m->opt.fp8) {
+        m->fp8 = xmalloc(sizeof *m->fp8);
+        fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin);
+    }
 }
 
 void gpt2_free(gpt2_model *m) {
@@ -87,6 +92,10 @@ void gpt2_free(gpt2_model *m) {
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     }
     free(m->acts);
+    if (m->fp8) {
+        fp8_layers_free(m->fp8, ops);
+        free(m->fp8);
+    }
     void *bufs[] = {m->params,  m->grads,   m->res_final, m->lnf,      m->lnf_mean, m->lnf_rstd,
                     m->scratch, m->logits,  m->losses,    m->loss_acc, m->loss_sum, m->gelu_shared,
                     m->inputs,  m->targets, m->dres,      m->dln,      m->dfch,     m->dqkv};
@@ -179,6 +188,36 @@ double gpt2_loss_take(gpt2_model *m) {
     return mean;
 }
 
+/* A block's linear layer forward (pre: with the GELU, its input is kept
+ * there): bf16, or FP8 operands with opt.fp8. */
+static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, void *pre,
+                           const void *inp, const void *weight, const void *bias, int N, int C,
+                           int OC, bool for_backward) {
+    const kernel_ops *ops = m->ops;
+    if (m->fp8)
+        fp8_linear_forward(m->fp8, ops, l, id, out, pre, inp, weight, bias, N, C, OC, for_backward);
+    else if (pre)
+        ops->matmul_gelu_forward(out, pre, inp, weight, bias, N, C, OC);
+    else
+        ops->matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+/* Its backward (pre: through the GELU whose input it is, dpre_colsum that
+ * input's bias gradient). */
+static void linear_backward(gpt2_model *m, int l, fp8_linear id, void *dinp, void *dweight,
+                            void *dbias, const void *dout, const void *inp, const void *weight,
+                            const void *pre, int N, int C, int OC, void *dpre_colsum) {
+    const kernel_ops *ops = m->ops;
+    if (m->fp8)
+        fp8_linear_backward(m->fp8, ops, l, id, dinp, dweight, dbias, dout, pre, N, C, OC,
+                            dpre_colsum);
+    else if (pre)
+        ops->matmul_backward_gelu(dinp, dweight, dbias, dout, inp, weight, pre, N, C, OC,
+                                  dpre_colsum);
+    else
+        ops->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
 float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
                    float dloss) {
     gpt2_loss_reset(m);
@@ -198,6 +237,8 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     ops->upload(m->inputs, inputs, (size_t)N * sizeof(int32_t));
     if (targets) ops->upload(m->targets, targets, (size_t)N * sizeof(int32_t));
 
+    const bool for_backward = targets && dloss != 0.0f;
+    if (m->fp8) fp8_layers_begin_forward(m->fp8, ops);
     need_params(m, lay->wpe, lay->n_elements); /* wpe, then wte up to the end */
     ops->encoder_forward(m->acts[0].res1, m->inputs, P(lay->wte), P(lay->wpe), B, T, C);
     need_params(m, lay->blocks[0].begin, lay->blocks[0].end);
@@ -206,13 +247,17 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     for (int l = 0; l < L; l++) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
-        ops->matmul_forward(a->qkv, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C, 3 * C);
+        linear_forward(m, l, FP8_QKV, a->qkv, NULL, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C, 3 * C,
+                       for_backward);
         ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
-        ops->matmul_forward(m->scratch, a->atty, P(o->attproj_w), P(o->attproj_b), N, C, C);
+        linear_forward(m, l, FP8_ATTPROJ, m->scratch, NULL, a->atty, P(o->attproj_w),
+                       P(o->attproj_b), N, C, C, for_backward);
         ops->residual_layernorm_forward(a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
                                         m->scratch, P(o->ln2_w), P(o->ln2_b), N, C);
-        ops->matmul_gelu_forward(a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C, 4 * C);
-        ops->matmul_forward(m->scratch, a->fch_gelu, P(o->fcproj_w), P(o->fcproj_b), N, 4 * C, C);
+        linear_forward(m, l, FP8_FC, a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C,
+                       4 * C, for_backward);
+        linear_forward(m, l, FP8_FCPROJ, m->scratch, NULL, a->fch_gelu, P(o->fcproj_w),
+                       P(o->fcproj_b), N, 4 * C, C, for_backward);
         /* The block's output residual and the next LayerNorm (the next block's
          * ln_1, or ln_f after the last block) in one pass. */
         if (l + 1 < L) {
@@ -255,17 +300,18 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
         if (m->opt.recompute_gelu) ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
         /* c_fc's bias gradient (the column sums of d(fch)) comes with it */
-        ops->matmul_backward_gelu(m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,
-                                  P(o->fcproj_w), a->fch, N, 4 * C, C, G(o->fc_b));
-        ops->matmul_backward(m->dln, G(o->fc_w), NULL, m->dfch, a->ln2, P(o->fc_w), N, C, 4 * C);
+        linear_backward(m, l, FP8_FCPROJ, m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,
+                        P(o->fcproj_w), a->fch, N, 4 * C, C, G(o->fc_b));
+        linear_backward(m, l, FP8_FC, m->dln, G(o->fc_w), NULL, m->dfch, a->ln2, P(o->fc_w), NULL,
+                        N, C, 4 * C, NULL);
         ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
                                 a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
         /* Attention: dres is now d(res2). */
-        ops->matmul_backward(m->dln, G(o->attproj_w), NULL, m->dres, a->atty, P(o->attproj_w), N, C,
-                             C);
+        linear_backward(m, l, FP8_ATTPROJ, m->dln, G(o->attproj_w), NULL, m->dres, a->atty,
+                        P(o->attproj_w), NULL, N, C, C, NULL);
         ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH);
-        ops->matmul_backward(m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1, P(o->qkv_w), N, C,
-                             3 * C);
+        linear_backward(m, l, FP8_QKV, m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1,
+                        P(o->qkv_w), NULL, N, C, 3 * C, NULL);
         ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
                                 a->ln1_mean, a->ln1_rstd, N, C,
                                 l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);

@@ -36,6 +36,10 @@ typedef struct {
      * activations): backward recomputes it from fch, one elementwise pass per
      * block. The CPU backend's results are bitwise the same either way. */
     bool recompute_gelu;
+    /* The blocks' linear layers in FP8 (model/fp8_layers.h), with the
+     * delayed-scaling recipe's amax history (steps, >= 1) and margin. */
+    bool fp8;
+    int fp8_history, fp8_margin;
 } gpt2_options;
 
 typedef struct {
@@ -60,6 +64,7 @@ typedef struct {
     int32_t *inputs, *targets; /* (B,T) on the backend */
     /* backward scratch */
     void *dres, *dln, *dfch, *dqkv;
+    struct fp8_layers_s *fp8;       /* with opt.fp8, else NULL */
     params_needed_fn params_needed; /* NULL: parameters are always in place */
     void *params_needed_ctx;
 } gpt2_model;

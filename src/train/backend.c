@@ -24,6 +24,11 @@ void backend_resolve_device(config *cfg) {
         strcpy(cfg->device, "cpu");
 #endif
     }
+    if (cfg->fp8 && strcmp(cfg->device, "cpu") == 0)
+        fail_collective(EXIT_USAGE,
+                        "fp8 = true needs device=cuda, but device=auto found no GPU%s (FP8 needs "
+                        "a GPU of compute capability 8.9 or newer)",
+                        GPT2_HAVE_CUDA ? "" : " (this binary has no CUDA backend)");
     if (strcmp(cfg->device, "cuda") != 0) return;
     if (!GPT2_HAVE_CUDA && !cfg->dry_run)
         fail_collective(EXIT_USAGE,
@@ -65,6 +70,12 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist) {
                     "H100/H200, a build with sm_90a code (GPT2_CUDA_ARCHS with 90a) and "
                     "attention_hopper=true; this run has %s",
                     attention_cuda_kernels(64, &opt.attention));
+        const int cc = cuda_compute_capability(dist->gpu >= 0 ? dist->gpu : dist->local_rank);
+        if (cfg->fp8 && cc < 89)
+            fail_at(__FILE__, __LINE__, EXIT_USAGE,
+                    "fp8 = true needs FP8 tensor cores (compute capability 8.9 or newer: H100, "
+                    "H200, L40S); this GPU is compute capability %d.%d: set fp8 = false",
+                    cc / 10, cc % 10);
         return &ops_cuda;
     }
 #endif

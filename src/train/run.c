@@ -203,7 +203,10 @@ static void run_read_initial_weights(run_state *r) {
 /* The model on the backend, with its initial weights. */
 static void run_build_model(run_state *r) {
     const config *cfg = r->cfg;
-    const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu};
+    const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu,
+                                    .fp8 = cfg->fp8,
+                                    .fp8_history = cfg->fp8_amax_history,
+                                    .fp8_margin = cfg->fp8_margin};
     gpt2_create_with(&r->model, &r->lay, r->ops, cfg->micro_batch, cfg->seq_len, &model_opt);
     if (cfg->save_init && !r->resuming && r->dist->rank == 0) save_initial_weights(r);
     r->ops->upload_f32(r->model.params, r->host_params, r->lay.n_elements);

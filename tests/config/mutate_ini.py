@@ -85,6 +85,8 @@ def make_case(ctx, rng, i):
     lines = text.split(b"\n")
     what = []
     for _ in range(rng.randint(1, 4)):
+        if not lines:  # every line deleted or mutated away: an empty file
+            lines = [b""]
         r = rng.random()
         k = rng.randrange(len(lines))
         if r < 0.12:

@@ -16,10 +16,12 @@ Modes:
   cuda: the bf16 CUDA backend against PyTorch with float32 weights and bf16
         autocast, 4 layers x 256 wide (heads of 64, as our flash attention
         needs), B=8, T=256, 200 steps: max |ours - torch| / torch < 1%.
+  cuda-fp8: the same with fp8=1 (the blocks' linear layers in FP8, docs/fp8.md)
+        against the same bf16 PyTorch: < 2% (FP8's coarser operands).
   cpu:  the fp32 CPU backend against float64 PyTorch, 2 layers x 64, B=2,
         T=32, gradient accumulation 2, 10 steps: < 1e-4.
 
-usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device cuda|cpu]
+usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cpu]
 Exit 0 pass, 1 fail, 77 skipped (no GPU for cuda mode)."""
 import argparse
 import contextlib
@@ -40,6 +42,8 @@ import gpt2_torch  # noqa: E402  (the reference model)
 MODES = {
     "cuda": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=8, seq_len=256, grad_accum=1,
                  max_steps=200, warmup_steps=20, lr=1e-3, tol=1e-2),
+    "cuda-fp8": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=8, seq_len=256, grad_accum=1,
+                     max_steps=200, warmup_steps=20, lr=1e-3, tol=2e-2, extra=["fp8=1"]),
     "cpu": dict(n_layer=2, n_embd=64, n_head=2, micro_batch=2, seq_len=32, grad_accum=2,
                 max_steps=10, warmup_steps=2, lr=3e-3, tol=1e-4),
 }
@@ -119,18 +123,23 @@ def schedule_lr(step, lr, warmup, max_steps, min_frac):
 
 def run_trainer(binary, work, device, m):
     total_batch = m["micro_batch"] * m["seq_len"] * m["grad_accum"]
-    args = [binary, os.path.join(ROOT, "configs", "tiny.ini"), f"device={device}",
+    args = [binary, os.path.join(ROOT, "configs", "tiny.ini"), f"device={torch_device(device)}",
             f"train_data={TRAIN_GLOB}", "eval_every=0", "log_every=1", "checkpoint_every=0",
             "save_init=1", "resume=none", "lr_schedule=cosine", f"out_dir={work}", "run_name=ours",
             f"total_batch={total_batch}", f"block_size={m['seq_len']}"]
     args += [f"{k}={m[k]}" for k in ("n_layer", "n_embd", "n_head", "micro_batch", "seq_len",
                                      "max_steps", "warmup_steps", "lr")]
-    args += [f"{k}={v}" for k, v in OPT.items()]
+    args += [f"{k}={v}" for k, v in OPT.items()] + m.get("extra", [])
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     run_dir = os.path.join(work, "ours")
     rows = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
     losses = {r["step"]: r["loss"] for r in rows if r.get("type") == "step"}
     return [losses[s] for s in range(1, m["max_steps"] + 1)], os.path.join(run_dir, "init.h5")
+
+
+def torch_device(mode):
+    """The device a mode runs on: cuda-fp8 is cuda."""
+    return "cpu" if mode == "cpu" else "cuda"
 
 
 def run_torch(init_path, device, m):
@@ -165,13 +174,13 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--device", choices=MODES, default="cuda")
     a = ap.parse_args()
-    if a.device == "cuda" and not torch.cuda.is_available():
+    if torch_device(a.device) == "cuda" and not torch.cuda.is_available():
         print("SKIP: torch sees no GPU")
         return 77
     m = MODES[a.device]
     os.makedirs(a.work, exist_ok=True)
     ours, init_path = run_trainer(a.binary, a.work, a.device, m)
-    ref = run_torch(init_path, a.device, m)
+    ref = run_torch(init_path, torch_device(a.device), m)
     rel = [abs(o - r) / abs(r) for o, r in zip(ours, ref)]
     worst = max(range(len(rel)), key=rel.__getitem__)
     print(f"{'step':>5} {'ours':>10} {'torch':>10} {'rel diff':>10}")

@@ -3,7 +3,7 @@
 # the first python3 that has torch (and, for --device cuda, sees a GPU): the
 # GPU machines' python3 is a virtual environment, Debian's is /usr/bin/python3.
 # Exits 77 (skipped) when there is none, or when the corpus shards are missing.
-# usage: test_loss_curve_cuda.sh GPT2_DDP WORK_DIR [--device cuda|cpu]
+# usage: test_loss_curve_cuda.sh GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cpu]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 device=cuda
@@ -16,5 +16,5 @@ for py in python3 /usr/bin/python3; do
         PYTHONUNBUFFERED=1 exec "$py" "$here/test_loss_curve_cuda.py" "$@"
     fi
 done
-echo "SKIP: no python3 with torch, h5py and numpy$([ "$device" = cuda ] && echo ' and a GPU')"
+echo "SKIP: no python3 with torch, h5py and numpy$([ "$device" != cpu ] && echo ' and a GPU')"
 exit 77

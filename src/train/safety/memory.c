@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dist/zero.h"
+#include "model/fp8_layers.h"
 #include "model/gpt2.h"
 
 static size_t counted_bytes;
@@ -49,11 +50,15 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     gpt2_create_with(&model, lay, &counting, cfg->micro_batch, cfg->seq_len, &opt);
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
+    /* counted apart: the counting backend has no FP8 kernels to create them with */
+    if (cfg->fp8)
+        m.fp8 = fp8_layers_bytes(lay, cfg->micro_batch * cfg->seq_len, cfg->fp8_amax_history);
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
     /* Rank 0's snapshot: the full master and its shard's m and v. */
     if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
         m.host_snapshot = (n + 2 * shard) * sizeof(float);
-    m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.host_copy;
+    m.total =
+        m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.fp8 + m.host_copy;
     /* On the CPU backend the buffers share the RAM the pre-flight checks
      * (auto saves wait there: only true allocates them). */
     if (m.elem_bytes == sizeof(float) && strcmp(cfg->checkpoint_async, "true") == 0)
@@ -76,6 +81,9 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
                 gib(m->optimizer_full - m->optimizer - m->shard_grads));
     fprintf(out, "\n  activations      %9.3f GiB (micro-batch %d x %d)\n", gib(m->activations),
             cfg->micro_batch, cfg->seq_len);
+    if (m->fp8)
+        fprintf(out, "  fp8 copies       %9.3f GiB (the linear layers' FP8 operands, fp8 = true)\n",
+                gib(m->fp8));
     if (m->host_copy)
         fprintf(out, "  host weights     %9.3f GiB (fp32 copy: initial weights, save scratch)\n",
                 gib(m->host_copy));

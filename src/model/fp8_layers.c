@@ -1,0 +1,186 @@
+/* FP8 linear layers of the transformer blocks (see fp8_layers.h): the
+ * state, the casts around each product and the scale updates. */
+#include "model/fp8_layers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/fail.h"
+
+/* A linear layer's input and output widths. */
+static void widths(fp8_linear id, int C, int *in, int *out) {
+    static const int in_x[FP8_LINEARS] = {1, 1, 1, 4}, out_x[FP8_LINEARS] = {3, 1, 4, 1};
+    *in = in_x[id] * C;
+    *out = out_x[id] * C;
+}
+
+/* The scaled tensors of linear `i` (block * FP8_LINEARS + id): input,
+ * weight, output gradient. */
+enum { T_INP, T_WEIGHT, T_DOUT, T_PER_LINEAR };
+/* floats between tensors' scales: each dequant 16-byte aligned for cuBLASLt */
+enum { STRIDE = 4 };
+static int tensor_of(int i, int which) { return i * T_PER_LINEAR + which; }
+
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history) {
+    const size_t C = (size_t)lay->n_embd, L = (size_t)lay->n_layer, n = L * 12;
+    const size_t big = (size_t)N * 4 * C;
+    const size_t per_block = 7 * C * (size_t)N + 2 * 12 * C * C;
+    const size_t scratch = 3 * big + (big > 4 * C * C ? big : 4 * C * C);
+    const size_t scaling = n * (3 * STRIDE * sizeof(float) + (size_t)history * sizeof(float) + 1);
+    return L * per_block + scratch + scaling;
+}
+
+void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
+                       int history, int margin) {
+    if (!ops->fp8_cast || !ops->matmul_forward_fp8)
+        FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
+             "capability 8.9 or newer has)",
+             ops->name);
+    if (N % 16 != 0)
+        FAIL("fp8 = true: %d tokens per forward (micro_batch x seq_len) must be a multiple of "
+             "16 for the FP8 copies of the activations",
+             N);
+    if (history < 1) FAIL("fp8: an amax history of %d steps (at least 1)", history);
+    memset(f, 0, sizeof *f);
+    const int L = lay->n_layer, C = lay->n_embd, n = L * FP8_LINEARS * T_PER_LINEAR;
+    f->n_layer = L;
+    f->N = N;
+    f->s.n = n;
+    f->s.len = history;
+    f->s.margin = margin;
+    f->s.stride = STRIDE;
+    const size_t strided = (size_t)n * STRIDE * sizeof(float);
+    float *ones = xmalloc(strided);
+    uint8_t *format = xmalloc((size_t)n);
+    for (int i = 0; i < n * STRIDE; i++) ones[i] = 1.0f;
+    for (int i = 0; i < n; i++) format[i] = i % T_PER_LINEAR == T_DOUT ? FP8_E5M2 : FP8_E4M3;
+    f->s.scale = ops->alloc(strided);
+    f->s.dequant = ops->alloc(strided);
+    f->s.amax = ops->alloc(strided);
+    f->s.history = ops->alloc((size_t)n * history * sizeof(float));
+    uint8_t *format_dev = ops->alloc((size_t)n);
+    ops->upload(f->s.scale, ones, strided);
+    ops->upload(f->s.dequant, ones, strided);
+    ops->zero(f->s.amax, strided);
+    ops->zero(f->s.history, (size_t)n * history * sizeof(float));
+    ops->upload(format_dev, format, (size_t)n);
+    f->s.format = format_dev;
+    free(ones);
+    free(format);
+    f->bootstrapped = xcalloc((size_t)n, sizeof(bool));
+
+    const int linears = L * FP8_LINEARS;
+    f->w8 = xcalloc((size_t)linears, sizeof(uint8_t *));
+    f->w8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
+    f->x8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
+    for (int i = 0; i < linears; i++) {
+        int in, out;
+        widths((fp8_linear)(i % FP8_LINEARS), C, &in, &out);
+        f->w8[i] = ops->alloc((size_t)in * out);
+        f->w8_t[i] = ops->alloc((size_t)in * out);
+        f->x8_t[i] = ops->alloc((size_t)in * N);
+    }
+    const size_t big = (size_t)N * 4 * C, wmax = (size_t)4 * C * C;
+    f->x8 = ops->alloc(big);
+    f->g8 = ops->alloc(big);
+    f->g8_t = ops->alloc(big);
+    f->amax_scratch = ops->alloc(big > wmax ? big : wmax);
+}
+
+void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
+    const int linears = f->n_layer * FP8_LINEARS;
+    for (int i = 0; i < linears; i++) {
+        ops->release(f->w8[i]);
+        ops->release(f->w8_t[i]);
+        ops->release(f->x8_t[i]);
+    }
+    free(f->w8);
+    free(f->w8_t);
+    free(f->x8_t);
+    void *bufs[] = {f->s.scale, f->s.dequant, f->s.amax, f->s.history,   (void *)f->s.format,
+                    f->x8,      f->g8,        f->g8_t,   f->amax_scratch};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
+    free(f->bootstrapped);
+    memset(f, 0, sizeof *f);
+}
+
+void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
+    if (f->forwards > 0) ops->fp8_scaling_update(&f->s, f->forwards);
+    f->forwards++;
+}
+
+/* Casts tensor t (rows x cols bf16) into out (and out_t) with its scale. A
+ * tensor cast for the first time gets its scale from its own amax first. */
+static void cast(fp8_layers *f, const kernel_ops *ops, int t, uint8_t *out, uint8_t *out_t,
+                 const void *in, int rows, int cols) {
+    const fp8_format format = t % T_PER_LINEAR == T_DOUT ? FP8_E5M2 : FP8_E4M3;
+    if (!f->bootstrapped[t]) {
+        const size_t at = (size_t)t * STRIDE;
+        ops->fp8_cast(f->amax_scratch, NULL, f->s.amax + at, in, rows, cols, f->s.scale + at,
+                      format);
+        fp8_scaling one = f->s;
+        one.n = 1;
+        one.scale += at;
+        one.dequant += at;
+        one.amax += at;
+        one.history += (size_t)t * f->s.len;
+        one.format += t;
+        ops->fp8_scaling_update(&one, f->forwards > 0 ? f->forwards - 1 : 0);
+        f->bootstrapped[t] = true;
+    }
+    ops->fp8_cast(out, out_t, f->s.amax + (size_t)t * STRIDE, in, rows, cols,
+                  f->s.scale + (size_t)t * STRIDE, format);
+}
+
+static const float *dequant(const fp8_layers *f, int t) {
+    return f->s.dequant + (size_t)t * STRIDE;
+}
+
+static int linear_index(const fp8_layers *f, int l, fp8_linear id) {
+    if (l < 0 || l >= f->n_layer || id < 0 || id >= FP8_LINEARS)
+        FAIL("fp8: linear %d of block %d does not exist", (int)id, l);
+    return l * FP8_LINEARS + id;
+}
+
+void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
+                        void *pre, const void *inp, const void *weight, const void *bias, int N,
+                        int C, int OC, bool for_backward) {
+    const int i = linear_index(f, l, id);
+    if (N > f->N) FAIL("fp8: a forward of %d tokens exceeds the capacity of %d", N, f->N);
+    if (for_backward && N % 16 != 0)
+        FAIL("fp8: a training forward of %d tokens (a multiple of 16 is needed)", N);
+    uint8_t *x_t = for_backward ? f->x8_t[i] : NULL;
+    cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
+    cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
+    const fp8_linear_operands q = {f->x8,
+                                   x_t,
+                                   f->w8[i],
+                                   f->w8_t[i],
+                                   NULL,
+                                   NULL,
+                                   dequant(f, tensor_of(i, T_INP)),
+                                   dequant(f, tensor_of(i, T_WEIGHT)),
+                                   dequant(f, tensor_of(i, T_DOUT))};
+    if (pre)
+        ops->matmul_gelu_forward_fp8(out, pre, bias, N, C, OC, &q);
+    else
+        ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
+}
+
+void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
+                         void *dweight, void *dbias, const void *dout, const void *pre, int N,
+                         int C, int OC, void *dpre_colsum) {
+    const int i = linear_index(f, l, id);
+    cast(f, ops, tensor_of(i, T_DOUT), f->g8, f->g8_t, dout, N, OC);
+    const fp8_linear_operands q = {NULL,
+                                   f->x8_t[i],
+                                   NULL,
+                                   f->w8_t[i],
+                                   f->g8,
+                                   f->g8_t,
+                                   dequant(f, tensor_of(i, T_INP)),
+                                   dequant(f, tensor_of(i, T_WEIGHT)),
+                                   dequant(f, tensor_of(i, T_DOUT))};
+    ops->matmul_backward_fp8(dinp, dweight, dbias, dout, pre, N, C, OC, dpre_colsum, &q);
+}

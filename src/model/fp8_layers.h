@@ -1,0 +1,67 @@
+/* FP8 for the transformer blocks' linear layers (gpt2_options.fp8): the
+ * four products of each block (attn.c_attn, attn.c_proj, mlp.c_fc,
+ * mlp.c_proj), forward, input gradient and weight gradient, read FP8
+ * copies of their operands (E4M3 activations and weights, E5M2 output
+ * gradients); everything else (embeddings, LayerNorm, attention, the
+ * classifier, the residual stream, the optimizer) stays as it was.
+ *
+ * Each operand is a tensor of its own with a per-tensor scale from
+ * delayed scaling (kernels/fp8.h: Transformer Engine's recipe over an amax
+ * history), updated at the start of every forward on the backend, with
+ * no host synchronisation. Before a tensor's first cast (a new run) its
+ * scale comes from its own amax (one extra pass, that step only), so that
+ * the first steps do not underflow: weights of 0.02 and gradients of
+ * 1e-5 sit below E4M3's and E5M2's normal ranges at scale 1.
+ *
+ * Memory: the forward keeps each product's input transposed in FP8 for
+ * the weight gradient (7 C bytes per token per block), and the weights'
+ * FP8 copies and their transposes (24 C^2 bytes per block); the output
+ * gradients' copies are scratch shared by all blocks. */
+#ifndef GPT2_MODEL_FP8_LAYERS_H
+#define GPT2_MODEL_FP8_LAYERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/ops.h"
+#include "model/layout.h"
+
+/* A block's linear layers, in forward order. */
+typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linear;
+
+typedef struct fp8_layers_s {
+    int n_layer, N; /* capacity: tokens per forward */
+    int64_t forwards;
+    fp8_scaling s;                /* backend arrays: 3 tensors (inp, weight, dout) per linear */
+    bool *bootstrapped;           /* host: the tensor's scale has come from its own amax */
+    uint8_t **w8, **w8_t, **x8_t; /* per block and linear */
+    uint8_t *x8, *g8, *g8_t;      /* scratch: the forward's input, the backward's dout */
+    uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
+} fp8_layers;
+
+/* Allocates the state for up to N tokens per forward; history and margin
+ * are the recipe's (fp8_amax_history, fp8_margin). Fails unless the
+ * backend has FP8 ops and N is a multiple of 16 (the transposed copies). */
+void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
+                       int history, int margin);
+void fp8_layers_free(fp8_layers *f, const kernel_ops *ops);
+/* The backend bytes fp8_layers_create allocates. */
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history);
+
+/* Called once per forward, before its first fp8_linear_forward: the
+ * previous forward's amaxes go into the history and the scales follow. */
+void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
+
+/* out = inp @ weight^T + bias (pre non-NULL: pre = that, out = gelu(pre))
+ * for linear `id` of block l, N tokens, C -> OC, with FP8 operands.
+ * for_backward: keep what fp8_linear_backward needs (N a multiple of 16). */
+void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
+                        void *pre, const void *inp, const void *weight, const void *bias, int N,
+                        int C, int OC, bool for_backward);
+/* That layer's backward, as kernel_ops' matmul_backward (pre NULL) or
+ * matmul_backward_gelu, dout bf16 (cast here; dbias from it). */
+void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
+                         void *dweight, void *dbias, const void *dout, const void *pre, int N,
+                         int C, int OC, void *dpre_colsum);
+#endif
