@@ -42,8 +42,9 @@ typedef struct {
     const kernel_ops *ops;
     data_parallel *ddp;
     adamw_state *opt;
-    float *host_scratch;   /* lay->n_elements fp32 of host memory, on every rank */
-    int64_t train_samples; /* samples in the training set: a resume must see the same data */
+    float *host_scratch;      /* lay->n_elements fp32 of host memory, on every rank */
+    int64_t train_samples;    /* samples in the training set: a resume must see the same data */
+    struct fp8_layers_s *fp8; /* fp8 = true: the scaling state saved with each shard (ckpt_fp8.h) */
 } ckpt_ctx;
 
 /* Where the run is: everything besides the model and optimizer state. */

@@ -14,6 +14,7 @@
 #include "base/fail.h"
 #include "base/files.h"
 #include "base/meminfo.h"
+#include "ckpt/ckpt_fp8.h"
 #include "ckpt/ckpt_write.h"
 #include "io/ckpt_dir.h"
 #include "io/h5_io.h"
@@ -44,6 +45,8 @@ struct ckpt_saver {
     bool pruning, prune_failed;
     char prune_error[2048];
     ckpt_state state; /* rank 0: model.h5's run state */
+    bool has_fp8;     /* fp8 = true: this save's copy of the scaling state */
+    fp8_layers_state fp8;
     char tmp[CKPT_PATH_MAX], final[CKPT_PATH_MAX];
 };
 
@@ -73,6 +76,11 @@ static void write_files(ckpt_saver *s) {
     h5_write_f32(file, path, "master", 1, &len, s->master);
     h5_write_f32(file, path, "m", 1, &len, s->m);
     h5_write_f32(file, path, "v", 1, &len, s->v);
+    if (s->has_fp8) {
+        ckpt_fp8_write(file, path, &s->fp8);
+        fp8_layers_state_free(&s->fp8);
+        s->has_fp8 = false;
+    }
     h5_close(file, path);
     fsync_path(path);
     if (s->full) ckpt_write_model(&s->c, s->tmp, s->full, &s->state);
@@ -202,6 +210,11 @@ void ckpt_saver_start(ckpt_saver *s, const ckpt_progress *p) {
     c->ops->download(s->v, opt->v + off, bytes);
     ckpt_write_gather_master(c, s->master, s->n, s->full);
     if (rank == 0) ckpt_write_state(c, p, opt->step, &s->state);
+    if (s->has_fp8) fp8_layers_state_free(&s->fp8); /* a failed save's, never written */
+    if (c->fp8) {
+        fp8_layers_state_get(c->fp8, c->ops, &s->fp8);
+        s->has_fp8 = true;
+    }
     s->header = ckpt_write_shard_header(c, p->step, opt->step);
     s->progress = *p;
     s->failed = false;

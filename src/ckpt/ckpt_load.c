@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/fail.h"
+#include "ckpt/ckpt_fp8.h"
 #include "io/ckpt_dir.h"
 #include "io/ckpt_h5.h"
 #include "io/h5_io.h"
@@ -155,6 +156,7 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     fail_set_hint(hint);
     check_shard_map(&st, model_path);
     load_optimizer(c, dir, &st, params);
+    if (c->fp8) ckpt_fp8_load(c, dir, &st);
     ddp_gather_params(c->ddp, params);
     /* The weights are not needed to resume (the master is), but reading
      * them checks their checksums: a damaged rank-0 file is found now. */

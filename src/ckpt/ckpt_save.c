@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/fail.h"
 #include "base/files.h"
+#include "ckpt/ckpt_fp8.h"
 #include "ckpt/ckpt_write.h"
 #include "io/ckpt_dir.h"
 #include "io/ckpt_h5.h"
@@ -45,6 +46,12 @@ static void save_files(const ckpt_ctx *c, const char *dir, const ckpt_progress *
         ckpt_write_state(c, p, opt->step, &st);
         ckpt_write_model(c, dir, c->host_scratch, &st);
         ckpt_write_state_free(&st);
+    }
+    if (c->fp8) {
+        fp8_layers_state fs;
+        fp8_layers_state_get(c->fp8, c->ops, &fs);
+        ckpt_fp8_write(file, path, &fs);
+        fp8_layers_state_free(&fs);
     }
     h5_close(file, path);
     fsync_path(path);

@@ -3,7 +3,8 @@
  * shard_RRRRR.h5, one per rank: datasets master, m, v (fp32, hi - lo each:
  * the AdamW state of the flat-buffer slice [lo, hi) of the ZeRO shard map
  * of the saving world, written by both ZeRO stages) and attributes
- * format_version, rank, world_size, step, lo, hi, n_elements, optimizer_step.
+ * format_version, rank, world_size, step, lo, hi, n_elements, optimizer_step;
+ * with fp8 = true also the rank's FP8 scaling state (ckpt/ckpt_fp8.h).
  *
  * model.h5, rank 0: a weights file (weights_h5.h: every tensor by its GPT-2
  * name, the model sizes, the resolved config text) plus the run state as

@@ -184,3 +184,57 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                                    dequant(f, tensor_of(i, T_DOUT))};
     ops->matmul_backward_fp8(dinp, dweight, dbias, dout, pre, N, C, OC, dpre_colsum, &q);
 }
+
+/* The strided device array's n values into dense (host). */
+static void download_strided(const kernel_ops *ops, float *dense, const float *dev, int n) {
+    float *all = xmalloc((size_t)n * STRIDE * sizeof(float));
+    ops->download(all, dev, (size_t)n * STRIDE * sizeof(float));
+    for (int i = 0; i < n; i++) dense[i] = all[(size_t)i * STRIDE];
+    free(all);
+}
+
+static void upload_strided(const kernel_ops *ops, float *dev, const float *dense, int n) {
+    float *all = xcalloc((size_t)n * STRIDE, sizeof(float));
+    for (int i = 0; i < n; i++) all[(size_t)i * STRIDE] = dense[i];
+    ops->upload(dev, all, (size_t)n * STRIDE * sizeof(float));
+    free(all);
+}
+
+void fp8_layers_state_get(const fp8_layers *f, const kernel_ops *ops, fp8_layers_state *out) {
+    const int n = f->s.n, len = f->s.len;
+    out->n = n;
+    out->len = len;
+    out->forwards = f->forwards;
+    out->scale = xmalloc((size_t)n * sizeof(float));
+    out->amax = xmalloc((size_t)n * sizeof(float));
+    out->history = xmalloc((size_t)n * len * sizeof(float));
+    out->bootstrapped = xmalloc((size_t)n * sizeof(float));
+    download_strided(ops, out->scale, f->s.scale, n);
+    download_strided(ops, out->amax, f->s.amax, n);
+    ops->download(out->history, f->s.history, (size_t)n * len * sizeof(float));
+    for (int i = 0; i < n; i++) out->bootstrapped[i] = f->bootstrapped[i] ? 1.0f : 0.0f;
+}
+
+void fp8_layers_state_set(fp8_layers *f, const kernel_ops *ops, const fp8_layers_state *in) {
+    if (in->n != f->s.n || in->len != f->s.len)
+        FAIL("fp8: a scaling state of %d tensors x %d steps of history for a model with %d x %d",
+             in->n, in->len, f->s.n, f->s.len);
+    const int n = in->n;
+    float *dequant = xmalloc((size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) dequant[i] = 1.0f / in->scale[i];
+    upload_strided(ops, f->s.scale, in->scale, n);
+    upload_strided(ops, f->s.dequant, dequant, n);
+    upload_strided(ops, f->s.amax, in->amax, n);
+    ops->upload(f->s.history, in->history, (size_t)n * in->len * sizeof(float));
+    for (int i = 0; i < n; i++) f->bootstrapped[i] = in->bootstrapped[i] != 0.0f;
+    f->forwards = in->forwards;
+    free(dequant);
+}
+
+void fp8_layers_state_free(fp8_layers_state *s) {
+    free(s->scale);
+    free(s->amax);
+    free(s->history);
+    free(s->bootstrapped);
+    memset(s, 0, sizeof *s);
+}

@@ -49,6 +49,25 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops);
 /* The backend bytes fp8_layers_create allocates. */
 size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history);
 
+/* The scaling state on the host, for checkpoints: n tensors (three per
+ * linear layer, block by block: input, weight, output gradient), each
+ * with its scale, the amax of the casts since the last update, its
+ * history of len amaxes, and whether its first cast has happened;
+ * forwards: the updates so far. */
+typedef struct {
+    int n, len;
+    int64_t forwards;
+    float *scale, *amax, *history, *bootstrapped; /* bootstrapped: 0 or 1 */
+} fp8_layers_state;
+/* A copy of f's state (malloc'd: fp8_layers_state_free); waits for the
+ * device. */
+void fp8_layers_state_get(const fp8_layers *f, const kernel_ops *ops, fp8_layers_state *out);
+/* f's state from a copy of the same n and len (dequant = 1 / scale, as
+ * the update computes it), so that a resumed run casts as the
+ * uninterrupted one would have. */
+void fp8_layers_state_set(fp8_layers *f, const kernel_ops *ops, const fp8_layers_state *in);
+void fp8_layers_state_free(fp8_layers_state *s);
+
 /* Called once per forward, before its first fp8_linear_forward: the
  * previous forward's amaxes go into the history and the scales follow. */
 void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);

@@ -253,7 +253,8 @@ static void run_restore(run_state *r) {
                          .ddp = &r->ddp,
                          .opt = &r->opt,
                          .host_scratch = r->host_params,
-                         .train_samples = r->train_ds.n_samples};
+                         .train_samples = r->train_ds.n_samples,
+                         .fp8 = r->model.fp8};
     r->progress = (ckpt_progress){0};
     if (r->resuming) ckpt_load(&r->ckpt, r->resume_dir, r->model.params, &r->progress);
     /* Only now, with the run's state loaded: a failed load moves or deletes

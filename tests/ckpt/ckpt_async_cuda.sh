@@ -9,7 +9,11 @@
 #      command resumes and its losses and final weights equal those of a
 #      run whose saves waited (checkpoint_async=false);
 #  (2) auto where the buffers do not fit (GPT2_TEST_SNAPSHOT_MEM_MB=10):
-#      the run says its saves wait for the disk, and they do.
+#      the run says its saves wait for the disk, and they do;
+#  (3) with fp8=1 (where the GPU has FP8 tensor cores): (1) again, killed
+#      once step 250's background save is published; the resumed run's
+#      losses equal the uninterrupted one's bit for bit, which needs the
+#      FP8 scaling state (scales, amax histories) saved and restored.
 # usage: ckpt_async_cuda.sh GPT2_DDP GPT2_CONVERT WORK_DIR
 set -euo pipefail
 bin=$1 convert=$2 work=$3
@@ -49,4 +53,26 @@ GPT2_TEST_SNAPSHOT_MEM_MB=10 mpi_run -np 1 "$bin" "${run[@]}" max_steps=4 checkp
 grep "^checkpoint: saves wait for the disk: background saves need" "$work/small.log" \
   && grep -q "^checkpoint: step 4 saved to .*, [0-9.]* s; written in" "$work/small.log" \
   || fail "auto with too little RAM: no note, or the save did not wait" "$work/small.log"
+
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+if [ "${cc:-0}" -ge 89 ]; then
+  f8=("${run[@]}" fp8=1 max_steps=1000 checkpoint_every=250)
+  mpi_run -np 1 "$bin" "${f8[@]}" checkpoint_async=false run_name=fp8_ref >"$work/fp8_ref.log" 2>&1 \
+    || fail "fp8 reference run" "$work/fp8_ref.log"
+  mpirun --bind-to none -np 1 "$bin" "${f8[@]}" run_name=fp8_killed >"$work/fp8_killed.log" 2>&1 &
+  launcher=$!
+  wait_for 'grep -qs "^checkpoint: step 250 saved" "$work/fp8_killed.log"'
+  kill -KILL $(rank_pids $launcher) 2>/dev/null || true
+  set +e; wait $launcher; set -e
+  grep -q "^step  1000/1000" "$work/fp8_killed.log" && fail "fp8: finished before the kill" "$work/fp8_killed.log"
+  mpi_run -np 1 "$bin" "${f8[@]}" run_name=fp8_killed >"$work/fp8_resume.log" 2>&1 \
+    || fail "fp8 resume" "$work/fp8_resume.log"
+  k=$(grep -o "^resumed from $work/fp8_killed/step_0*[0-9]*" "$work/fp8_resume.log" | sed 's/.*step_0*//') \
+    || fail "fp8: not resumed" "$work/fp8_resume.log"
+  grep -q "no FP8 scaling state" "$work/fp8_resume.log" && fail "fp8: the state was not found" "$work/fp8_resume.log"
+  check losses "$work/fp8_ref" "$work/fp8_killed" $((k + 1)) 1000 0
+  echo "fp8: resumed at step $k, losses bit for bit the uninterrupted run's"
+else
+  echo "fp8 case skipped: compute capability ${cc:-unknown} has no FP8 tensor cores"
+fi
 echo "checkpoint_async on the GPU: OK"
