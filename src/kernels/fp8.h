@@ -88,6 +88,15 @@ extern "C" {
 void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                    const float *scale, fp8_format f, cudaStream_t stream);
 
+/* fp8_cast_cuda (with the transposed copy) of g = d * gelu'(pre) rounded to
+ * bf16, the GELU backward fused into the cast of its result: d (rows,
+ * cols) a product's input gradient before the GELU, pre the GELU's input.
+ * colsum (cols, bf16; may be NULL) += the column sums of g, as
+ * matmul_backward_cuda's dpre_colsum: bit for bit, through partials
+ * (ceil(rows / 64) x cols floats of device scratch). rows a multiple of 16. */
+void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
+                                 float *partials, const void *d, const void *pre, int rows,
+                                 int cols, const float *scale, fp8_format f, cudaStream_t stream);
 /* One step of fp8_scale_update for every tensor (bit for bit the CPU's):
  * amax into the history at `step`, the new scale and dequant, amax back to
  * 0 for the next step's casts. No host synchronisation. */

@@ -55,6 +55,16 @@ void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void 
 /* out = gelu(pre) (tanh form), n elements, n a multiple of 8: what
  * matmul_gelu_forward's out would be from its stored pre (recompute_gelu). */
 void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream);
+/* d *= gelu'(pre) in place (tanh form), n elements, n a multiple of 8:
+ * the GELU backward that matmul_backward_cuda applies after a product
+ * without the DGELU epilogue. */
+void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStream_t stream);
+/* dst (cols, bf16) += the sums over chunks of partials (chunks x cols fp32),
+ * chunk by chunk in order: the second half of the deterministic column sum
+ * whose first half (per-chunk sums of BIAS_ROWS = 64 rows in row order)
+ * fp8_gelu_backward_cast_cuda computes on the way. */
+void bias_partials_add_cuda(void *dst, const float *partials, int chunks, int cols,
+                            cudaStream_t stream);
 /* Scratch matmul_backward_cuda needs (column-sum staging for dbias and
  * dpre_colsum; 0 when both are NULL). */
 size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, const void *dbias,

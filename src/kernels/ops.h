@@ -119,6 +119,12 @@ typedef struct kernel_ops {
     void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                      const float *scale, fp8_format format);
     void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
+    /* fp8_cast (with out_t) of d * gelu'(pre) (rows x cols) and colsum (may
+     * be NULL) += its column sums, as fp8_gelu_backward_cast_cuda: the GELU
+     * backward fused into the cast of the next layer's output gradient. */
+    void (*fp8_gelu_backward_cast)(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
+                                   const void *d, const void *pre, int rows, int cols,
+                                   const float *scale, fp8_format format);
     void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
                                const fp8_linear_operands *q);
     void (*matmul_gelu_forward_fp8)(void *out, void *pre, const void *bias, int N, int C, int OC,

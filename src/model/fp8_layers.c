@@ -43,6 +43,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
              N);
     if (history < 1) FAIL("fp8: an amax history of %d steps (at least 1)", history);
     memset(f, 0, sizeof *f);
+    f->dout_ready = -1;
     const int L = lay->n_layer, C = lay->n_embd, n = L * FP8_LINEARS * T_PER_LINEAR;
     f->n_layer = L;
     f->N = N;
@@ -172,7 +173,10 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum) {
     const int i = linear_index(f, l, id);
-    cast(f, ops, tensor_of(i, T_DOUT), f->g8, f->g8_t, dout, N, OC);
+    if (f->dout_ready == i)
+        f->dout_ready = -1; /* g8, g8_t hold it: the fused GELU backward cast it */
+    else
+        cast(f, ops, tensor_of(i, T_DOUT), f->g8, f->g8_t, dout, N, OC);
     const fp8_linear_operands q = {NULL,
                                    f->x8_t[i],
                                    NULL,
@@ -182,6 +186,19 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                                    dequant(f, tensor_of(i, T_INP)),
                                    dequant(f, tensor_of(i, T_WEIGHT)),
                                    dequant(f, tensor_of(i, T_DOUT))};
+    /* mlp.c_proj through the GELU: with mlp.c_fc's output-gradient scale
+     * known (after its first cast), the product without the GELU, then one
+     * pass for the GELU backward, c_fc's bias gradient and the cast */
+    const int next = id == FP8_FCPROJ ? linear_index(f, l, FP8_FC) : -1;
+    const int t_next = next >= 0 ? tensor_of(next, T_DOUT) : 0;
+    if (pre && next >= 0 && f->bootstrapped[t_next] && ops->fp8_gelu_backward_cast) {
+        ops->matmul_backward_fp8(dinp, dweight, dbias, dout, NULL, N, C, OC, NULL, &q);
+        ops->fp8_gelu_backward_cast(f->g8, f->g8_t, f->s.amax + (size_t)t_next * STRIDE,
+                                    dpre_colsum, dinp, pre, N, C,
+                                    f->s.scale + (size_t)t_next * STRIDE, FP8_E5M2);
+        f->dout_ready = next;
+        return;
+    }
     ops->matmul_backward_fp8(dinp, dweight, dbias, dout, pre, N, C, OC, dpre_colsum, &q);
 }
 

@@ -38,6 +38,8 @@ typedef struct fp8_layers_s {
     uint8_t **w8, **w8_t, **x8_t; /* per block and linear */
     uint8_t *x8, *g8, *g8_t;      /* scratch: the forward's input, the backward's dout */
     uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
+    int dout_ready; /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
+                       already hold (cast fused into the GELU backward), or -1 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -79,7 +81,11 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                         void *pre, const void *inp, const void *weight, const void *bias, int N,
                         int C, int OC, bool for_backward);
 /* That layer's backward, as kernel_ops' matmul_backward (pre NULL) or
- * matmul_backward_gelu, dout bf16 (cast here; dbias from it). */
+ * matmul_backward_gelu, dout bf16 (cast here, unless a fused GELU backward
+ * cast it; dbias from it). Through a GELU (pre, mlp.c_proj) whose input's
+ * FP8 output gradient is known to be cast next (mlp.c_fc's), the GELU
+ * backward, its bias gradient (dpre_colsum) and that cast run as one pass,
+ * and dinp holds the gradient before the GELU. */
 void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum);

@@ -17,6 +17,8 @@
  *   bf16 rounding of the output differ: |gpu - ref| <= 2^-7 |ref| + 1e-3
  *   rms(ref) (|old| + |sum| where added into; 1e-2 rms where cuBLASLt's
  *   own tanh is involved, as in test_ops_cuda);
+ * - the fused GELU backward + cast against the separate passes it
+ *   replaces, bit for bit (bytes, transpose, amax, the bias gradient);
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
  *   steps whose amaxes include 0, NaN, infinity and an overflowing scale.
  * Exits 77 (skipped) where no GPU is visible, 1 on any failure. */
@@ -155,6 +157,78 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
     CK(cudaFree(d_in));
     CK(cudaFree(d_scale));
     CK(cudaFree(d_amax));
+}
+
+/* The fused GELU backward + cast (fp8_gelu_backward_cast_cuda) against the
+ * separate passes it replaces (gelu_backward_cuda, then fp8_cast_cuda, and
+ * the column sums in 64-row chunks, summed here in row order as
+ * matmul.cu's kernel does): the same bytes, transposed bytes, amax and
+ * bias gradient, bit for bit. */
+static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
+    const size_t n = (size_t)rows * cols;
+    const int chunks = (rows + 63) / 64;
+    uint16_t *d = xmalloc(n * 2), *pre = xmalloc(n * 2), *colsum = xmalloc((size_t)cols * 2);
+    for (size_t i = 0; i < n; i++) {
+        d[i] = bf16_bits((float)(1e-4 * rng_normal(&rng)));
+        pre[i] = bf16_bits((float)(2.0 * rng_normal(&rng)));
+    }
+    for (int j = 0; j < cols; j++) colsum[j] = bf16_bits((float)rng_normal(&rng));
+    void *d_d = dev_copy(d, n * 2), *d_d2 = dev_copy(d, n * 2), *d_pre = dev_copy(pre, n * 2);
+    void *d_cs1 = dev_copy(colsum, (size_t)cols * 2), *d_cs2 = dev_copy(colsum, (size_t)cols * 2);
+    uint8_t *o[4];
+    for (int k = 0; k < 4; k++) CK(cudaMalloc((void **)&o[k], n));
+    float *scale = dev_float(3.0e3f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    float *partials;
+    CK(cudaMalloc((void **)&partials, sizeof(float) * chunks * cols));
+    /* the separate passes */
+    gelu_backward_cuda(d_d2, d_pre, n, s);
+    fp8_cast_cuda(o[0], o[1], amax1, d_d2, rows, cols, scale, FP8_E5M2, s);
+    CK(cudaStreamSynchronize(s));
+    uint16_t *g = xmalloc(n * 2);
+    CK(cudaMemcpy(g, d_d2, n * 2, cudaMemcpyDeviceToHost));
+    float *part = xcalloc((size_t)chunks * cols, sizeof(float));
+    for (int c = 0; c < chunks; c++)
+        for (int j = 0; j < cols; j++) {
+            float acc = 0.0f;
+            for (int r = c * 64; r < rows && r < c * 64 + 64; r++)
+                acc += bf16_value(g[(size_t)r * cols + j]);
+            part[(size_t)c * cols + j] = acc;
+        }
+    CK(cudaMemcpy(partials, part, sizeof(float) * chunks * cols, cudaMemcpyHostToDevice));
+    bias_partials_add_cuda(d_cs1, partials, chunks, cols, s);
+    CK(cudaStreamSynchronize(s));
+    /* fused */
+    fp8_gelu_backward_cast_cuda(o[2], o[3], amax2, d_cs2, partials, d_d, d_pre, rows, cols, scale,
+                                FP8_E5M2, s);
+    CK(cudaStreamSynchronize(s));
+    uint8_t *h[4];
+    for (int k = 0; k < 4; k++) {
+        h[k] = xmalloc(n);
+        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
+    }
+    uint16_t *cs1 = xmalloc((size_t)cols * 2), *cs2 = xmalloc((size_t)cols * 2);
+    CK(cudaMemcpy(cs1, d_cs1, (size_t)cols * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cs2, d_cs2, (size_t)cols * 2, cudaMemcpyDeviceToHost));
+    float a1, a2;
+    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
+    char what[200];
+    snprintf(what, sizeof what,
+             "fused GELU backward + cast %dx%d: bytes %s, transposed %s, amax %g/%g, column sums "
+             "%s",
+             rows, cols, memcmp(h[0], h[2], n) ? "DIFFER" : "same",
+             memcmp(h[1], h[3], n) ? "DIFFER" : "same", a1, a2,
+             memcmp(cs1, cs2, (size_t)cols * 2) ? "DIFFER" : "same");
+    check(!memcmp(h[0], h[2], n) && !memcmp(h[1], h[3], n) && a1 == a2 && a1 > 0.0f &&
+              !memcmp(cs1, cs2, (size_t)cols * 2) && memcmp(colsum, cs1, (size_t)cols * 2),
+          what);
+    for (int k = 0; k < 4; k++) {
+        free(h[k]);
+        CK(cudaFree(o[k]));
+    }
+    free(d), free(pre), free(colsum), free(g), free(part), free(cs1), free(cs2);
+    void *dev[] = {d_d, d_d2, d_pre, d_cs1, d_cs2, scale, amax1, amax2, partials};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
 /* -------------------------------------------------------------- scaling */
@@ -472,6 +546,8 @@ int main(void) {
         check_cast(48, 72, 1.0f, f, 1, 1, s);
     }
 
+    check_gelu_backward_cast(256, 3072, s);
+    check_gelu_backward_cast(144, 200, s);
     check_scaling(4, 1, 1, s);
     check_scaling(1, 0, 1, s);
     check_scaling(8, 2, 4, s);

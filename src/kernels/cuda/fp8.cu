@@ -11,7 +11,15 @@
  * outputs are written in 16-byte rows. The amax is taken on the bits: |x|
  * as an unsigned integer orders like the value, with NaN above infinity,
  * so an integer max propagates NaN where fmaxf would drop it; one atomic
- * per block. */
+ * per block.
+ *
+ * The fused GELU backward (GELU_BWD) reads a product's raw input gradient
+ * and the GELU's input, and casts d * gelu'(pre) rounded to bf16, the
+ * values matmul.cu's separate kernel would have stored, so that the FP8
+ * bytes are the same; it also sums each column of the tile over its 64
+ * rows in row order, the first half of the deterministic column sum that
+ * matmul.cu's bias kernels take (the bias gradient of the layer that
+ * produced pre), which bias_partials_add_cuda finishes. */
 #include "kernels/fp8.h"
 
 #include <cuda_bf16.h>
@@ -21,6 +29,8 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gelu.cuh"
+#include "kernels/matmul.h"
 
 namespace {
 
@@ -32,13 +42,29 @@ __device__ __forceinline__ uint16_t cvt_pair(float lo, float hi, fp8_format f) {
                          : __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E5M2);
 }
 
-template <bool TRANSPOSE>
+// The value to cast of a bf16 pair (w: two bf16 bits in one word, .x low):
+// the pair itself, or with GELU_BWD d * gelu'(pre) rounded to bf16, as fp32 bits.
+template <bool GELU_BWD>
+__device__ __forceinline__ void pair_bits(uint32_t w, uint32_t pw, uint32_t &lo, uint32_t &hi) {
+    lo = w << 16, hi = w & 0xFFFF0000u; // bf16 -> fp32 bits
+    if constexpr (GELU_BWD) {
+        const float plo = __uint_as_float(pw << 16), phi = __uint_as_float(pw & 0xFFFF0000u);
+        const __nv_bfloat162 g = __floats2bfloat162_rn(__uint_as_float(lo) * gelu_grad(plo),
+                                                       __uint_as_float(hi) * gelu_grad(phi));
+        const uint32_t gw = *reinterpret_cast<const uint32_t *>(&g);
+        lo = gw << 16, hi = gw & 0xFFFF0000u;
+    }
+}
+
+template <bool TRANSPOSE, bool GELU_BWD>
 __global__ void __launch_bounds__(THREADS)
     fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
                     unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
-                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f) {
+                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f,
+                    const __nv_bfloat16 *__restrict__ pre, float *__restrict__ partials) {
     __shared__ __align__(16) uint8_t tile[TILE][TILE + 16]; // +16: rows stay 16-byte aligned
     __shared__ unsigned block_max[THREADS / 32];
+    __shared__ float col_tile[GELU_BWD ? TILE : 1][TILE + 1]; // the values, for the column sums
     const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
     const float scale = *scale_ptr;
     unsigned mx = 0;
@@ -49,12 +75,20 @@ __global__ void __launch_bounds__(THREADS)
         const int gr = r0 + r, gc = c0 + c;
         uint2 packed = make_uint2(0, 0);
         if (gr < rows && gc < cols) { // cols % 8 == 0: a vector is all in or all out
-            const uint4 u = *reinterpret_cast<const uint4 *>(in + (size_t)gr * cols + gc);
-            const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+            const size_t at = (size_t)gr * cols + gc;
+            const uint4 u = *reinterpret_cast<const uint4 *>(in + at);
+            uint4 pu = make_uint4(0, 0, 0, 0);
+            if (GELU_BWD) pu = *reinterpret_cast<const uint4 *>(pre + at);
+            const uint32_t w[4] = {u.x, u.y, u.z, u.w}, pw[4] = {pu.x, pu.y, pu.z, pu.w};
             uint16_t p[4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const uint32_t lo = w[i] << 16, hi = w[i] & 0xFFFF0000u; // bf16 -> fp32 bits
+                uint32_t lo, hi;
+                pair_bits<GELU_BWD>(w[i], pw[i], lo, hi);
+                if (GELU_BWD) {
+                    col_tile[GELU_BWD ? r : 0][c + 2 * i] = __uint_as_float(lo);
+                    col_tile[GELU_BWD ? r : 0][c + 2 * i + 1] = __uint_as_float(hi);
+                }
                 mx = max(mx, max(lo & 0x7FFFFFFFu, hi & 0x7FFFFFFFu));
                 p[i] = cvt_pair(__uint_as_float(lo) * scale, __uint_as_float(hi) * scale, f);
             }
@@ -68,7 +102,14 @@ __global__ void __launch_bounds__(THREADS)
         for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
         if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = mx;
     }
-    if (TRANSPOSE || amax_bits) __syncthreads();
+    if (TRANSPOSE || amax_bits || GELU_BWD) __syncthreads();
+    if (GELU_BWD && threadIdx.x < TILE && c0 + (int)threadIdx.x < cols) {
+        // column c0 + threadIdx.x over the tile's rows, in row order, from 0
+        float acc = 0.f;
+        const int n = min(TILE, rows - r0);
+        for (int r = 0; r < n; r++) acc += col_tile[GELU_BWD ? r : 0][threadIdx.x];
+        partials[(size_t)blockIdx.y * cols + c0 + threadIdx.x] = acc;
+    }
     if (amax_bits && threadIdx.x == 0) {
         unsigned m = 0;
 #pragma unroll
@@ -126,13 +167,31 @@ extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const v
     const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
     const __nv_bfloat16 *x = static_cast<const __nv_bfloat16 *>(in);
     unsigned *bits = reinterpret_cast<unsigned *>(amax); // non-negative floats order as integers
-    if (out_t)
-        fp8_cast_kernel<true>
-            <<<grid, THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f);
-    else
-        fp8_cast_kernel<false>
-            <<<grid, THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f);
+    auto kernel = out_t ? fp8_cast_kernel<true, false> : fp8_cast_kernel<false, false>;
+    kernel<<<grid, THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f, nullptr,
+                                         nullptr);
     CUDA_CHECK_LAUNCH("fp8_cast_kernel");
+}
+
+extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
+                                            float *partials, const void *d, const void *pre,
+                                            int rows, int cols, const float *scale, fp8_format f,
+                                            cudaStream_t stream) {
+    if (rows < 0 || cols < 0 || cols % 8 != 0 || rows % 16 != 0)
+        FAIL("fp8_gelu_backward_cast_cuda: a %d x %d tensor: cols must be a multiple of 8, "
+             "rows of 16",
+             rows, cols);
+    if (((uintptr_t)d | (uintptr_t)pre | (uintptr_t)out | (uintptr_t)out_t) & 15u)
+        FAIL("fp8_gelu_backward_cast_cuda: tensors must be 16-byte aligned");
+    if (!scale || !out_t || !partials)
+        FAIL("fp8_gelu_backward_cast_cuda: needs a scale, the transposed output and partials");
+    if (rows == 0 || cols == 0) return;
+    const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
+    fp8_cast_kernel<true, true><<<grid, THREADS, 0, stream>>>(
+        out, out_t, reinterpret_cast<unsigned *>(amax), static_cast<const __nv_bfloat16 *>(d), rows,
+        cols, scale, f, static_cast<const __nv_bfloat16 *>(pre), partials);
+    CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");
+    if (colsum) bias_partials_add_cuda(colsum, partials, (rows + TILE - 1) / TILE, cols, stream);
 }
 
 extern "C" void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream) {

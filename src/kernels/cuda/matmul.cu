@@ -54,9 +54,8 @@
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gelu.cuh"
 
-#define GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
-#define GELU_CUBE 0.044715f
 enum { BIAS_ROWS = 64 };         /* rows per chunk of the fallback column sum */
 enum { RED_X = 32, RED_Y = 16 }; /* column-sum reduce: columns x chunk stripes */
 enum { MAX_PLANS = 96 };
@@ -68,12 +67,6 @@ static int g_fusion = MATMUL_FUSE_DEFAULT;
 extern "C" void matmul_cuda_set_fusion(int flags) { g_fusion = flags; }
 
 /* ------------------------------------------------------------------ kernels */
-
-/* sigmoid(2u) = 0.5 (1 + tanh(u)), as the CPU reference (kernels/cpu/gelu.c). */
-static __device__ __forceinline__ float gelu_sigmoid(float x) {
-    const float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
-    return 1.0f / (1.0f + expf(-2.0f * u));
-}
 
 static __global__ void gelu_forward_kernel(bf16 *out, const bf16 *pre, size_t n8) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -93,11 +86,7 @@ static __global__ void gelu_backward_kernel(bf16 *d, const bf16 *pre, size_t n8)
     load8(x, pre + i * 8);
     load8(g, d + i * 8);
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float s = gelu_sigmoid(x[k]);
-        const float du = GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x[k] * x[k]);
-        g[k] *= s + 2.0f * x[k] * s * (1.0f - s) * du;
-    }
+    for (int k = 0; k < 8; k++) g[k] *= gelu_grad(x[k]);
     store8(d + i * 8, g);
 }
 
@@ -146,6 +135,22 @@ static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols, cu
     column_sum_add_kernel<<<(ncols + RED_X - 1) / RED_X, dim3(RED_X, RED_Y), 0, stream>>>(
         dst, src, nrows, ncols);
     CUDA_CHECK_LAUNCH("column_sum_add_kernel");
+}
+
+extern "C" void bias_partials_add_cuda(void *dst, const float *partials, int chunks, int cols,
+                                       cudaStream_t stream) {
+    if (chunks <= 0 || cols <= 0) return;
+    column_sum_add((bf16 *)dst, partials, chunks, cols, stream);
+}
+
+extern "C" void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStream_t stream) {
+    if (n % 8 != 0 || !is_aligned16(d) || !is_aligned16(pre))
+        FAIL("gelu_backward_cuda: n = %zu must be a multiple of 8, tensors 16-byte aligned", n);
+    const size_t n8 = n / 8;
+    if (n8 == 0) return;
+    gelu_backward_kernel<<<(unsigned)((n8 + 255) / 256), 256, 0, stream>>>((bf16 *)d,
+                                                                           (const bf16 *)pre, n8);
+    CUDA_CHECK_LAUNCH("gelu_backward_kernel");
 }
 
 /* ---------------------------------------------------------------- cuBLASLt */

@@ -310,6 +310,14 @@ static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void 
     fp8_cast_cuda(out, out_t, amax, in, rows, cols, scale, format, g.stream);
 }
 
+static void cuda_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
+                                        const void *d, const void *pre, int rows, int cols,
+                                        const float *scale, fp8_format format) {
+    const size_t bytes = (size_t)((rows + 63) / 64) * cols * sizeof(float);
+    fp8_gelu_backward_cast_cuda(out, out_t, amax, colsum, (float *)scratch(bytes), d, pre, rows,
+                                cols, scale, format, g.stream);
+}
+
 static void cuda_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
     fp8_scaling_update_cuda(s, step, g.stream);
 }
@@ -423,6 +431,7 @@ extern "C" const kernel_ops ops_cuda = {
     .adamw_update = cuda_adamw_update,
     .fp8_cast = cuda_fp8_cast,
     .fp8_scaling_update = cuda_fp8_scaling_update,
+    .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_gelu_forward_fp8 = cuda_matmul_gelu_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
