@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cuda_timing.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/fp8.h"
 #include "kernels/matmul.h"
@@ -26,26 +27,7 @@
 enum { WARMUP = 3, REPS = 15 };
 static cudaStream_t g_stream;
 
-template <typename F> static double time_us(F f) {
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < WARMUP; i++) f();
-    std::vector<float> t;
-    for (int i = 0; i < REPS; i++) {
-        CUDA_CHECK(cudaEventRecord(a, g_stream));
-        f();
-        CUDA_CHECK(cudaEventRecord(b, g_stream));
-        CUDA_CHECK(cudaEventSynchronize(b));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    CUDA_CHECK(cudaEventDestroy(a));
-    CUDA_CHECK(cudaEventDestroy(b));
-    return t[t.size() / 2];
-}
+template <typename F> static double time_us(F f) { return median_us(g_stream, WARMUP, REPS, f); }
 
 /* n bf16 (or fp8 bytes: the same fill read as either) of small random values */
 static void *rand_buf(size_t bytes, unsigned seed) {

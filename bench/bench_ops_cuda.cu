@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cuda_timing.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
@@ -21,25 +22,7 @@ enum { WARMUP = 3, REPS = 20 };
 static const kernel_ops *G = &ops_cuda;
 
 template <typename F> static double time_us(F f) {
-    cudaStream_t s = ops_cuda_stream();
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < WARMUP; i++) f();
-    std::vector<float> t;
-    for (int i = 0; i < REPS; i++) {
-        CUDA_CHECK(cudaEventRecord(a, s));
-        f();
-        CUDA_CHECK(cudaEventRecord(b, s));
-        CUDA_CHECK(cudaEventSynchronize(b));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    CUDA_CHECK(cudaEventDestroy(a));
-    CUDA_CHECK(cudaEventDestroy(b));
-    return t[t.size() / 2];
+    return median_us(ops_cuda_stream(), WARMUP, REPS, f);
 }
 
 /* device buffer of n bf16 values, N(0, std) */

@@ -21,14 +21,7 @@ void ckpt_fp8_write(hid_t file, const char *path, const fp8_layers_state *s) {
 void ckpt_fp8_load(const ckpt_ctx *c, const char *dir, const ckpt_state *st) {
     const int rank = c->ddp->comm->rank;
     const int from = rank < st->world ? rank : 0;
-    const ckpt_shard_header expect = {.format_version = CKPT_FORMAT_VERSION,
-                                      .rank = from,
-                                      .world = st->world,
-                                      .step = st->step,
-                                      .lo = st->shard_lo[from],
-                                      .hi = st->shard_hi[from],
-                                      .n_elements = st->n_elements,
-                                      .optimizer_step = st->optimizer_step};
+    const ckpt_shard_header expect = ckpt_shard_expected(st, from);
     char path[CKPT_PATH_MAX + 32];
     ckpt_shard_path(path, sizeof path, dir, from);
     hid_t file = ckpt_h5_shard_open(path, &expect);

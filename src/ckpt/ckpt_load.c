@@ -86,14 +86,7 @@ static void read_range(const char *dir, const ckpt_state *st, const char *name, 
         int64_t a = (int64_t)lo > st->shard_lo[k] ? (int64_t)lo : st->shard_lo[k];
         int64_t b = (int64_t)hi < st->shard_hi[k] ? (int64_t)hi : st->shard_hi[k];
         if (a >= b) continue;
-        const ckpt_shard_header expect = {.format_version = CKPT_FORMAT_VERSION,
-                                          .rank = k,
-                                          .world = st->world,
-                                          .step = st->step,
-                                          .lo = st->shard_lo[k],
-                                          .hi = st->shard_hi[k],
-                                          .n_elements = st->n_elements,
-                                          .optimizer_step = st->optimizer_step};
+        const ckpt_shard_header expect = ckpt_shard_expected(st, (int)k);
         char path[CKPT_PATH_MAX + 32];
         ckpt_shard_path(path, sizeof path, dir, (int)k);
         hid_t file = ckpt_h5_shard_open(path, &expect);

@@ -135,3 +135,14 @@ void ckpt_state_free(ckpt_state *st) {
     free(st->config_text);
     memset(st, 0, sizeof *st);
 }
+
+ckpt_shard_header ckpt_shard_expected(const ckpt_state *st, int k) {
+    return (ckpt_shard_header){.format_version = CKPT_FORMAT_VERSION,
+                               .rank = k,
+                               .world = st->world,
+                               .step = st->step,
+                               .lo = st->shard_lo[k],
+                               .hi = st->shard_hi[k],
+                               .n_elements = st->n_elements,
+                               .optimizer_step = st->optimizer_step};
+}

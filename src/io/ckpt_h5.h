@@ -46,6 +46,8 @@ typedef struct {
 /* Creates a shard file with h's attributes; the caller writes master, m, v
  * (h5_write_f32) and closes it. */
 hid_t ckpt_h5_shard_create(const char *path, const ckpt_shard_header *h);
+/* What shard k's attributes must be, by the checkpoint's rank-0 state. */
+ckpt_shard_header ckpt_shard_expected(const ckpt_state *st, int k);
 /* Opens a shard file and checks its attributes against what the
  * checkpoint's rank-0 file says it must be; fails naming the file. */
 hid_t ckpt_h5_shard_open(const char *path, const ckpt_shard_header *expected);

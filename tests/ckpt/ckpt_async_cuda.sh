@@ -26,26 +26,38 @@ run=(configs/tiny.ini device=cuda attention_deterministic=true matmul_autotune=f
      eval_every=0 log_every=1 checkpoint_every=500 out_dir="$work")
 check() { /usr/bin/env python3 tests/lib/ckpt_check.py "$@"; }
 
-mpi_run -np 1 "$bin" "${run[@]}" checkpoint_async=false run_name=ref >"$work/ref.log" 2>&1 \
-  || fail "reference run" "$work/ref.log"
-mpirun --bind-to none -np 1 "$bin" "${run[@]}" run_name=killed >"$work/killed.log" 2>&1 &
-launcher=$!
-wait_for 'grep -qs "^checkpoint: step 500 saved" "$work/killed.log"'
-kill -KILL $(rank_pids $launcher) 2>/dev/null || true
-set +e; wait $launcher; set -e
-grep -q "^step  3000/3000" "$work/killed.log" && fail "finished before the kill" "$work/killed.log"
-grep "^checkpoint: saves written in the background" "$work/killed.log" || fail "auto: not in the background" "$work/killed.log"
-grep "^checkpoint: step [0-9]* saved" "$work/killed.log"
-mpi_run -np 1 "$bin" "${run[@]}" run_name=killed >"$work/resume.log" 2>&1 || fail "resume" "$work/resume.log"
-k=$(grep -o "^resumed from $work/killed/step_0*[0-9]*" "$work/resume.log" | sed 's/.*step_0*//') \
-  || fail "not resumed" "$work/resume.log"
-check losses "$work/ref" "$work/killed" $((k + 1)) 3000 0
+# kill_and_resume NAME KILL_STEP LAST_STEP ARGS...: a reference run
+# NAME_ref whose saves wait, and run NAME killed (SIGKILL) once step
+# KILL_STEP's background save is published and then resumed; the resumed
+# steps' losses must equal the reference's bit for bit. Sets k, the step
+# resumed from.
+kill_and_resume() {
+  local name=$1 at=$2 last=$3; shift 3
+  mpi_run -np 1 "$bin" "$@" checkpoint_async=false run_name=${name}_ref >"$work/${name}_ref.log" 2>&1 \
+    || fail "$name: reference run" "$work/${name}_ref.log"
+  mpirun --bind-to none -np 1 "$bin" "$@" run_name=$name >"$work/$name.log" 2>&1 &
+  local launcher=$!
+  wait_for "grep -qs '^checkpoint: step $at saved' '$work/$name.log'"
+  kill -KILL $(rank_pids $launcher) 2>/dev/null || true
+  set +e; wait $launcher; set -e
+  grep -q "^step *$last/$last" "$work/$name.log" && fail "$name: finished before the kill" "$work/$name.log"
+  grep "^checkpoint: saves written in the background" "$work/$name.log" \
+    || fail "$name: auto, not in the background" "$work/$name.log"
+  grep "^checkpoint: step [0-9]* saved" "$work/$name.log"
+  mpi_run -np 1 "$bin" "$@" run_name=$name >"$work/${name}_resume.log" 2>&1 \
+    || fail "$name: resume" "$work/${name}_resume.log"
+  k=$(grep -o "^resumed from $work/$name/step_0*[0-9]*" "$work/${name}_resume.log" | sed 's/.*step_0*//') \
+    || fail "$name: not resumed" "$work/${name}_resume.log"
+  check losses "$work/${name}_ref" "$work/$name" $((k + 1)) "$last" 0
+}
+
+kill_and_resume killed 500 3000 "${run[@]}"
 # The final weights (the fp32 master) through gpt2_convert as llm.c files,
 # compared byte for byte (the GPU machine's python3 has no h5py).
-for r in ref killed; do
+for r in killed_ref killed; do
   "$convert" "$work/$r/step_00003000" "$work/$r.bin" >/dev/null || fail "gpt2_convert $r"
 done
-cmp "$work/ref.bin" "$work/killed.bin" || fail "the final weights differ from the reference's"
+cmp "$work/killed_ref.bin" "$work/killed.bin" || fail "the final weights differ from the reference's"
 echo "final weights (fp32 master): byte for byte the reference's"
 
 GPT2_TEST_SNAPSHOT_MEM_MB=10 mpi_run -np 1 "$bin" "${run[@]}" max_steps=4 checkpoint_every=4 run_name=small >"$work/small.log" 2>&1 \
@@ -56,21 +68,8 @@ grep "^checkpoint: saves wait for the disk: background saves need" "$work/small.
 
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 if [ "${cc:-0}" -ge 89 ]; then
-  f8=("${run[@]}" fp8=1 max_steps=1000 checkpoint_every=250)
-  mpi_run -np 1 "$bin" "${f8[@]}" checkpoint_async=false run_name=fp8_ref >"$work/fp8_ref.log" 2>&1 \
-    || fail "fp8 reference run" "$work/fp8_ref.log"
-  mpirun --bind-to none -np 1 "$bin" "${f8[@]}" run_name=fp8_killed >"$work/fp8_killed.log" 2>&1 &
-  launcher=$!
-  wait_for 'grep -qs "^checkpoint: step 250 saved" "$work/fp8_killed.log"'
-  kill -KILL $(rank_pids $launcher) 2>/dev/null || true
-  set +e; wait $launcher; set -e
-  grep -q "^step  1000/1000" "$work/fp8_killed.log" && fail "fp8: finished before the kill" "$work/fp8_killed.log"
-  mpi_run -np 1 "$bin" "${f8[@]}" run_name=fp8_killed >"$work/fp8_resume.log" 2>&1 \
-    || fail "fp8 resume" "$work/fp8_resume.log"
-  k=$(grep -o "^resumed from $work/fp8_killed/step_0*[0-9]*" "$work/fp8_resume.log" | sed 's/.*step_0*//') \
-    || fail "fp8: not resumed" "$work/fp8_resume.log"
+  kill_and_resume fp8 250 1000 "${run[@]}" fp8=1 max_steps=1000 checkpoint_every=250
   grep -q "no FP8 scaling state" "$work/fp8_resume.log" && fail "fp8: the state was not found" "$work/fp8_resume.log"
-  check losses "$work/fp8_ref" "$work/fp8_killed" $((k + 1)) 1000 0
   echo "fp8: resumed at step $k, losses bit for bit the uninterrupted run's"
 else
   echo "fp8 case skipped: compute capability ${cc:-unknown} has no FP8 tensor cores"
