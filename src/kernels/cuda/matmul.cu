@@ -157,7 +157,7 @@ extern "C" void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStrea
 
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd;
-    int type_a, type_b;      /* cudaDataType_t: bf16, or fp8 (matmul_fp8_cuda) */
+    int type_a, type_b;      /* cudaDataType_t: bf16, or fp8 (a product with FP8 operands) */
     int epilogue, bias_type; /* bias_type: a cudaDataType_t, or -1 for none */
     int64_t aux_ld;
     unsigned align_a, align_b, align_d, align_bias, align_aux;
@@ -440,7 +440,7 @@ typedef struct {
     int ta, tb;
     const void *A, *B;
     int lda, ldb;
-    fp8_operands f8_store; /* scale_a NULL: bf16 */
+    fp8_operands f8; /* scale_a NULL: bf16 */
 } product;
 
 /* The three products of a linear layer (the layout table at the top of the
@@ -451,7 +451,7 @@ static product forward_product(const void *inp, const void *weight, int C,
     product p = {1, 0, weight, inp, C, C, {}};
     if (q) {
         p.A = q->weight, p.B = q->inp;
-        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, q->weight_dequant, q->inp_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, q->weight_dequant, q->inp_dequant};
     }
     return p;
 }
@@ -460,7 +460,7 @@ static product dinp_product(const void *dout, const void *weight, int C, int OC,
     product p = {0, 0, weight, dout, C, OC, {}};
     if (q) {
         p = {1, 0, q->weight_t, q->dout, OC, OC, {}};
-        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->weight_dequant, q->dout_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->weight_dequant, q->dout_dequant};
     }
     return p;
 }
@@ -469,7 +469,7 @@ static product dweight_product(const void *inp, const void *dout, int N, int C, 
     product p = {0, 1, inp, dout, C, OC, {}};
     if (q) {
         p = {1, 0, q->inp_t, q->dout_t, N, N, {}};
-        p.f8_store = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->inp_dequant, q->dout_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->inp_dequant, q->dout_dequant};
     }
     return p;
 }
@@ -478,17 +478,17 @@ static product dweight_product(const void *inp, const void *dout, int N, int C, 
 static int lt_product(const cublaslt_ctx *lt, cudaStream_t stream, const product *p, int m, int n,
                       int k, void *D, int ldd, float beta, cublasLtEpilogue_t epilogue,
                       const void *bias, int bias_type, const void *aux, int64_t aux_ld) {
-    const bool fp8 = p->f8_store.scale_a != nullptr;
+    const bool fp8 = p->f8.scale_a != nullptr;
     return lt_gemm(lt, stream, p->ta, p->tb, m, n, k, p->A, p->lda, p->B, p->ldb, D, ldd, beta,
-                   epilogue, bias, bias_type, aux, aux_ld, fp8 ? &p->f8_store : nullptr);
+                   epilogue, bias, bias_type, aux, aux_ld, fp8 ? &p->f8 : nullptr);
 }
 static void lt_product_required(const cublaslt_ctx *lt, cudaStream_t stream, const product *p,
                                 int m, int n, int k, void *D, int ldd, float beta,
                                 cublasLtEpilogue_t epilogue, const void *bias) {
     if (!lt_product(lt, stream, p, m, n, k, D, ldd, beta, epilogue, bias, CUDA_R_16BF, nullptr, 0))
         FAIL("cuBLASLt has no algorithm for a%s GEMM m=%d n=%d k=%d (epilogue %s)%s",
-             p->f8_store.scale_a ? "n FP8" : " bf16", m, n, k, epilogue_name(epilogue),
-             p->f8_store.scale_a ? ": FP8 GEMMs need compute capability 8.9 or newer, and "
+             p->f8.scale_a ? "n FP8" : " bf16", m, n, k, epilogue_name(epilogue),
+             p->f8.scale_a ? ": FP8 GEMMs need compute capability 8.9 or newer, and "
                                    "16-byte aligned operands and scale pointers"
                                  : "");
 }
