@@ -86,9 +86,10 @@ int main(int argc, char **argv) {
         });
         const double fl = 2.0 * N * (double)in * o;
         printf("BENCH fp8_gemm %dx%d tokens=%d fwd_bf16_us=%.1f fwd_fp8_us=%.1f (%.2fx, %.0f "
-               "TFLOP/s) bwd_bf16_us=%.1f bwd_fp8_us=%.1f (%.2fx, %.0f TFLOP/s) cast_us=%.1f\n",
+               "TFLOP/s) bwd_bf16_us=%.1f bwd_fp8_us=%.1f (%.2fx, %.0f TFLOP/s) cast_us=%.1f (%.0f "
+               "GB/s)\n",
                in, o, N, fwd16, fwd8, fwd16 / fwd8, fl / fwd8 * 1e-6, bwd16, bwd8, bwd16 / bwd8,
-               2 * fl / bwd8 * 1e-6, cast);
+               2 * fl / bwd8 * 1e-6, cast, 4.0 * N * (in + o) / cast * 1e-3);
         sum[0] += fwd16, sum[1] += fwd8, sum[2] += bwd16, sum[3] += bwd8, sum[4] += cast;
     }
     printf("BENCH fp8_gemm block C=%d tokens=%d bf16_us=%.1f fp8_us=%.1f (%.2fx) "

@@ -88,6 +88,12 @@ extern "C" {
 void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                    const float *scale, fp8_format f, cudaStream_t stream);
 
+/* fp8_cast_cuda of gelu(pre) rounded to bf16 (the values matmul.cu's GELU
+ * stores): the GELU forward fused into the cast of its output, whose bf16
+ * copy is then never written. */
+void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
+                        int cols, const float *scale, fp8_format f, cudaStream_t stream);
+
 /* fp8_cast_cuda (with the transposed copy) of g = d * gelu'(pre) rounded to
  * bf16, the GELU backward fused into the cast of its result: d (rows,
  * cols) a product's input gradient before the GELU, pre the GELU's input.

@@ -119,6 +119,10 @@ typedef struct kernel_ops {
     void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                      const float *scale, fp8_format format);
     void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
+    /* fp8_cast of gelu(pre), as fp8_gelu_cast_cuda: the GELU forward fused
+     * into the cast of the next layer's input. */
+    void (*fp8_gelu_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
+                          int cols, const float *scale, fp8_format format);
     /* fp8_cast (with out_t) of d * gelu'(pre) (rows x cols) and colsum (may
      * be NULL) += its column sums, as fp8_gelu_backward_cast_cuda: the GELU
      * backward fused into the cast of the next layer's output gradient. */

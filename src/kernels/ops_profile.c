@@ -199,6 +199,13 @@ static void p_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in
                prof.inner->fp8_cast(out, out_t, amax, in, rows, cols, scale, format));
 }
 
+static void p_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
+                            int cols, const float *scale, fp8_format format) {
+    const double n = (double)rows * cols;
+    TIMED_COST("fp8_gelu_cast", 0, st(n) + (out_t ? 2.0 : 1.0) * n,
+               prof.inner->fp8_gelu_cast(out, out_t, amax, pre, rows, cols, scale, format));
+}
+
 static void p_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
                                      const void *d, const void *pre, int rows, int cols,
                                      const float *scale, fp8_format format) {
@@ -335,6 +342,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     if (inner->fp8_cast) { /* the backend has FP8 */
         t->fp8_cast = p_fp8_cast;
         t->fp8_scaling_update = p_fp8_scaling_update;
+        t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
         t->matmul_gelu_forward_fp8 = p_matmul_gelu_forward_fp8;

@@ -44,6 +44,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     if (history < 1) FAIL("fp8: an amax history of %d steps (at least 1)", history);
     memset(f, 0, sizeof *f);
     f->dout_ready = -1;
+    f->inp_ready = -1;
     const int L = lay->n_layer, C = lay->n_embd, n = L * FP8_LINEARS * T_PER_LINEAR;
     f->n_layer = L;
     f->N = N;
@@ -111,15 +112,19 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
     f->forwards++;
 }
 
-/* Casts tensor t (rows x cols bf16) into out (and out_t) with its scale. A
- * tensor cast for the first time gets its scale from its own amax first. */
-static void cast(fp8_layers *f, const kernel_ops *ops, int t, uint8_t *out, uint8_t *out_t,
-                 const void *in, int rows, int cols) {
+/* A cast kernel of kernel_ops: fp8_cast, or fp8_gelu_cast. */
+typedef void (*cast_fn)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
+                        int cols, const float *scale, fp8_format format);
+
+/* Casts tensor t (rows x cols bf16, through `kernel`) into out (and out_t)
+ * with its scale. A tensor cast for the first time gets its scale from its
+ * own amax first. */
+static void cast_with(fp8_layers *f, const kernel_ops *ops, cast_fn kernel, int t, uint8_t *out,
+                      uint8_t *out_t, const void *in, int rows, int cols) {
     const fp8_format format = t % T_PER_LINEAR == T_DOUT ? FP8_E5M2 : FP8_E4M3;
     if (!f->bootstrapped[t]) {
         const size_t at = (size_t)t * STRIDE;
-        ops->fp8_cast(f->amax_scratch, NULL, f->s.amax + at, in, rows, cols, f->s.scale + at,
-                      format);
+        kernel(f->amax_scratch, NULL, f->s.amax + at, in, rows, cols, f->s.scale + at, format);
         fp8_scaling one = f->s;
         one.n = 1;
         one.scale += at;
@@ -130,8 +135,13 @@ static void cast(fp8_layers *f, const kernel_ops *ops, int t, uint8_t *out, uint
         ops->fp8_scaling_update(&one, f->forwards > 0 ? f->forwards - 1 : 0);
         f->bootstrapped[t] = true;
     }
-    ops->fp8_cast(out, out_t, f->s.amax + (size_t)t * STRIDE, in, rows, cols,
-                  f->s.scale + (size_t)t * STRIDE, format);
+    kernel(out, out_t, f->s.amax + (size_t)t * STRIDE, in, rows, cols,
+           f->s.scale + (size_t)t * STRIDE, format);
+}
+
+static void cast(fp8_layers *f, const kernel_ops *ops, int t, uint8_t *out, uint8_t *out_t,
+                 const void *in, int rows, int cols) {
+    cast_with(f, ops, ops->fp8_cast, t, out, out_t, in, rows, cols);
 }
 
 static const float *dequant(const fp8_layers *f, int t) {
@@ -152,7 +162,10 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
     if (for_backward && N % 16 != 0)
         FAIL("fp8: a training forward of %d tokens (a multiple of 16 is needed)", N);
     uint8_t *x_t = for_backward ? f->x8_t[i] : NULL;
-    cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
+    if (f->inp_ready == i)
+        f->inp_ready = -1; /* x8 (x_t) hold it: the GELU forward before cast it */
+    else
+        cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
     cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
     const fp8_linear_operands q = {f->x8,
                                    x_t,
@@ -163,10 +176,19 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                                    dequant(f, tensor_of(i, T_INP)),
                                    dequant(f, tensor_of(i, T_WEIGHT)),
                                    dequant(f, tensor_of(i, T_DOUT))};
-    if (pre)
+    /* mlp.c_fc: the product writes the GELU's input alone, and one pass
+     * casts the GELU of it as mlp.c_proj's input (out is not written) */
+    if (pre && id == FP8_FC && ops->fp8_gelu_cast) {
+        ops->matmul_forward_fp8(pre, bias, N, C, OC, &q);
+        const int next = linear_index(f, l, FP8_FCPROJ);
+        cast_with(f, ops, ops->fp8_gelu_cast, tensor_of(next, T_INP), f->x8,
+                  for_backward ? f->x8_t[next] : NULL, pre, N, OC);
+        f->inp_ready = next;
+    } else if (pre) {
         ops->matmul_gelu_forward_fp8(out, pre, bias, N, C, OC, &q);
-    else
+    } else {
         ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
+    }
 }
 
 void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,

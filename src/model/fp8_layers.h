@@ -40,6 +40,8 @@ typedef struct fp8_layers_s {
     uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
     int dout_ready; /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
                        already hold (cast fused into the GELU backward), or -1 */
+    int inp_ready;  /* the linear whose input x8 (and x8_t) already hold (cast fused into
+                       the GELU forward), or -1 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -76,7 +78,10 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
 
 /* out = inp @ weight^T + bias (pre non-NULL: pre = that, out = gelu(pre))
  * for linear `id` of block l, N tokens, C -> OC, with FP8 operands.
- * for_backward: keep what fp8_linear_backward needs (N a multiple of 16). */
+ * for_backward: keep what fp8_linear_backward needs (N a multiple of 16).
+ * mlp.c_fc (FP8_FC, with pre) leaves out unwritten where the backend fuses
+ * the GELU into the cast of mlp.c_proj's input, which that layer's forward
+ * (next, with the same N) then takes instead of reading out. */
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
                         void *pre, const void *inp, const void *weight, const void *bias, int N,
                         int C, int OC, bool for_backward);

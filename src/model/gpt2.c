@@ -298,7 +298,9 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
-        if (m->opt.recompute_gelu) ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
+        /* (with FP8 the product reads the FP8 copy the forward kept) */
+        if (m->opt.recompute_gelu && !m->fp8)
+            ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
         /* c_fc's bias gradient (the column sums of d(fch)) comes with it */
         linear_backward(m, l, FP8_FCPROJ, m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,
                         P(o->fcproj_w), a->fch, N, 4 * C, C, G(o->fc_b));

@@ -17,8 +17,9 @@
  *   bf16 rounding of the output differ: |gpu - ref| <= 2^-7 |ref| + 1e-3
  *   rms(ref) (|old| + |sum| where added into; 1e-2 rms where cuBLASLt's
  *   own tanh is involved, as in test_ops_cuda);
- * - the fused GELU backward + cast against the separate passes it
- *   replaces, bit for bit (bytes, transpose, amax, the bias gradient);
+ * - the fused GELU forward + cast and GELU backward + cast against the
+ *   separate passes they replace, bit for bit (bytes, transpose, amax, the
+ *   bias gradient);
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
  *   steps whose amaxes include 0, NaN, infinity and an overflowing scale.
  * Exits 77 (skipped) where no GPU is visible, 1 on any failure. */
@@ -157,6 +158,47 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
     CK(cudaFree(d_in));
     CK(cudaFree(d_scale));
     CK(cudaFree(d_amax));
+}
+
+/* The fused GELU forward + cast (fp8_gelu_cast_cuda) against the separate
+ * passes it replaces (gelu_forward_cuda, then fp8_cast_cuda): the same
+ * bytes, transposed bytes (transpose: 1) and amax, bit for bit. */
+static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
+    const size_t n = (size_t)rows * cols;
+    uint16_t *pre = xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) pre[i] = bf16_bits((float)(2.0 * rng_normal(&rng)));
+    void *d_pre = dev_copy(pre, n * 2), *d_g;
+    CK(cudaMalloc(&d_g, n * 2));
+    uint8_t *o[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++)
+        if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[k], n));
+    float *scale = dev_float(30.0f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    gelu_forward_cuda(d_g, d_pre, n, s);
+    fp8_cast_cuda(o[0], o[1], amax1, d_g, rows, cols, scale, FP8_E4M3, s);
+    fp8_gelu_cast_cuda(o[2], o[3], amax2, d_pre, rows, cols, scale, FP8_E4M3, s);
+    CK(cudaStreamSynchronize(s));
+    uint8_t *h[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++) {
+        if (!o[k]) continue;
+        h[k] = xmalloc(n);
+        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
+    }
+    float a1, a2;
+    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
+    const int same = !memcmp(h[0], h[2], n), same_t = !transpose || !memcmp(h[1], h[3], n);
+    char what[200];
+    snprintf(what, sizeof what, "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g",
+             rows, cols, same ? "same" : "DIFFER",
+             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2);
+    check(same && same_t && a1 == a2 && a1 > 0.0f, what);
+    for (int k = 0; k < 4; k++) {
+        free(h[k]);
+        if (o[k]) CK(cudaFree(o[k]));
+    }
+    free(pre);
+    void *dev[] = {d_pre, d_g, scale, amax1, amax2};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
 /* The fused GELU backward + cast (fp8_gelu_backward_cast_cuda) against the
@@ -544,8 +586,12 @@ int main(void) {
         check_cast(64, 64, 300.0f, f, 1, 0, s);
         check_cast(37, 40, 1.5f, f, 0, 0, s);
         check_cast(48, 72, 1.0f, f, 1, 1, s);
+        check_cast(80, 136, 2.0f, f, 1, 0, s);
     }
 
+    check_gelu_cast(256, 3072, 1, s);
+    check_gelu_cast(208, 200, 1, s);
+    check_gelu_cast(40, 72, 0, s);
     check_gelu_backward_cast(256, 3072, s);
     check_gelu_backward_cast(144, 200, s);
     check_scaling(4, 1, 1, s);

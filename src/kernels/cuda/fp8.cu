@@ -3,23 +3,35 @@
  * copy that a GEMM over the other dimension needs, and the tensor's amax
  * for the delayed-scaling recipe, all in one pass over the input.
  *
- * A block converts a 64 x 64 tile: each thread reads 8 bf16 (16 bytes),
- * multiplies by the scale in fp32 (as the CPU model does: one rounding,
- * no contraction) and converts pairs with the hardware's saturating
- * conversion (cvt.rn.satfinite on sm_89 and newer; cuda_fp8.h emulates it
- * elsewhere). The transposed copy goes through shared memory, so that both
- * outputs are written in 16-byte rows. The amax is taken on the bits: |x|
- * as an unsigned integer orders like the value, with NaN above infinity,
- * so an integer max propagates NaN where fmaxf would drop it; one atomic
- * per block.
+ * Each value is multiplied by the scale in fp32 (as the CPU model does: one
+ * rounding, no contraction) and pairs are converted with the hardware's
+ * saturating conversion (cvt.rn.satfinite on sm_89 and newer; cuda_fp8.h
+ * emulates it elsewhere). The amax is taken on the bits: |x| as an
+ * unsigned integer orders like the value, with NaN above infinity, so an
+ * integer max propagates NaN where fmaxf would drop it; one atomic per
+ * block.
  *
- * The fused GELU backward (GELU_BWD) reads a product's raw input gradient
- * and the GELU's input, and casts d * gelu'(pre) rounded to bf16, the
- * values matmul.cu's separate kernel would have stored, so that the FP8
- * bytes are the same; it also sums each column of the tile over its 64
- * rows in row order, the first half of the deterministic column sum that
- * matmul.cu's bias kernels take (the bias gradient of the layer that
- * produced pre), which bias_partials_add_cuda finishes. */
+ * The cast is a copy, so it is written for the copy bandwidth: a block
+ * takes a 64 x 128 tile, each thread's four 16-byte loads in flight before
+ * any arithmetic. The transposed copy goes through shared memory: each
+ * thread reads one 4-byte word (4 columns) of 16 rows, transposes 4 x 4
+ * byte squares with byte permutes and writes 16 bytes of each of the 4
+ * columns, so that 4 lanes write a column's 64 bytes together. The tile's
+ * 8-word column groups are XOR-swizzled by the row's 16-row group, so those
+ * reads (and the row stores) hit 32 different banks.
+ *
+ * The GELU forward fused into the cast (fp8_gelu_cast_cuda) casts gelu(x)
+ * rounded to bf16, the values matmul.cu's GELU stores, so that the bytes
+ * are those of the unfused path.
+ *
+ * The fused GELU backward (fp8_gelu_backward_cast_cuda) reads a product's
+ * raw input gradient and the GELU's input, and casts d * gelu'(pre)
+ * rounded to bf16, the values matmul.cu's separate kernel would have
+ * stored, so that the FP8 bytes are the same; it also sums each column of
+ * its 64 x 64 tile over the rows in row order, the first half of the
+ * deterministic column sum that matmul.cu's bias kernels take (the bias
+ * gradient of the layer that produced pre), which bias_partials_add_cuda
+ * finishes. */
 #include "kernels/fp8.h"
 
 #include <cuda_bf16.h>
@@ -34,37 +46,134 @@
 
 namespace {
 
-constexpr int TILE = 64, THREADS = 256;
-
 __device__ __forceinline__ uint16_t cvt_pair(float lo, float hi, fp8_format f) {
     const float2 v = make_float2(lo, hi); // .x in the low byte
     return f == FP8_E4M3 ? __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E4M3)
                          : __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E5M2);
 }
 
-// The value to cast of a bf16 pair (w: two bf16 bits in one word, .x low):
-// the pair itself, or with GELU_BWD d * gelu'(pre) rounded to bf16, as fp32 bits.
-template <bool GELU_BWD>
-__device__ __forceinline__ void pair_bits(uint32_t w, uint32_t pw, uint32_t &lo, uint32_t &hi) {
-    lo = w << 16, hi = w & 0xFFFF0000u; // bf16 -> fp32 bits
-    if constexpr (GELU_BWD) {
-        const float plo = __uint_as_float(pw << 16), phi = __uint_as_float(pw & 0xFFFF0000u);
-        const __nv_bfloat162 g = __floats2bfloat162_rn(__uint_as_float(lo) * gelu_grad(plo),
-                                                       __uint_as_float(hi) * gelu_grad(phi));
-        const uint32_t gw = *reinterpret_cast<const uint32_t *>(&g);
-        lo = gw << 16, hi = gw & 0xFFFF0000u;
+// Eight values as fp32 bits (bits[2i] the low half of word i) cast to 8 bytes.
+__device__ __forceinline__ uint2 cast8(const uint32_t bits[8], float scale, fp8_format f,
+                                       unsigned &mx) {
+    uint16_t p[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t lo = bits[2 * i], hi = bits[2 * i + 1];
+        mx = max(mx, max(lo & 0x7FFFFFFFu, hi & 0x7FFFFFFFu));
+        p[i] = cvt_pair(__uint_as_float(lo) * scale, __uint_as_float(hi) * scale, f);
+    }
+    return make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
+}
+
+// The block's amax (bits) into *amax_bits: one atomic.
+__device__ __forceinline__ void block_amax(unsigned mx, unsigned *amax_bits, unsigned *block_max,
+                                           int warps) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = mx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned m = 0;
+        for (int w = 0; w < warps; w++) m = max(m, block_max[w]);
+        atomicMax(amax_bits, m);
     }
 }
 
-template <bool TRANSPOSE, bool GELU_BWD>
-__global__ void __launch_bounds__(THREADS)
+// ------------------------------------------------------------ the plain cast
+
+constexpr int CAST_ROWS = 64, CAST_COLS = 128, CAST_THREADS = 256;
+constexpr int CAST_UNITS = CAST_ROWS * CAST_COLS / 8 / CAST_THREADS; // 8-value vectors per thread
+constexpr int CAST_WORDS = CAST_COLS / 4;                             // 4-byte words per tile row
+
+// The tile's word of (row, word): 8-word groups swizzled by the 16-row group.
+__device__ __forceinline__ int swizzled(int row, int word) {
+    return row * CAST_WORDS + (word ^ (((row >> 4) & 3) << 3));
+}
+
+template <bool TRANSPOSE, bool GELU>
+__global__ void __launch_bounds__(CAST_THREADS)
     fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
                     unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
-                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f,
-                    const __nv_bfloat16 *__restrict__ pre, float *__restrict__ partials) {
+                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f) {
+    __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
+    __shared__ unsigned block_max[CAST_THREADS / 32];
+    const int r0 = blockIdx.y * CAST_ROWS, c0 = blockIdx.x * CAST_COLS;
+    // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
+    uint4 v[CAST_UNITS];
+    bool inside[CAST_UNITS];
+#pragma unroll
+    for (int k = 0; k < CAST_UNITS; k++) {
+        const int u = threadIdx.x + k * CAST_THREADS, gr = r0 + u / 16, gc = c0 + (u % 16) * 8;
+        inside[k] = gr < rows && gc < cols; // cols % 8 == 0: a vector is all in or all out
+        v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + (size_t)gr * cols + gc)
+                         : make_uint4(0, 0, 0, 0);
+    }
+    const float scale = *scale_ptr;
+    unsigned mx = 0;
+#pragma unroll
+    for (int k = 0; k < CAST_UNITS; k++) {
+        const int u = threadIdx.x + k * CAST_THREADS, r = u / 16, c = (u % 16) * 8;
+        const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+        uint32_t bits[8];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t x = w[i];
+            if (GELU) { // gelu(x) rounded to bf16, as the unfused forward stores it
+                const __nv_bfloat162 g = __floats2bfloat162_rn(gelu(__uint_as_float(x << 16)),
+                                                               gelu(__uint_as_float(x & 0xFFFF0000u)));
+                x = *reinterpret_cast<const uint32_t *>(&g);
+            }
+            bits[2 * i] = x << 16, bits[2 * i + 1] = x & 0xFFFF0000u;
+        }
+        const uint2 packed = cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
+        if (inside[k])
+            *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
+        if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[swizzled(r, c / 4)]) = packed;
+    }
+    if (amax_bits) block_amax(mx, amax_bits, block_max, CAST_THREADS / 32);
+    if (!TRANSPOSE) return;
+    if (!amax_bits) __syncthreads();
+    // transposed: lane (group = lane % 4, sub = lane / 4) of warp w reads word w * 8 + sub
+    // (4 columns) of rows group * 16 ... + 15; the warps past the tile's words are done
+    static_assert(CAST_ROWS == 64 && CAST_WORDS % 8 == 0, "4 row groups, 8 words per warp");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = lane & 3, word = warp * 8 + (lane >> 2);
+    if (warp >= CAST_WORDS / 8) return;
+    const int gr = r0 + group * 16, gc = c0 + word * 4;
+    if (gr >= rows || gc >= cols) return; // rows % 16 == 0, cols % 8 == 0: all in or all out
+    uint32_t col[4][4]; // col[j][q]: column j, rows 4q ... 4q + 3
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        uint32_t a[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = tile[swizzled(group * 16 + 4 * q + i, word)];
+        const uint32_t lo01 = __byte_perm(a[0], a[1], 0x5140), hi01 = __byte_perm(a[0], a[1], 0x7362);
+        const uint32_t lo23 = __byte_perm(a[2], a[3], 0x5140), hi23 = __byte_perm(a[2], a[3], 0x7362);
+        col[0][q] = __byte_perm(lo01, lo23, 0x5410);
+        col[1][q] = __byte_perm(lo01, lo23, 0x7632);
+        col[2][q] = __byte_perm(hi01, hi23, 0x5410);
+        col[3][q] = __byte_perm(hi01, hi23, 0x7632);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        *reinterpret_cast<uint4 *>(out_t + (size_t)(gc + j) * rows + gr) =
+            make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
+}
+
+// -------------------------------------------- the GELU backward and its cast
+
+constexpr int TILE = 64, THREADS = 256;
+
+__global__ void __launch_bounds__(THREADS)
+    fp8_gelu_backward_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
+                                  unsigned *__restrict__ amax_bits,
+                                  const __nv_bfloat16 *__restrict__ d, int rows, int cols,
+                                  const float *__restrict__ scale_ptr, fp8_format f,
+                                  const __nv_bfloat16 *__restrict__ pre,
+                                  float *__restrict__ partials) {
     __shared__ __align__(16) uint8_t tile[TILE][TILE + 16]; // +16: rows stay 16-byte aligned
     __shared__ unsigned block_max[THREADS / 32];
-    __shared__ float col_tile[GELU_BWD ? TILE : 1][TILE + 1]; // the values, for the column sums
+    __shared__ float col_tile[TILE][TILE + 1]; // the values, for the column sums
     const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
     const float scale = *scale_ptr;
     unsigned mx = 0;
@@ -76,57 +185,47 @@ __global__ void __launch_bounds__(THREADS)
         uint2 packed = make_uint2(0, 0);
         if (gr < rows && gc < cols) { // cols % 8 == 0: a vector is all in or all out
             const size_t at = (size_t)gr * cols + gc;
-            const uint4 u = *reinterpret_cast<const uint4 *>(in + at);
-            uint4 pu = make_uint4(0, 0, 0, 0);
-            if (GELU_BWD) pu = *reinterpret_cast<const uint4 *>(pre + at);
+            const uint4 u = *reinterpret_cast<const uint4 *>(d + at);
+            const uint4 pu = *reinterpret_cast<const uint4 *>(pre + at);
             const uint32_t w[4] = {u.x, u.y, u.z, u.w}, pw[4] = {pu.x, pu.y, pu.z, pu.w};
-            uint16_t p[4];
+            uint32_t bits[8];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                uint32_t lo, hi;
-                pair_bits<GELU_BWD>(w[i], pw[i], lo, hi);
-                if (GELU_BWD) {
-                    col_tile[GELU_BWD ? r : 0][c + 2 * i] = __uint_as_float(lo);
-                    col_tile[GELU_BWD ? r : 0][c + 2 * i + 1] = __uint_as_float(hi);
-                }
-                mx = max(mx, max(lo & 0x7FFFFFFFu, hi & 0x7FFFFFFFu));
-                p[i] = cvt_pair(__uint_as_float(lo) * scale, __uint_as_float(hi) * scale, f);
+                // d * gelu'(pre), rounded to bf16 as the separate kernel stores it
+                const float dlo = __uint_as_float(w[i] << 16), dhi = __uint_as_float(w[i] & 0xFFFF0000u);
+                const float plo = __uint_as_float(pw[i] << 16), phi = __uint_as_float(pw[i] & 0xFFFF0000u);
+                const __nv_bfloat162 g = __floats2bfloat162_rn(dlo * gelu_grad(plo), dhi * gelu_grad(phi));
+                const uint32_t gw = *reinterpret_cast<const uint32_t *>(&g);
+                bits[2 * i] = gw << 16, bits[2 * i + 1] = gw & 0xFFFF0000u;
+                col_tile[r][c + 2 * i] = __uint_as_float(bits[2 * i]);
+                col_tile[r][c + 2 * i + 1] = __uint_as_float(bits[2 * i + 1]);
             }
-            packed = make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
-            *reinterpret_cast<uint2 *>(out + (size_t)gr * cols + gc) = packed;
+            packed = cast8(bits, scale, f, mx);
+            *reinterpret_cast<uint2 *>(out + at) = packed;
         }
-        if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[r][c]) = packed;
+        *reinterpret_cast<uint2 *>(&tile[r][c]) = packed;
     }
-    if (amax_bits) {
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = mx;
-    }
-    if (TRANSPOSE || amax_bits || GELU_BWD) __syncthreads();
-    if (GELU_BWD && threadIdx.x < TILE && c0 + (int)threadIdx.x < cols) {
+    if (amax_bits)
+        block_amax(mx, amax_bits, block_max, THREADS / 32);
+    else
+        __syncthreads();
+    if (threadIdx.x < TILE && c0 + (int)threadIdx.x < cols) {
         // column c0 + threadIdx.x over the tile's rows, in row order, from 0
         float acc = 0.f;
         const int n = min(TILE, rows - r0);
-        for (int r = 0; r < n; r++) acc += col_tile[GELU_BWD ? r : 0][threadIdx.x];
+        for (int r = 0; r < n; r++) acc += col_tile[r][threadIdx.x];
         partials[(size_t)blockIdx.y * cols + c0 + threadIdx.x] = acc;
     }
-    if (amax_bits && threadIdx.x == 0) {
-        unsigned m = 0;
+    // out_t row c0 + tc: 64 bytes, 4 vectors of 16
+    const int tc = threadIdx.x >> 2, part = (threadIdx.x & 3) * 16;
+    const int gc = c0 + tc, gr = r0 + part;
+    if (gc < cols && gr < rows) { // rows % 16 == 0: a vector is all in or all out
+        uint8_t b[16];
 #pragma unroll
-        for (int w = 0; w < THREADS / 32; w++) m = max(m, block_max[w]);
-        atomicMax(amax_bits, m);
-    }
-    if (TRANSPOSE) { // out_t row c0 + tc: 64 bytes, 4 vectors of 16
-        const int tc = threadIdx.x >> 2, part = (threadIdx.x & 3) * 16;
-        const int gc = c0 + tc, gr = r0 + part;
-        if (gc < cols && gr < rows) { // rows % 16 == 0: a vector is all in or all out
-            uint8_t b[16];
-#pragma unroll
-            for (int i = 0; i < 16; i++) b[i] = tile[part + i][tc];
-            uint4 u;
-            memcpy(&u, b, 16);
-            *reinterpret_cast<uint4 *>(out_t + (size_t)gc * rows + gr) = u;
-        }
+        for (int i = 0; i < 16; i++) b[i] = tile[part + i][tc];
+        uint4 u;
+        memcpy(&u, b, 16);
+        *reinterpret_cast<uint4 *>(out_t + (size_t)gc * rows + gr) = u;
     }
 }
 
@@ -155,22 +254,36 @@ __global__ void fp8_scaling_update_kernel(fp8_scaling s, int slot) {
 
 } // namespace
 
-extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
-                              int cols, const float *scale, fp8_format f, cudaStream_t stream) {
+// fp8_cast_cuda and fp8_gelu_cast_cuda.
+static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, float *amax,
+                 const void *in, int rows, int cols, const float *scale, fp8_format f,
+                 cudaStream_t stream) {
     if (rows < 0 || cols < 0 || cols % 8 != 0 || (out_t && rows % 16 != 0))
-        FAIL("fp8_cast_cuda: a %d x %d tensor: cols must be a multiple of 8%s", rows, cols,
+        FAIL("%s: a %d x %d tensor: cols must be a multiple of 8%s", name, rows, cols,
              out_t ? ", rows of 16 (for the transposed copy)" : "");
     if (((uintptr_t)in | (uintptr_t)out | (uintptr_t)out_t) & 15u)
-        FAIL("fp8_cast_cuda: tensors must be 16-byte aligned");
-    if (!scale) FAIL("fp8_cast_cuda: no scale");
+        FAIL("%s: tensors must be 16-byte aligned", name);
+    if (!scale) FAIL("%s: no scale", name);
     if (rows == 0 || cols == 0) return;
-    const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
+    const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS),
+                    (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
     const __nv_bfloat16 *x = static_cast<const __nv_bfloat16 *>(in);
     unsigned *bits = reinterpret_cast<unsigned *>(amax); // non-negative floats order as integers
-    auto kernel = out_t ? fp8_cast_kernel<true, false> : fp8_cast_kernel<false, false>;
-    kernel<<<grid, THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f, nullptr,
-                                         nullptr);
-    CUDA_CHECK_LAUNCH("fp8_cast_kernel");
+    auto kernel = out_t ? (gelu ? fp8_cast_kernel<true, true> : fp8_cast_kernel<true, false>)
+                        : (gelu ? fp8_cast_kernel<false, true> : fp8_cast_kernel<false, false>);
+    kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f);
+    CUDA_CHECK_LAUNCH(name);
+}
+
+extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
+                              int cols, const float *scale, fp8_format f, cudaStream_t stream) {
+    cast("fp8_cast_cuda", false, out, out_t, amax, in, rows, cols, scale, f, stream);
+}
+
+extern "C" void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
+                                   int rows, int cols, const float *scale, fp8_format f,
+                                   cudaStream_t stream) {
+    cast("fp8_gelu_cast_cuda", true, out, out_t, amax, pre, rows, cols, scale, f, stream);
 }
 
 extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
@@ -187,7 +300,7 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float 
         FAIL("fp8_gelu_backward_cast_cuda: needs a scale, the transposed output and partials");
     if (rows == 0 || cols == 0) return;
     const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
-    fp8_cast_kernel<true, true><<<grid, THREADS, 0, stream>>>(
+    fp8_gelu_backward_cast_kernel<<<grid, THREADS, 0, stream>>>(
         out, out_t, reinterpret_cast<unsigned *>(amax), static_cast<const __nv_bfloat16 *>(d), rows,
         cols, scale, f, static_cast<const __nv_bfloat16 *>(pre), partials);
     CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");

@@ -1,6 +1,6 @@
 /* GPT-2's GELU (the tanh form) and its derivative on the GPU, one copy for
  * every kernel that evaluates them (matmul.cu's fallbacks, fp8.cu's fused
- * GELU backward), so that their results agree bit for bit. sigmoid(2u) =
+ * GELU casts), so that their results agree bit for bit. sigmoid(2u) =
  * 0.5 (1 + tanh(u)), as the CPU reference (kernels/cpu/gelu.c). */
 #ifndef GPT2_KERNELS_CUDA_GELU_CUH
 #define GPT2_KERNELS_CUDA_GELU_CUH
@@ -12,6 +12,9 @@ static __device__ __forceinline__ float gelu_sigmoid(float x) {
     const float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
     return 1.0f / (1.0f + expf(-2.0f * u));
 }
+
+/* gelu(x) */
+static __device__ __forceinline__ float gelu(float x) { return x * gelu_sigmoid(x); }
 
 /* gelu'(x) */
 static __device__ __forceinline__ float gelu_grad(float x) {

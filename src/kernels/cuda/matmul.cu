@@ -74,7 +74,7 @@ static __global__ void gelu_forward_kernel(bf16 *out, const bf16 *pre, size_t n8
     float x[8];
     load8(x, pre + i * 8);
 #pragma unroll
-    for (int k = 0; k < 8; k++) x[k] *= gelu_sigmoid(x[k]);
+    for (int k = 0; k < 8; k++) x[k] = gelu(x[k]);
     store8(out + i * 8, x);
 }
 

@@ -310,6 +310,11 @@ static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void 
     fp8_cast_cuda(out, out_t, amax, in, rows, cols, scale, format, g.stream);
 }
 
+static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
+                               int rows, int cols, const float *scale, fp8_format format) {
+    fp8_gelu_cast_cuda(out, out_t, amax, pre, rows, cols, scale, format, g.stream);
+}
+
 static void cuda_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
                                         const void *d, const void *pre, int rows, int cols,
                                         const float *scale, fp8_format format) {
@@ -431,6 +436,7 @@ extern "C" const kernel_ops ops_cuda = {
     .adamw_update = cuda_adamw_update,
     .fp8_cast = cuda_fp8_cast,
     .fp8_scaling_update = cuda_fp8_scaling_update,
+    .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_gelu_forward_fp8 = cuda_matmul_gelu_forward_fp8,
