@@ -20,6 +20,9 @@ void layernorm_backward_cpu(float *dinp, float *dweight, float *dbias, const flo
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fp8.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,6 +35,16 @@ void layernorm_forward_cuda(void *out, float *mean, float *rstd, const void *inp
 void residual_layernorm_forward_cuda(void *residual, void *out, float *mean, float *rstd,
                                      const void *a, const void *b, const void *weight,
                                      const void *bias, int N, int C, cudaStream_t stream);
+/* residual_layernorm_forward_cuda (residual NULL: layernorm_forward_cuda of
+ * a) with the output cast to FP8 instead of stored in bf16: out (and
+ * out_t, the transposed copy, where non-NULL: N a multiple of 16) and amax
+ * get the bytes and amax that fp8_cast_cuda of the bf16 output would give
+ * with *scale and format f (kernels/fp8.h), bit for bit; mean and rstd
+ * (may be NULL) as before. */
+void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
+                                float *mean, float *rstd, const void *a, const void *b,
+                                const void *weight, const void *bias, int N, int C,
+                                const float *scale, fp8_format f, cudaStream_t stream);
 /* Scratch for the per-block fp32 partial sums of dweight, dbias and
  * dinp_colsum. */
 size_t layernorm_backward_cuda_workspace_bytes(int N, int C);

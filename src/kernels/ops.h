@@ -119,6 +119,14 @@ typedef struct kernel_ops {
     void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                      const float *scale, fp8_format format);
     void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
+    /* residual_layernorm_forward (residual NULL: layernorm_forward of a)
+     * whose output is cast (fp8_cast, out_t may be NULL) instead of stored
+     * in bf16, as layernorm_forward_fp8_cuda: the LayerNorm fused into the
+     * cast of the next layer's input. */
+    void (*layernorm_forward_fp8)(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
+                                  float *mean, float *rstd, const void *a, const void *b,
+                                  const void *weight, const void *bias, int N, int C,
+                                  const float *scale, fp8_format format);
     /* fp8_cast of gelu(pre), as fp8_gelu_cast_cuda: the GELU forward fused
      * into the cast of the next layer's input. */
     void (*fp8_gelu_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,

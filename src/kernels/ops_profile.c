@@ -199,6 +199,17 @@ static void p_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in
                prof.inner->fp8_cast(out, out_t, amax, in, rows, cols, scale, format));
 }
 
+static void p_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
+                                    float *mean, float *rstd, const void *a, const void *b,
+                                    const void *weight, const void *bias, int N, int C,
+                                    const float *scale, fp8_format format) {
+    const double n = (double)N * C;
+    TIMED_COST(residual ? "residual_layernorm_forward_fp8" : "layernorm_forward_fp8", 0,
+               8.0 * N + st((residual ? 3.0 : 1.0) * n + 2.0 * C) + (out_t ? 2.0 : 1.0) * n,
+               prof.inner->layernorm_forward_fp8(residual, out, out_t, amax, mean, rstd, a, b,
+                                                 weight, bias, N, C, scale, format));
+}
+
 static void p_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
                             int cols, const float *scale, fp8_format format) {
     const double n = (double)rows * cols;
@@ -342,6 +353,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     if (inner->fp8_cast) { /* the backend has FP8 */
         t->fp8_cast = p_fp8_cast;
         t->fp8_scaling_update = p_fp8_scaling_update;
+        t->layernorm_forward_fp8 = p_layernorm_forward_fp8;
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;

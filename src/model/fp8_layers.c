@@ -191,6 +191,25 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
     }
 }
 
+void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
+                           void *residual, void *out, float *mean, float *rstd, const void *a,
+                           const void *b, const void *weight, const void *bias, int N, int C,
+                           bool for_backward) {
+    const int i = linear_index(f, l, id), t = tensor_of(i, T_INP);
+    if (!ops->layernorm_forward_fp8 || !f->bootstrapped[t] || N > f->N) {
+        /* the bf16 output, cast by the linear's forward */
+        if (residual)
+            ops->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+        else
+            ops->layernorm_forward(out, mean, rstd, a, weight, bias, N, C);
+        return;
+    }
+    ops->layernorm_forward_fp8(residual, f->x8, for_backward ? f->x8_t[i] : NULL,
+                               f->s.amax + (size_t)t * STRIDE, mean, rstd, a, b, weight, bias, N,
+                               C, f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
+    f->inp_ready = i;
+}
+
 void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum) {

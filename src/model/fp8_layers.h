@@ -41,7 +41,7 @@ typedef struct fp8_layers_s {
     int dout_ready; /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
                        already hold (cast fused into the GELU backward), or -1 */
     int inp_ready;  /* the linear whose input x8 (and x8_t) already hold (cast fused into
-                       the GELU forward), or -1 */
+                       the LayerNorm or GELU before it), or -1 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -85,6 +85,16 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
                         void *pre, const void *inp, const void *weight, const void *bias, int N,
                         int C, int OC, bool for_backward);
+/* The LayerNorm whose output is the input of linear `id` of block l
+ * (FP8_QKV: ln_1, FP8_FC: ln_2), as ops->residual_layernorm_forward
+ * (residual NULL: ops->layernorm_forward of a). Where the backend fuses it
+ * and the input's scale is known (after its first cast), the output goes
+ * straight into that linear's FP8 input (out is not written), which its
+ * forward (next, with the same N and for_backward) then takes. */
+void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
+                           void *residual, void *out, float *mean, float *rstd, const void *a,
+                           const void *b, const void *weight, const void *bias, int N, int C,
+                           bool for_backward);
 /* That layer's backward, as kernel_ops' matmul_backward (pre NULL) or
  * matmul_backward_gelu, dout bf16 (cast here, unless a fused GELU backward
  * cast it; dbias from it). Through a GELU (pre, mlp.c_proj) whose input's

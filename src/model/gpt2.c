@@ -202,6 +202,23 @@ static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, void 
         ops->matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
+/* The LayerNorm before linear `id` of block l (residual NULL: of a alone,
+ * no residual add): bf16, or with opt.fp8 straight into that linear's FP8
+ * input. */
+static void block_layernorm(gpt2_model *m, int l, fp8_linear id, void *residual, void *out,
+                            float *mean, float *rstd, const void *a, const void *b,
+                            const void *weight, const void *bias, int N, int C,
+                            bool for_backward) {
+    const kernel_ops *ops = m->ops;
+    if (m->fp8)
+        fp8_layernorm_forward(m->fp8, ops, l, id, residual, out, mean, rstd, a, b, weight, bias, N,
+                              C, for_backward);
+    else if (residual)
+        ops->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
+    else
+        ops->layernorm_forward(out, mean, rstd, a, weight, bias, N, C);
+}
+
 /* Its backward (pre: through the GELU whose input it is, dpre_colsum that
  * input's bias gradient). */
 static void linear_backward(gpt2_model *m, int l, fp8_linear id, void *dinp, void *dweight,
@@ -242,8 +259,9 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     need_params(m, lay->wpe, lay->n_elements); /* wpe, then wte up to the end */
     ops->encoder_forward(m->acts[0].res1, m->inputs, P(lay->wte), P(lay->wpe), B, T, C);
     need_params(m, lay->blocks[0].begin, lay->blocks[0].end);
-    ops->layernorm_forward(m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd,
-                           m->acts[0].res1, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N, C);
+    block_layernorm(m, 0, FP8_QKV, NULL, m->acts[0].ln1, m->acts[0].ln1_mean, m->acts[0].ln1_rstd,
+                    m->acts[0].res1, NULL, P(lay->blocks[0].ln1_w), P(lay->blocks[0].ln1_b), N, C,
+                    for_backward);
     for (int l = 0; l < L; l++) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
@@ -252,8 +270,8 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
         ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
         linear_forward(m, l, FP8_ATTPROJ, m->scratch, NULL, a->atty, P(o->attproj_w),
                        P(o->attproj_b), N, C, C, for_backward);
-        ops->residual_layernorm_forward(a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
-                                        m->scratch, P(o->ln2_w), P(o->ln2_b), N, C);
+        block_layernorm(m, l, FP8_FC, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
+                        m->scratch, P(o->ln2_w), P(o->ln2_b), N, C, for_backward);
         linear_forward(m, l, FP8_FC, a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C,
                        4 * C, for_backward);
         linear_forward(m, l, FP8_FCPROJ, m->scratch, NULL, a->fch_gelu, P(o->fcproj_w),
@@ -264,8 +282,9 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
             block_acts *next = &m->acts[l + 1];
             const block_offsets *no = &lay->blocks[l + 1];
             need_params(m, no->begin, no->end);
-            ops->residual_layernorm_forward(next->res1, next->ln1, next->ln1_mean, next->ln1_rstd,
-                                            a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N, C);
+            block_layernorm(m, l + 1, FP8_QKV, next->res1, next->ln1, next->ln1_mean,
+                            next->ln1_rstd, a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N, C,
+                            for_backward);
         } else {
             need_params(m, lay->lnf_w, lay->lnf_b + (size_t)C);
             ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd, a->res2,

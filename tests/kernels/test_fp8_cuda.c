@@ -17,9 +17,9 @@
  *   bf16 rounding of the output differ: |gpu - ref| <= 2^-7 |ref| + 1e-3
  *   rms(ref) (|old| + |sum| where added into; 1e-2 rms where cuBLASLt's
  *   own tanh is involved, as in test_ops_cuda);
- * - the fused GELU forward + cast and GELU backward + cast against the
- *   separate passes they replace, bit for bit (bytes, transpose, amax, the
- *   bias gradient);
+ * - the fused GELU forward + cast, GELU backward + cast and LayerNorm +
+ *   cast against the separate passes they replace, bit for bit (bytes,
+ *   transpose, amax, the bias gradient, the residual and statistics);
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
  *   steps whose amaxes include 0, NaN, infinity and an overflowing scale.
  * Exits 77 (skipped) where no GPU is visible, 1 on any failure. */
@@ -34,6 +34,7 @@
 #include "base/alloc.h"
 #include "kernels/cuda_info.h"
 #include "kernels/fp8.h"
+#include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "model/rng.h"
 
@@ -198,6 +199,72 @@ static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
     }
     free(pre);
     void *dev[] = {d_pre, d_g, scale, amax1, amax2};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
+/* The LayerNorm with FP8 output (layernorm_forward_fp8_cuda; residual: with
+ * the residual add) against the separate passes it replaces
+ * ((residual_)layernorm_forward_cuda, then fp8_cast_cuda): the same bytes,
+ * transposed bytes (transpose: 1), amax, residual, mean and rstd, bit for
+ * bit. */
+static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaStream_t s) {
+    const size_t n = (size_t)N * C;
+    uint16_t *a = xmalloc(n * 2), *b = xmalloc(n * 2), *wb = xmalloc((size_t)C * 4);
+    for (size_t i = 0; i < n; i++) {
+        a[i] = bf16_bits((float)(1.0 + rng_normal(&rng)));
+        b[i] = bf16_bits((float)(0.5 * rng_normal(&rng)));
+    }
+    for (int j = 0; j < 2 * C; j++) wb[j] = bf16_bits((float)(j < C ? 1.0 + 0.2 * rng_normal(&rng) : 0.1 * rng_normal(&rng)));
+    void *d_a = dev_copy(a, n * 2), *d_b = dev_copy(b, n * 2), *d_wb = dev_copy(wb, (size_t)C * 4);
+    const void *d_w = d_wb, *d_bias = (const uint16_t *)d_wb + C;
+    void *res[2], *ln;
+    float *stat[4];
+    uint8_t *o[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 2; k++) CK(cudaMalloc(&res[k], n * 2));
+    CK(cudaMalloc(&ln, n * 2));
+    for (int k = 0; k < 4; k++) CK(cudaMalloc((void **)&stat[k], (size_t)N * 4));
+    for (int k = 0; k < 4; k++)
+        if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[k], n));
+    float *scale = dev_float(100.0f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    if (residual)
+        residual_layernorm_forward_cuda(res[0], ln, stat[0], stat[1], d_a, d_b, d_w, d_bias, N, C, s);
+    else
+        layernorm_forward_cuda(ln, stat[0], stat[1], d_a, d_w, d_bias, N, C, s);
+    fp8_cast_cuda(o[0], o[1], amax1, ln, N, C, scale, FP8_E4M3, s);
+    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, o[2], o[3], amax2, stat[2], stat[3], d_a,
+                               residual ? d_b : NULL, d_w, d_bias, N, C, scale, FP8_E4M3, s);
+    CK(cudaStreamSynchronize(s));
+    uint8_t *h[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++) {
+        if (!o[k]) continue;
+        h[k] = xmalloc(n);
+        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
+    }
+    float *hs = xmalloc((size_t)N * 16);
+    for (int k = 0; k < 4; k++) CK(cudaMemcpy(hs + (size_t)k * N, stat[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
+    uint16_t *hr = xmalloc(n * 4);
+    for (int k = 0; k < 2 && residual; k++) CK(cudaMemcpy(hr + k * n, res[k], n * 2, cudaMemcpyDeviceToHost));
+    float a1, a2;
+    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
+    const int same = !memcmp(h[0], h[2], n), same_t = !transpose || !memcmp(h[1], h[3], n);
+    const int same_stats = !memcmp(hs, hs + 2 * (size_t)N, (size_t)N * 8);
+    const int same_res = !residual || !memcmp(hr, hr + n, n * 2);
+    char what[240];
+    snprintf(what, sizeof what,
+             "LayerNorm%s + cast %dx%d: bytes %s, transposed %s, amax %g/%g, statistics %s, "
+             "residual %s",
+             residual ? " (residual)" : "", N, C, same ? "same" : "DIFFER",
+             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2,
+             same_stats ? "same" : "DIFFER", same_res ? "same" : "DIFFER");
+    check(same && same_t && same_stats && same_res && a1 == a2 && a1 > 0.0f, what);
+    for (int k = 0; k < 4; k++) {
+        free(h[k]);
+        if (o[k]) CK(cudaFree(o[k]));
+        CK(cudaFree(stat[k]));
+    }
+    free(a), free(b), free(wb), free(hs), free(hr);
+    void *dev[] = {d_a, d_b, d_wb, res[0], res[1], ln, scale, amax1, amax2};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
@@ -592,6 +659,11 @@ int main(void) {
     check_gelu_cast(256, 3072, 1, s);
     check_gelu_cast(208, 200, 1, s);
     check_gelu_cast(40, 72, 0, s);
+    check_layernorm_fp8(256, 768, 1, 1, s);
+    check_layernorm_fp8(48, 1600, 1, 1, s);
+    check_layernorm_fp8(96, 2048, 0, 1, s);
+    check_layernorm_fp8(37, 64, 0, 0, s);
+    check_layernorm_fp8(40, 200, 1, 0, s);
     check_gelu_backward_cast(256, 3072, s);
     check_gelu_backward_cast(144, 200, s);
     check_scaling(4, 1, 1, s);

@@ -41,43 +41,11 @@
 #include <string.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fp8_convert.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/matmul.h"
 
 namespace {
-
-__device__ __forceinline__ uint16_t cvt_pair(float lo, float hi, fp8_format f) {
-    const float2 v = make_float2(lo, hi); // .x in the low byte
-    return f == FP8_E4M3 ? __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E4M3)
-                         : __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E5M2);
-}
-
-// Eight values as fp32 bits (bits[2i] the low half of word i) cast to 8 bytes.
-__device__ __forceinline__ uint2 cast8(const uint32_t bits[8], float scale, fp8_format f,
-                                       unsigned &mx) {
-    uint16_t p[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const uint32_t lo = bits[2 * i], hi = bits[2 * i + 1];
-        mx = max(mx, max(lo & 0x7FFFFFFFu, hi & 0x7FFFFFFFu));
-        p[i] = cvt_pair(__uint_as_float(lo) * scale, __uint_as_float(hi) * scale, f);
-    }
-    return make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
-}
-
-// The block's amax (bits) into *amax_bits: one atomic.
-__device__ __forceinline__ void block_amax(unsigned mx, unsigned *amax_bits, unsigned *block_max,
-                                           int warps) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = mx;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned m = 0;
-        for (int w = 0; w < warps; w++) m = max(m, block_max[w]);
-        atomicMax(amax_bits, m);
-    }
-}
 
 // ------------------------------------------------------------ the plain cast
 
@@ -125,12 +93,12 @@ __global__ void __launch_bounds__(CAST_THREADS)
             }
             bits[2 * i] = x << 16, bits[2 * i + 1] = x & 0xFFFF0000u;
         }
-        const uint2 packed = cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
+        const uint2 packed = fp8_cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
         if (inside[k])
             *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
         if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[swizzled(r, c / 4)]) = packed;
     }
-    if (amax_bits) block_amax(mx, amax_bits, block_max, CAST_THREADS / 32);
+    if (amax_bits) fp8_block_amax(mx, amax_bits, block_max);
     if (!TRANSPOSE) return;
     if (!amax_bits) __syncthreads();
     // transposed: lane (group = lane % 4, sub = lane / 4) of warp w reads word w * 8 + sub
@@ -144,15 +112,12 @@ __global__ void __launch_bounds__(CAST_THREADS)
     uint32_t col[4][4]; // col[j][q]: column j, rows 4q ... 4q + 3
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-        uint32_t a[4];
+        uint32_t a[4], c[4];
 #pragma unroll
         for (int i = 0; i < 4; i++) a[i] = tile[swizzled(group * 16 + 4 * q + i, word)];
-        const uint32_t lo01 = __byte_perm(a[0], a[1], 0x5140), hi01 = __byte_perm(a[0], a[1], 0x7362);
-        const uint32_t lo23 = __byte_perm(a[2], a[3], 0x5140), hi23 = __byte_perm(a[2], a[3], 0x7362);
-        col[0][q] = __byte_perm(lo01, lo23, 0x5410);
-        col[1][q] = __byte_perm(lo01, lo23, 0x7632);
-        col[2][q] = __byte_perm(hi01, hi23, 0x5410);
-        col[3][q] = __byte_perm(hi01, hi23, 0x7632);
+        fp8_transpose4x4(a, c);
+#pragma unroll
+        for (int j = 0; j < 4; j++) col[j][q] = c[j];
     }
 #pragma unroll
     for (int j = 0; j < 4; j++)
@@ -200,13 +165,13 @@ __global__ void __launch_bounds__(THREADS)
                 col_tile[r][c + 2 * i] = __uint_as_float(bits[2 * i]);
                 col_tile[r][c + 2 * i + 1] = __uint_as_float(bits[2 * i + 1]);
             }
-            packed = cast8(bits, scale, f, mx);
+            packed = fp8_cast8(bits, scale, f, mx);
             *reinterpret_cast<uint2 *>(out + at) = packed;
         }
         *reinterpret_cast<uint2 *>(&tile[r][c]) = packed;
     }
     if (amax_bits)
-        block_amax(mx, amax_bits, block_max, THREADS / 32);
+        fp8_block_amax(mx, amax_bits, block_max);
     else
         __syncthreads();
     if (threadIdx.x < TILE && c0 + (int)threadIdx.x < cols) {

@@ -30,18 +30,22 @@
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fp8_convert.cuh"
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
+enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
 enum { RED_X = 32, RED_Y = 16 }; /* reduce kernel: channels x block-stripes */
 
-template <int VPL, bool RESIDUAL>
-static __global__ void __launch_bounds__(LN_THREADS)
-    layernorm_forward_kernel(bf16 *residual, bf16 *out, float *mean, float *rstd, const bf16 *a,
-                             const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C) {
+/* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
+ * to bf16, normalised as rounded), mean and rstd saved (where non-NULL),
+ * and each output vector handed to emit(v, o) (v: its index in the row). */
+template <int VPL, bool RESIDUAL, typename Emit>
+static __device__ __forceinline__ void layernorm_row(int row, bf16 *residual, float *mean,
+                                                     float *rstd, const bf16 *a, const bf16 *b,
+                                                     const bf16 *weight, const bf16 *bias, int C,
+                                                     Emit emit) {
     const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
-    if (row >= N) return;
     const int C8 = C / 8;
     const size_t base = (size_t)row * C;
     float x[VPL][8];
@@ -89,12 +93,89 @@ static __global__ void __launch_bounds__(LN_THREADS)
             load8(bb, bias + v * 8);
 #pragma unroll
             for (int i = 0; i < 8; i++) o[i] = (x[k][i] - m) * s * w[i] + bb[i];
-            store8(out + base + v * 8, o);
+            emit(v, o);
         }
     }
     if (lane == 0) {
         if (mean) mean[row] = m;
         if (rstd) rstd[row] = s;
+    }
+}
+
+template <int VPL, bool RESIDUAL>
+static __global__ void __launch_bounds__(LN_THREADS)
+    layernorm_forward_kernel(bf16 *residual, bf16 *out, float *mean, float *rstd, const bf16 *a,
+                             const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C) {
+    const int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
+    if (row >= N) return;
+    bf16 *out_row = out + (size_t)row * C;
+    layernorm_row<VPL, RESIDUAL>(row, residual, mean, rstd, a, b, weight, bias, C,
+                                 [&](int v, const float o[8]) { store8(out_row + v * 8, o); });
+}
+
+/* The forward with FP8 output: each warp takes LN_FP8_ROWS / LN_WARPS rows of
+ * the block's LN_FP8_ROWS; each output vector is rounded to bf16 (the
+ * values the bf16 kernel stores) and cast with the tensor's scale (the
+ * bytes fp8_cast_cuda would write). With TRANSPOSE the block's FP8 rows
+ * wait in shared memory (rows padded to 128 bytes, the 16-word halves of
+ * rows 16-31 swapped so that the reads below hit 32 banks); then each
+ * pair of lanes takes a 4-byte word (4 columns), one lane rows 0-15, the
+ * other 16-31, so that each column's 32 bytes are written by two adjacent
+ * 16-byte stores: one full sector. */
+static __host__ __device__ int fp8_row_words(int C) { return (C / 4 + 31) / 32 * 32; }
+
+template <int VPL, bool RESIDUAL, bool TRANSPOSE>
+static __global__ void __launch_bounds__(LN_THREADS)
+    layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t,
+                                 unsigned *amax_bits, float *mean, float *rstd, const bf16 *a,
+                                 const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C,
+                                 const float *scale_ptr, fp8_format f) {
+    extern __shared__ __align__(16) uint32_t fp8_rows[]; /* LN_FP8_ROWS x fp8_row_words(C) */
+    __shared__ unsigned block_max[LN_WARPS];
+    const float scale = *scale_ptr;
+    const int warp = threadIdx.x / 32, r0 = blockIdx.x * LN_FP8_ROWS, row_words = fp8_row_words(C);
+    unsigned mx = 0;
+    for (int i = 0; i < LN_FP8_ROWS / LN_WARPS; i++) {
+        const int r = warp + i * LN_WARPS, row = r0 + r;
+        if (row >= N) break;
+        uint8_t *out_row = out + (size_t)row * C;
+        uint32_t *tile_row = fp8_rows + (size_t)r * row_words;
+        const int swap = r >= 16 ? 16 : 0;
+        layernorm_row<VPL, RESIDUAL>(row, residual, mean, rstd, a, b, weight, bias, C,
+                                     [&](int v, const float o[8]) {
+                                         uint32_t bits[8];
+                                         fp8_bf16_bits(pack8(o), bits);
+                                         const uint2 p = fp8_cast8(bits, scale, f, mx);
+                                         *reinterpret_cast<uint2 *>(out_row + v * 8) = p;
+                                         if (TRANSPOSE)
+                                             *reinterpret_cast<uint2 *>(tile_row +
+                                                                        ((2 * v) ^ swap)) = p;
+                                     });
+    }
+    if (amax_bits)
+        fp8_block_amax(mx, amax_bits, block_max);
+    else if (TRANSPOSE)
+        __syncthreads();
+    if (!TRANSPOSE) return;
+    const int halves = min(LN_FP8_ROWS, N - r0) / 16; /* N % 16 == 0 */
+    for (int t = threadIdx.x; t < C / 4 * 2; t += LN_THREADS) {
+        const int w = t >> 1, h = t & 1;
+        if (h >= halves) continue;
+        uint32_t col[4][4]; /* col[j][q]: column 4w + j, rows 16h + 4q ... + 3 */
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            uint32_t sq[4], c[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                sq[i] = fp8_rows[(size_t)(16 * h + 4 * q + i) * row_words + (w ^ (16 * h))];
+            fp8_transpose4x4(sq, c);
+#pragma unroll
+            for (int j = 0; j < 4; j++) col[j][q] = c[j];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            *reinterpret_cast<uint4 *>(out_t + (size_t)(4 * w + j) * N + r0 + 16 * h) =
+                make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
     }
 }
 
@@ -288,6 +369,68 @@ extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float
     if (N <= 0) return;
     launch_forward<true>(vpl, (bf16 *)residual, (bf16 *)out, mean, rstd, (const bf16 *)a,
                          (const bf16 *)b, (const bf16 *)weight, (const bf16 *)bias, N, C, stream);
+}
+
+/* The FP8-output forward (residual NULL: the plain LayerNorm of a). */
+template <bool RESIDUAL, bool TRANSPOSE>
+static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *out_t,
+                               unsigned *amax_bits, float *mean, float *rstd, const bf16 *a,
+                               const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
+                               const float *scale, fp8_format f, cudaStream_t stream) {
+    const unsigned grid = (unsigned)((N + LN_FP8_ROWS - 1) / LN_FP8_ROWS);
+    const int smem = TRANSPOSE ? LN_FP8_ROWS * fp8_row_words(C) * 4 : 0;
+#define LN_FP8_CASE(V)                                                                             \
+    case V: {                                                                                      \
+        auto kernel = layernorm_forward_fp8_kernel<V, RESIDUAL, TRANSPOSE>;                        \
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)); \
+        kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, amax_bits, mean, rstd, a, \
+                                                   b, w, bias, N, C, scale, f);                    \
+        break;                                                                                     \
+    }
+    switch (vpl) {
+        LN_FP8_CASE(1)
+        LN_FP8_CASE(2)
+        LN_FP8_CASE(3)
+        LN_FP8_CASE(4)
+        LN_FP8_CASE(5)
+        LN_FP8_CASE(6)
+        LN_FP8_CASE(7)
+        LN_FP8_CASE(8)
+    }
+#undef LN_FP8_CASE
+    CUDA_CHECK_LAUNCH("layernorm_forward_fp8_kernel");
+}
+
+extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t *out_t,
+                                           float *amax, float *mean, float *rstd, const void *a,
+                                           const void *b, const void *weight, const void *bias,
+                                           int N, int C, const float *scale, fp8_format f,
+                                           cudaStream_t stream) {
+    const char *name = "layernorm_forward_fp8_cuda";
+    const int vpl = vectors_per_lane(name, C);
+    const void *ptrs[] = {residual, out, out_t, a, b, weight, bias};
+    for (const void *p : ptrs)
+        if (p) check_aligned(name, p);
+    if (!out || !a || !weight || !bias || !scale || (residual && !b))
+        FAIL("%s: out, a, weight, bias and scale are required (b with residual)", name);
+    if (out_t && N % 16 != 0)
+        FAIL("%s: %d rows: a multiple of 16 is needed for the transposed copy", name, N);
+    if (N <= 0) return;
+    unsigned *bits = reinterpret_cast<unsigned *>(amax); /* non-negative floats order as integers */
+    const bf16 *pa = (const bf16 *)a, *pb = (const bf16 *)b, *pw = (const bf16 *)weight,
+               *pbias = (const bf16 *)bias;
+    if (residual && out_t)
+        launch_forward_fp8<true, true>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa, pb,
+                                       pw, pbias, N, C, scale, f, stream);
+    else if (residual)
+        launch_forward_fp8<true, false>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa,
+                                        pb, pw, pbias, N, C, scale, f, stream);
+    else if (out_t)
+        launch_forward_fp8<false, true>(vpl, nullptr, out, out_t, bits, mean, rstd, pa, pb, pw,
+                                        pbias, N, C, scale, f, stream);
+    else
+        launch_forward_fp8<false, false>(vpl, nullptr, out, out_t, bits, mean, rstd, pa, pb, pw,
+                                         pbias, N, C, scale, f, stream);
 }
 
 static int backward_blocks(int N) { return (N + LN_BWD_ROWS - 1) / LN_BWD_ROWS; }

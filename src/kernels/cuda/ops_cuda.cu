@@ -310,6 +310,14 @@ static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void 
     fp8_cast_cuda(out, out_t, amax, in, rows, cols, scale, format, g.stream);
 }
 
+static void cuda_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
+                                       float *mean, float *rstd, const void *a, const void *b,
+                                       const void *weight, const void *bias, int N, int C,
+                                       const float *scale, fp8_format format) {
+    layernorm_forward_fp8_cuda(residual, out, out_t, amax, mean, rstd, a, b, weight, bias, N, C,
+                               scale, format, g.stream);
+}
+
 static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
                                int rows, int cols, const float *scale, fp8_format format) {
     fp8_gelu_cast_cuda(out, out_t, amax, pre, rows, cols, scale, format, g.stream);
@@ -436,6 +444,7 @@ extern "C" const kernel_ops ops_cuda = {
     .adamw_update = cuda_adamw_update,
     .fp8_cast = cuda_fp8_cast,
     .fp8_scaling_update = cuda_fp8_scaling_update,
+    .layernorm_forward_fp8 = cuda_layernorm_forward_fp8,
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
