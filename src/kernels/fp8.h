@@ -71,6 +71,17 @@ typedef struct {
     const uint8_t *format;
 } fp8_scaling;
 
+/* One tensor of a batched cast (fp8_cast_cuda's arguments): rows x cols
+ * bf16 `in` into out and out_t (may be NULL), amax and scale on the device. */
+typedef struct {
+    uint8_t *out, *out_t;
+    float *amax;
+    const void *in;
+    int rows, cols;
+    const float *scale;
+} fp8_cast_job;
+enum { FP8_CAST_BATCH_MAX = 4 }; /* tensors per batched cast: a block's four weights */
+
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>
 #ifdef __cplusplus
@@ -87,6 +98,11 @@ extern "C" {
  * out 16-byte aligned. */
 void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                    const float *scale, fp8_format f, cudaStream_t stream);
+
+/* fp8_cast_cuda of each of n (<= FP8_CAST_BATCH_MAX) tensors, all in
+ * format f, in one launch: for small tensors (a block's weights), each of
+ * whose own launches would leave most of the GPU idle. */
+void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format f, cudaStream_t stream);
 
 /* fp8_cast_cuda of gelu(pre) rounded to bf16 (the values matmul.cu's GELU
  * stores): the GELU forward fused into the cast of its output, whose bf16

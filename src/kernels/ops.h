@@ -119,6 +119,9 @@ typedef struct kernel_ops {
     void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
                      const float *scale, fp8_format format);
     void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
+    /* fp8_cast of n (<= FP8_CAST_BATCH_MAX) tensors in one pass, as
+     * fp8_cast_batch_cuda. */
+    void (*fp8_cast_batch)(const fp8_cast_job *jobs, int n, fp8_format format);
     /* residual_layernorm_forward (residual NULL: layernorm_forward of a)
      * whose output is cast (fp8_cast, out_t may be NULL) instead of stored
      * in bf16, as layernorm_forward_fp8_cuda: the LayerNorm fused into the

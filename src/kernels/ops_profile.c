@@ -199,6 +199,15 @@ static void p_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in
                prof.inner->fp8_cast(out, out_t, amax, in, rows, cols, scale, format));
 }
 
+static void p_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format format) {
+    double bytes = 0;
+    for (int j = 0; j < n; j++) {
+        const double e = (double)jobs[j].rows * jobs[j].cols;
+        bytes += st(e) + (jobs[j].out_t ? 2.0 : 1.0) * e;
+    }
+    TIMED_COST("fp8_cast_batch", 0, bytes, prof.inner->fp8_cast_batch(jobs, n, format));
+}
+
 static void p_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
                                     float *mean, float *rstd, const void *a, const void *b,
                                     const void *weight, const void *bias, int N, int C,
@@ -353,6 +362,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
     if (inner->fp8_cast) { /* the backend has FP8 */
         t->fp8_cast = p_fp8_cast;
         t->fp8_scaling_update = p_fp8_scaling_update;
+        t->fp8_cast_batch = p_fp8_cast_batch;
         t->layernorm_forward_fp8 = p_layernorm_forward_fp8;
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;

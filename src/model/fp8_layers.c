@@ -45,8 +45,10 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     memset(f, 0, sizeof *f);
     f->dout_ready = -1;
     f->inp_ready = -1;
+    f->weights_ready = -1;
     const int L = lay->n_layer, C = lay->n_embd, n = L * FP8_LINEARS * T_PER_LINEAR;
     f->n_layer = L;
+    f->C = C;
     f->N = N;
     f->s.n = n;
     f->s.len = history;
@@ -108,6 +110,7 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
 }
 
 void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
+    f->weights_ready = -1; /* the optimizer has changed them since */
     if (f->forwards > 0) ops->fp8_scaling_update(&f->s, f->forwards);
     f->forwards++;
 }
@@ -166,7 +169,8 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
         f->inp_ready = -1; /* x8 (x_t) hold it: the GELU forward before cast it */
     else
         cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
-    cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
+    if (f->weights_ready != l)
+        cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
     const fp8_linear_operands q = {f->x8,
                                    x_t,
                                    f->w8[i],
@@ -189,6 +193,24 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
     } else {
         ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
     }
+}
+
+void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
+                       const void *const weights[FP8_LINEARS]) {
+    f->weights_ready = -1;
+    if (!ops->fp8_cast_batch) return;
+    const int C = f->C;
+    fp8_cast_job jobs[FP8_LINEARS];
+    for (int id = 0; id < FP8_LINEARS; id++) {
+        const int i = linear_index(f, l, (fp8_linear)id), t = tensor_of(i, T_WEIGHT);
+        if (!f->bootstrapped[t]) return; /* the linears cast (and bootstrap) their own */
+        int in, out;
+        widths((fp8_linear)id, C, &in, &out);
+        jobs[id] = (fp8_cast_job){f->w8[i], f->w8_t[i], f->s.amax + (size_t)t * STRIDE,
+                                  weights[id], out, in, f->s.scale + (size_t)t * STRIDE};
+    }
+    ops->fp8_cast_batch(jobs, FP8_LINEARS, FP8_E4M3);
+    f->weights_ready = l;
 }
 
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,

@@ -31,7 +31,7 @@
 typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linear;
 
 typedef struct fp8_layers_s {
-    int n_layer, N; /* capacity: tokens per forward */
+    int n_layer, C, N; /* N: capacity, tokens per forward */
     int64_t forwards;
     fp8_scaling s;                /* backend arrays: 3 tensors (inp, weight, dout) per linear */
     bool *bootstrapped;           /* host: the tensor's scale has come from its own amax */
@@ -42,6 +42,7 @@ typedef struct fp8_layers_s {
                        already hold (cast fused into the GELU backward), or -1 */
     int inp_ready;  /* the linear whose input x8 (and x8_t) already hold (cast fused into
                        the LayerNorm or GELU before it), or -1 */
+    int weights_ready; /* the block whose weights w8, w8_t hold this forward, or -1 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -75,6 +76,12 @@ void fp8_layers_state_free(fp8_layers_state *s);
 /* Called once per forward, before its first fp8_linear_forward: the
  * previous forward's amaxes go into the history and the scales follow. */
 void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
+
+/* Casts the four weights of block l (in FP8_LINEARS order) for this
+ * forward in one pass, once their scales are known (after their first
+ * casts); the block's linear forwards then skip their own weight casts. */
+void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
+                       const void *const weights[FP8_LINEARS]);
 
 /* out = inp @ weight^T + bias (pre non-NULL: pre = that, out = gelu(pre))
  * for linear `id` of block l, N tokens, C -> OC, with FP8 operands.

@@ -265,6 +265,11 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
     for (int l = 0; l < L; l++) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
+        if (m->fp8) {
+            const void *weights[FP8_LINEARS] = {P(o->qkv_w), P(o->attproj_w), P(o->fc_w),
+                                                P(o->fcproj_w)};
+            fp8_block_weights(m->fp8, ops, l, weights);
+        }
         linear_forward(m, l, FP8_QKV, a->qkv, NULL, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C, 3 * C,
                        for_backward);
         ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);

@@ -17,6 +17,8 @@
  *   bf16 rounding of the output differ: |gpu - ref| <= 2^-7 |ref| + 1e-3
  *   rms(ref) (|old| + |sum| where added into; 1e-2 rms where cuBLASLt's
  *   own tanh is involved, as in test_ops_cuda);
+ * - the batched cast (a block's four weights in one launch) against one
+ *   fp8_cast_cuda per tensor, bit for bit;
  * - the fused GELU forward + cast, GELU backward + cast and LayerNorm +
  *   cast against the separate passes they replace, bit for bit (bytes,
  *   transpose, amax, the bias gradient, the residual and statistics);
@@ -159,6 +161,62 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
     CK(cudaFree(d_in));
     CK(cudaFree(d_scale));
     CK(cudaFree(d_amax));
+}
+
+/* fp8_cast_batch_cuda of n tensors (rows[j] x cols[j], each with its own
+ * scale; transposed copies where transpose) against fp8_cast_cuda of each:
+ * the same bytes, transposed bytes and amaxes, bit for bit. */
+static void check_cast_batch(int n, const int *rows, const int *cols, int transpose,
+                             fp8_format f, cudaStream_t s) {
+    fp8_cast_job jobs[FP8_CAST_BATCH_MAX];
+    void *in[FP8_CAST_BATCH_MAX];
+    uint8_t *o[FP8_CAST_BATCH_MAX][4];
+    float *amax[FP8_CAST_BATCH_MAX][2], *scale[FP8_CAST_BATCH_MAX];
+    for (int j = 0; j < n; j++) {
+        const size_t e = (size_t)rows[j] * cols[j];
+        uint16_t *h = xmalloc(e * 2 + 2);
+        for (size_t i = 0; i < e; i++) h[i] = bf16_bits((float)(0.02 * (j + 1) * rng_normal(&rng)));
+        in[j] = dev_copy(h, e * 2 + 2);
+        free(h);
+        for (int k = 0; k < 4; k++) {
+            o[j][k] = NULL;
+            if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[j][k], e + 1));
+        }
+        amax[j][0] = dev_float(0.0f), amax[j][1] = dev_float(0.0f);
+        scale[j] = dev_float(448.0f / (0.1f * (j + 1)));
+        fp8_cast_cuda(o[j][0], o[j][1], amax[j][0], in[j], rows[j], cols[j], scale[j], f, s);
+        jobs[j] = (fp8_cast_job){o[j][2], o[j][3], amax[j][1], in[j], rows[j], cols[j], scale[j]};
+    }
+    fp8_cast_batch_cuda(jobs, n, f, s);
+    CK(cudaStreamSynchronize(s));
+    int same = 1;
+    char shapes[120] = "";
+    for (int j = 0; j < n; j++) {
+        const size_t e = (size_t)rows[j] * cols[j];
+        uint8_t *h[4] = {NULL, NULL, NULL, NULL};
+        for (int k = 0; k < 4; k++) {
+            if (!o[j][k]) continue;
+            h[k] = xmalloc(e + 1);
+            CK(cudaMemcpy(h[k], o[j][k], e, cudaMemcpyDeviceToHost));
+        }
+        float a[2];
+        for (int k = 0; k < 2; k++) CK(cudaMemcpy(&a[k], amax[j][k], 4, cudaMemcpyDeviceToHost));
+        same = same && !memcmp(h[0], h[2], e) && (!transpose || !memcmp(h[1], h[3], e)) &&
+               a[0] == a[1] && (e == 0 || a[0] > 0.0f);
+        snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), " %dx%d", rows[j],
+                 cols[j]);
+        for (int k = 0; k < 4; k++) {
+            free(h[k]);
+            if (o[j][k]) CK(cudaFree(o[j][k]));
+        }
+        void *dev[] = {in[j], amax[j][0], amax[j][1], scale[j]};
+        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+    }
+    char what[200];
+    snprintf(what, sizeof what, "batched cast %s of%s%s: bytes%s and amaxes %s", name_of(f),
+             shapes, transpose ? "" : " (no transpose)", transpose ? ", transposed" : "",
+             same ? "the same as one cast each" : "DIFFER");
+    check(same, what);
 }
 
 /* The fused GELU forward + cast (fp8_gelu_cast_cuda) against the separate
@@ -656,6 +714,13 @@ int main(void) {
         check_cast(80, 136, 2.0f, f, 1, 0, s);
     }
 
+    { /* a 124M block's weights (OC x C), a partial-tile set, an empty tensor */
+        const int r1[4] = {2304, 768, 3072, 768}, c1[4] = {768, 768, 768, 3072};
+        const int r2[3] = {208, 0, 48}, c2[3] = {200, 64, 72};
+        check_cast_batch(4, r1, c1, 1, FP8_E4M3, s);
+        check_cast_batch(3, r2, c2, 1, FP8_E5M2, s);
+        check_cast_batch(3, r2, c2, 0, FP8_E4M3, s);
+    }
     check_gelu_cast(256, 3072, 1, s);
     check_gelu_cast(208, 200, 1, s);
     check_gelu_cast(40, 72, 0, s);

@@ -58,14 +58,16 @@ __device__ __forceinline__ int swizzled(int row, int word) {
     return row * CAST_WORDS + (word ^ (((row >> 4) & 3) << 3));
 }
 
+// The tile (tile_x, tile_y) of a cast, by the whole block.
 template <bool TRANSPOSE, bool GELU>
-__global__ void __launch_bounds__(CAST_THREADS)
-    fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
-                    unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
-                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f) {
+__device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
+                                          unsigned *__restrict__ amax_bits,
+                                          const __nv_bfloat16 *__restrict__ in, int rows, int cols,
+                                          const float *__restrict__ scale_ptr, fp8_format f,
+                                          int tile_x, int tile_y) {
     __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
     __shared__ unsigned block_max[CAST_THREADS / 32];
-    const int r0 = blockIdx.y * CAST_ROWS, c0 = blockIdx.x * CAST_COLS;
+    const int r0 = tile_y * CAST_ROWS, c0 = tile_x * CAST_COLS;
     // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
     uint4 v[CAST_UNITS];
     bool inside[CAST_UNITS];
@@ -123,6 +125,37 @@ __global__ void __launch_bounds__(CAST_THREADS)
     for (int j = 0; j < 4; j++)
         *reinterpret_cast<uint4 *>(out_t + (size_t)(gc + j) * rows + gr) =
             make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
+}
+
+template <bool TRANSPOSE, bool GELU>
+__global__ void __launch_bounds__(CAST_THREADS)
+    fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
+                    unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
+                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f) {
+    cast_tile<TRANSPOSE, GELU>(out, out_t, amax_bits, in, rows, cols, scale_ptr, f, blockIdx.x,
+                               blockIdx.y);
+}
+
+// Several casts in one grid: block b works on the job whose range of tiles
+// (first[j] <= b < first[j + 1]) holds it.
+struct cast_batch {
+    fp8_cast_job jobs[FP8_CAST_BATCH_MAX];
+    int first[FP8_CAST_BATCH_MAX + 1];
+    int n;
+};
+
+__device__ __forceinline__ int tiles_across(int cols) { return (cols + CAST_COLS - 1) / CAST_COLS; }
+
+template <bool TRANSPOSE>
+__global__ void __launch_bounds__(CAST_THREADS)
+    fp8_cast_batch_kernel(const __grid_constant__ cast_batch batch, fp8_format f) {
+    int j = 0;
+    while (j + 1 < batch.n && (int)blockIdx.x >= batch.first[j + 1]) j++;
+    const fp8_cast_job &job = batch.jobs[j];
+    const int b = blockIdx.x - batch.first[j], across = tiles_across(job.cols);
+    cast_tile<TRANSPOSE, false>(job.out, job.out_t, reinterpret_cast<unsigned *>(job.amax),
+                                static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
+                                job.scale, f, b % across, b / across);
 }
 
 // -------------------------------------------- the GELU backward and its cast
@@ -243,6 +276,36 @@ static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, floa
 extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
                               int cols, const float *scale, fp8_format f, cudaStream_t stream) {
     cast("fp8_cast_cuda", false, out, out_t, amax, in, rows, cols, scale, f, stream);
+}
+
+extern "C" void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format f,
+                                    cudaStream_t stream) {
+    if (n < 0 || n > FP8_CAST_BATCH_MAX)
+        FAIL("fp8_cast_batch_cuda: %d tensors (at most %d)", n, FP8_CAST_BATCH_MAX);
+    cast_batch batch{};
+    int blocks = 0, transposed = 0;
+    for (int j = 0; j < n; j++) {
+        const fp8_cast_job &job = jobs[j];
+        if (job.rows < 0 || job.cols < 0 || job.cols % 8 != 0 || (job.out_t && job.rows % 16 != 0))
+            FAIL("fp8_cast_batch_cuda: tensor %d, %d x %d: cols must be a multiple of 8%s", j,
+                 job.rows, job.cols, job.out_t ? ", rows of 16 (for the transposed copy)" : "");
+        if (((uintptr_t)job.in | (uintptr_t)job.out | (uintptr_t)job.out_t) & 15u)
+            FAIL("fp8_cast_batch_cuda: tensor %d: tensors must be 16-byte aligned", j);
+        if (!job.scale) FAIL("fp8_cast_batch_cuda: tensor %d has no scale", j);
+        transposed += job.out_t != nullptr;
+        if (job.rows == 0 || job.cols == 0) continue;
+        batch.jobs[batch.n] = job;
+        batch.first[batch.n] = blocks;
+        blocks += ((job.cols + CAST_COLS - 1) / CAST_COLS) * ((job.rows + CAST_ROWS - 1) / CAST_ROWS);
+        batch.n++;
+    }
+    if (transposed != 0 && transposed != n)
+        FAIL("fp8_cast_batch_cuda: every tensor or none must have a transposed copy");
+    batch.first[batch.n] = blocks;
+    if (blocks == 0) return;
+    auto kernel = transposed ? fp8_cast_batch_kernel<true> : fp8_cast_batch_kernel<false>;
+    kernel<<<blocks, CAST_THREADS, 0, stream>>>(batch, f);
+    CUDA_CHECK_LAUNCH("fp8_cast_batch_kernel");
 }
 
 extern "C" void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,

@@ -318,6 +318,10 @@ static void cuda_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *ou
                                scale, format, g.stream);
 }
 
+static void cuda_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format format) {
+    fp8_cast_batch_cuda(jobs, n, format, g.stream);
+}
+
 static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
                                int rows, int cols, const float *scale, fp8_format format) {
     fp8_gelu_cast_cuda(out, out_t, amax, pre, rows, cols, scale, format, g.stream);
@@ -444,6 +448,7 @@ extern "C" const kernel_ops ops_cuda = {
     .adamw_update = cuda_adamw_update,
     .fp8_cast = cuda_fp8_cast,
     .fp8_scaling_update = cuda_fp8_scaling_update,
+    .fp8_cast_batch = cuda_fp8_cast_batch,
     .layernorm_forward_fp8 = cuda_layernorm_forward_fp8,
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
