@@ -28,7 +28,7 @@
  * raw input gradient and the GELU's input, and casts d * gelu'(pre)
  * rounded to bf16, the values matmul.cu's separate kernel would have
  * stored, so that the FP8 bytes are the same; it also sums each column of
- * its 64 x 64 tile over the rows in row order, the first half of the
+ * its tile over the tile's 64 rows in row order, the first half of the
  * deterministic column sum that matmul.cu's bias kernels take (the bias
  * gradient of the layer that produced pre), which bias_partials_add_cuda
  * finishes. */
@@ -38,7 +38,6 @@
 #include <cuda_fp8.h>
 #include <float.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
@@ -47,7 +46,7 @@
 
 namespace {
 
-// ------------------------------------------------------------ the plain cast
+// ------------------------------------------------------------------- casts
 
 constexpr int CAST_ROWS = 64, CAST_COLS = 128, CAST_THREADS = 256;
 constexpr int CAST_UNITS = CAST_ROWS * CAST_COLS / 8 / CAST_THREADS; // 8-value vectors per thread
@@ -58,51 +57,79 @@ __device__ __forceinline__ int swizzled(int row, int word) {
     return row * CAST_WORDS + (word ^ (((row >> 4) & 3) << 3));
 }
 
-// The tile (tile_x, tile_y) of a cast, by the whole block.
-template <bool TRANSPOSE, bool GELU>
+// What a cast casts: its input, gelu(input), or input * gelu'(pre) (the GELU
+// backward, with the column sums of the result).
+enum cast_mode { CAST_PLAIN, CAST_GELU, CAST_GELU_BWD };
+
+// The tile (tile_x, tile_y) of a cast, by the whole block. CAST_GELU_BWD:
+// also the sums of each of the tile's columns over its rows, in row order
+// from 0, into partials[tile_y * cols + column].
+template <bool TRANSPOSE, cast_mode MODE>
 __device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
                                           unsigned *__restrict__ amax_bits,
                                           const __nv_bfloat16 *__restrict__ in, int rows, int cols,
                                           const float *__restrict__ scale_ptr, fp8_format f,
-                                          int tile_x, int tile_y) {
+                                          int tile_x, int tile_y,
+                                          const __nv_bfloat16 *__restrict__ pre = nullptr,
+                                          float *__restrict__ partials = nullptr) {
+    constexpr bool BWD = MODE == CAST_GELU_BWD;
     __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
+    __shared__ __align__(16) uint32_t values[BWD ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
     __shared__ unsigned block_max[CAST_THREADS / 32];
     const int r0 = tile_y * CAST_ROWS, c0 = tile_x * CAST_COLS;
     // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
-    uint4 v[CAST_UNITS];
+    uint4 v[CAST_UNITS], pv[BWD ? CAST_UNITS : 1];
     bool inside[CAST_UNITS];
 #pragma unroll
     for (int k = 0; k < CAST_UNITS; k++) {
         const int u = threadIdx.x + k * CAST_THREADS, gr = r0 + u / 16, gc = c0 + (u % 16) * 8;
+        const size_t at = (size_t)gr * cols + gc;
         inside[k] = gr < rows && gc < cols; // cols % 8 == 0: a vector is all in or all out
-        v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + (size_t)gr * cols + gc)
-                         : make_uint4(0, 0, 0, 0);
+        v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + at) : make_uint4(0, 0, 0, 0);
+        if (BWD)
+            pv[BWD ? k : 0] = inside[k] ? *reinterpret_cast<const uint4 *>(pre + at)
+                                        : make_uint4(0, 0, 0, 0);
     }
     const float scale = *scale_ptr;
     unsigned mx = 0;
 #pragma unroll
     for (int k = 0; k < CAST_UNITS; k++) {
         const int u = threadIdx.x + k * CAST_THREADS, r = u / 16, c = (u % 16) * 8;
-        const uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-        uint32_t bits[8];
+        uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w}, bits[8];
+        const uint4 pk = pv[BWD ? k : 0];
+        const uint32_t pw[4] = {pk.x, pk.y, pk.z, pk.w};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            uint32_t x = w[i];
-            if (GELU) { // gelu(x) rounded to bf16, as the unfused forward stores it
-                const __nv_bfloat162 g = __floats2bfloat162_rn(gelu(__uint_as_float(x << 16)),
-                                                               gelu(__uint_as_float(x & 0xFFFF0000u)));
-                x = *reinterpret_cast<const uint32_t *>(&g);
-            }
-            bits[2 * i] = x << 16, bits[2 * i + 1] = x & 0xFFFF0000u;
+            const float lo = __uint_as_float(w[i] << 16), hi = __uint_as_float(w[i] & 0xFFFF0000u);
+            __nv_bfloat162 g;
+            if (MODE == CAST_GELU) // gelu(x) rounded to bf16, as the unfused forward stores it
+                g = __floats2bfloat162_rn(gelu(lo), gelu(hi));
+            if (BWD) // d * gelu'(pre) rounded to bf16, as the unfused backward stores it
+                g = __floats2bfloat162_rn(lo * gelu_grad(__uint_as_float(pw[i] << 16)),
+                                          hi * gelu_grad(__uint_as_float(pw[i] & 0xFFFF0000u)));
+            if (MODE != CAST_PLAIN) w[i] = *reinterpret_cast<const uint32_t *>(&g);
+            bits[2 * i] = w[i] << 16, bits[2 * i + 1] = w[i] & 0xFFFF0000u;
         }
+        if (BWD) // zeros outside
+            *reinterpret_cast<uint4 *>(&values[r * (CAST_COLS / 2) + c / 2]) =
+                make_uint4(w[0], w[1], w[2], w[3]);
         const uint2 packed = fp8_cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
         if (inside[k])
             *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
         if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[swizzled(r, c / 4)]) = packed;
     }
-    if (amax_bits) fp8_block_amax(mx, amax_bits, block_max);
+    if (amax_bits)
+        fp8_block_amax(mx, amax_bits, block_max);
+    else if (TRANSPOSE || BWD)
+        __syncthreads();
+    if (BWD && threadIdx.x < CAST_COLS && c0 + (int)threadIdx.x < cols) {
+        const __nv_bfloat16 *column = reinterpret_cast<const __nv_bfloat16 *>(values) + threadIdx.x;
+        float acc = 0.f;
+        const int n = min(CAST_ROWS, rows - r0);
+        for (int r = 0; r < n; r++) acc += __bfloat162float(column[r * CAST_COLS]);
+        partials[(size_t)tile_y * cols + c0 + threadIdx.x] = acc;
+    }
     if (!TRANSPOSE) return;
-    if (!amax_bits) __syncthreads();
     // transposed: lane (group = lane % 4, sub = lane / 4) of warp w reads word w * 8 + sub
     // (4 columns) of rows group * 16 ... + 15; the warps past the tile's words are done
     static_assert(CAST_ROWS == 64 && CAST_WORDS % 8 == 0, "4 row groups, 8 words per warp");
@@ -127,13 +154,14 @@ __device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__
             make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
 }
 
-template <bool TRANSPOSE, bool GELU>
+template <bool TRANSPOSE, cast_mode MODE>
 __global__ void __launch_bounds__(CAST_THREADS)
     fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
                     unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
-                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f) {
-    cast_tile<TRANSPOSE, GELU>(out, out_t, amax_bits, in, rows, cols, scale_ptr, f, blockIdx.x,
-                               blockIdx.y);
+                    int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f,
+                    const __nv_bfloat16 *__restrict__ pre, float *__restrict__ partials) {
+    cast_tile<TRANSPOSE, MODE>(out, out_t, amax_bits, in, rows, cols, scale_ptr, f, blockIdx.x,
+                               blockIdx.y, pre, partials);
 }
 
 // Several casts in one grid: block b works on the job whose range of tiles
@@ -153,78 +181,9 @@ __global__ void __launch_bounds__(CAST_THREADS)
     while (j + 1 < batch.n && (int)blockIdx.x >= batch.first[j + 1]) j++;
     const fp8_cast_job &job = batch.jobs[j];
     const int b = blockIdx.x - batch.first[j], across = tiles_across(job.cols);
-    cast_tile<TRANSPOSE, false>(job.out, job.out_t, reinterpret_cast<unsigned *>(job.amax),
+    cast_tile<TRANSPOSE, CAST_PLAIN>(job.out, job.out_t, reinterpret_cast<unsigned *>(job.amax),
                                 static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
                                 job.scale, f, b % across, b / across);
-}
-
-// -------------------------------------------- the GELU backward and its cast
-
-constexpr int TILE = 64, THREADS = 256;
-
-__global__ void __launch_bounds__(THREADS)
-    fp8_gelu_backward_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
-                                  unsigned *__restrict__ amax_bits,
-                                  const __nv_bfloat16 *__restrict__ d, int rows, int cols,
-                                  const float *__restrict__ scale_ptr, fp8_format f,
-                                  const __nv_bfloat16 *__restrict__ pre,
-                                  float *__restrict__ partials) {
-    __shared__ __align__(16) uint8_t tile[TILE][TILE + 16]; // +16: rows stay 16-byte aligned
-    __shared__ unsigned block_max[THREADS / 32];
-    __shared__ float col_tile[TILE][TILE + 1]; // the values, for the column sums
-    const int r0 = blockIdx.y * TILE, c0 = blockIdx.x * TILE;
-    const float scale = *scale_ptr;
-    unsigned mx = 0;
-    // 64 rows x 8 vectors of 8: two passes of 256 threads
-#pragma unroll
-    for (int pass = 0; pass < 2; pass++) {
-        const int v = threadIdx.x + pass * THREADS, r = v >> 3, c = (v & 7) * 8;
-        const int gr = r0 + r, gc = c0 + c;
-        uint2 packed = make_uint2(0, 0);
-        if (gr < rows && gc < cols) { // cols % 8 == 0: a vector is all in or all out
-            const size_t at = (size_t)gr * cols + gc;
-            const uint4 u = *reinterpret_cast<const uint4 *>(d + at);
-            const uint4 pu = *reinterpret_cast<const uint4 *>(pre + at);
-            const uint32_t w[4] = {u.x, u.y, u.z, u.w}, pw[4] = {pu.x, pu.y, pu.z, pu.w};
-            uint32_t bits[8];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                // d * gelu'(pre), rounded to bf16 as the separate kernel stores it
-                const float dlo = __uint_as_float(w[i] << 16), dhi = __uint_as_float(w[i] & 0xFFFF0000u);
-                const float plo = __uint_as_float(pw[i] << 16), phi = __uint_as_float(pw[i] & 0xFFFF0000u);
-                const __nv_bfloat162 g = __floats2bfloat162_rn(dlo * gelu_grad(plo), dhi * gelu_grad(phi));
-                const uint32_t gw = *reinterpret_cast<const uint32_t *>(&g);
-                bits[2 * i] = gw << 16, bits[2 * i + 1] = gw & 0xFFFF0000u;
-                col_tile[r][c + 2 * i] = __uint_as_float(bits[2 * i]);
-                col_tile[r][c + 2 * i + 1] = __uint_as_float(bits[2 * i + 1]);
-            }
-            packed = fp8_cast8(bits, scale, f, mx);
-            *reinterpret_cast<uint2 *>(out + at) = packed;
-        }
-        *reinterpret_cast<uint2 *>(&tile[r][c]) = packed;
-    }
-    if (amax_bits)
-        fp8_block_amax(mx, amax_bits, block_max);
-    else
-        __syncthreads();
-    if (threadIdx.x < TILE && c0 + (int)threadIdx.x < cols) {
-        // column c0 + threadIdx.x over the tile's rows, in row order, from 0
-        float acc = 0.f;
-        const int n = min(TILE, rows - r0);
-        for (int r = 0; r < n; r++) acc += col_tile[r][threadIdx.x];
-        partials[(size_t)blockIdx.y * cols + c0 + threadIdx.x] = acc;
-    }
-    // out_t row c0 + tc: 64 bytes, 4 vectors of 16
-    const int tc = threadIdx.x >> 2, part = (threadIdx.x & 3) * 16;
-    const int gc = c0 + tc, gr = r0 + part;
-    if (gc < cols && gr < rows) { // rows % 16 == 0: a vector is all in or all out
-        uint8_t b[16];
-#pragma unroll
-        for (int i = 0; i < 16; i++) b[i] = tile[part + i][tc];
-        uint4 u;
-        memcpy(&u, b, 16);
-        *reinterpret_cast<uint4 *>(out_t + (size_t)gc * rows + gr) = u;
-    }
 }
 
 // One thread per tensor: fp8_scale_update (kernels/cpu/fp8.c) written
@@ -267,9 +226,10 @@ static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, floa
                     (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
     const __nv_bfloat16 *x = static_cast<const __nv_bfloat16 *>(in);
     unsigned *bits = reinterpret_cast<unsigned *>(amax); // non-negative floats order as integers
-    auto kernel = out_t ? (gelu ? fp8_cast_kernel<true, true> : fp8_cast_kernel<true, false>)
-                        : (gelu ? fp8_cast_kernel<false, true> : fp8_cast_kernel<false, false>);
-    kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f);
+    auto kernel = out_t ? (gelu ? fp8_cast_kernel<true, CAST_GELU> : fp8_cast_kernel<true, CAST_PLAIN>)
+                        : (gelu ? fp8_cast_kernel<false, CAST_GELU> : fp8_cast_kernel<false, CAST_PLAIN>);
+    kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f, nullptr,
+                                              nullptr);
     CUDA_CHECK_LAUNCH(name);
 }
 
@@ -327,12 +287,13 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float 
     if (!scale || !out_t || !partials)
         FAIL("fp8_gelu_backward_cast_cuda: needs a scale, the transposed output and partials");
     if (rows == 0 || cols == 0) return;
-    const dim3 grid((unsigned)((cols + TILE - 1) / TILE), (unsigned)((rows + TILE - 1) / TILE));
-    fp8_gelu_backward_cast_kernel<<<grid, THREADS, 0, stream>>>(
+    const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS),
+                    (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
+    fp8_cast_kernel<true, CAST_GELU_BWD><<<grid, CAST_THREADS, 0, stream>>>(
         out, out_t, reinterpret_cast<unsigned *>(amax), static_cast<const __nv_bfloat16 *>(d), rows,
         cols, scale, f, static_cast<const __nv_bfloat16 *>(pre), partials);
     CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");
-    if (colsum) bias_partials_add_cuda(colsum, partials, (rows + TILE - 1) / TILE, cols, stream);
+    if (colsum) bias_partials_add_cuda(colsum, partials, (rows + CAST_ROWS - 1) / CAST_ROWS, cols, stream);
 }
 
 extern "C" void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream) {
