@@ -219,6 +219,47 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
     check(same, what);
 }
 
+/* Two casts of the same tensor side by side, for the checks of a fused
+ * pass against the separate passes it replaces: o[0], o[1] (bytes and
+ * transposed copy of the separate passes), o[2], o[3] (the fused pass's),
+ * the transposed ones only with transpose, and an amax for each. */
+typedef struct {
+    size_t n;
+    int transpose;
+    uint8_t *o[4];
+    float *amax[2];
+} cast_pair;
+
+static void cast_pair_alloc(cast_pair *p, size_t n, int transpose) {
+    p->n = n;
+    p->transpose = transpose;
+    for (int k = 0; k < 4; k++) {
+        p->o[k] = NULL;
+        if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&p->o[k], n));
+    }
+    p->amax[0] = dev_float(0.0f), p->amax[1] = dev_float(0.0f);
+}
+
+/* After the stream is done: *same (the bytes agree), *same_t (the
+ * transposed copies agree, or were not asked), a[2] (the amaxes); frees p. */
+static void cast_pair_compare(cast_pair *p, int *same, int *same_t, float a[2]) {
+    uint8_t *h[4] = {NULL, NULL, NULL, NULL};
+    for (int k = 0; k < 4; k++) {
+        if (!p->o[k]) continue;
+        h[k] = xmalloc(p->n);
+        CK(cudaMemcpy(h[k], p->o[k], p->n, cudaMemcpyDeviceToHost));
+    }
+    *same = !memcmp(h[0], h[2], p->n);
+    *same_t = !p->transpose || !memcmp(h[1], h[3], p->n);
+    for (int k = 0; k < 2; k++) CK(cudaMemcpy(&a[k], p->amax[k], 4, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 4; k++) {
+        free(h[k]);
+        if (p->o[k]) CK(cudaFree(p->o[k]));
+    }
+    CK(cudaFree(p->amax[0]));
+    CK(cudaFree(p->amax[1]));
+}
+
 /* The fused GELU forward + cast (fp8_gelu_cast_cuda) against the separate
  * passes it replaces (gelu_forward_cuda, then fp8_cast_cuda): the same
  * bytes, transposed bytes (transpose: 1) and amax, bit for bit. */
@@ -228,35 +269,24 @@ static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
     for (size_t i = 0; i < n; i++) pre[i] = bf16_bits((float)(2.0 * rng_normal(&rng)));
     void *d_pre = dev_copy(pre, n * 2), *d_g;
     CK(cudaMalloc(&d_g, n * 2));
-    uint8_t *o[4] = {NULL, NULL, NULL, NULL};
-    for (int k = 0; k < 4; k++)
-        if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[k], n));
-    float *scale = dev_float(30.0f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    cast_pair p;
+    cast_pair_alloc(&p, n, transpose);
+    float *scale = dev_float(30.0f);
     gelu_forward_cuda(d_g, d_pre, n, s);
-    fp8_cast_cuda(o[0], o[1], amax1, d_g, rows, cols, scale, FP8_E4M3, s);
-    fp8_gelu_cast_cuda(o[2], o[3], amax2, d_pre, rows, cols, scale, FP8_E4M3, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], d_g, rows, cols, scale, FP8_E4M3, s);
+    fp8_gelu_cast_cuda(p.o[2], p.o[3], p.amax[1], d_pre, rows, cols, scale, FP8_E4M3, s);
     CK(cudaStreamSynchronize(s));
-    uint8_t *h[4] = {NULL, NULL, NULL, NULL};
-    for (int k = 0; k < 4; k++) {
-        if (!o[k]) continue;
-        h[k] = xmalloc(n);
-        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
-    }
-    float a1, a2;
-    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
-    const int same = !memcmp(h[0], h[2], n), same_t = !transpose || !memcmp(h[1], h[3], n);
+    int same, same_t;
+    float a[2];
+    cast_pair_compare(&p, &same, &same_t, a);
+    const float a1 = a[0], a2 = a[1];
     char what[200];
     snprintf(what, sizeof what, "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g",
              rows, cols, same ? "same" : "DIFFER",
              transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2);
     check(same && same_t && a1 == a2 && a1 > 0.0f, what);
-    for (int k = 0; k < 4; k++) {
-        free(h[k]);
-        if (o[k]) CK(cudaFree(o[k]));
-    }
     free(pre);
-    void *dev[] = {d_pre, d_g, scale, amax1, amax2};
+    void *dev[] = {d_pre, d_g, scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
@@ -267,45 +297,38 @@ static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
  * bit. */
 static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaStream_t s) {
     const size_t n = (size_t)N * C;
-    uint16_t *a = xmalloc(n * 2), *b = xmalloc(n * 2), *wb = xmalloc((size_t)C * 4);
+    uint16_t *ha = xmalloc(n * 2), *hb = xmalloc(n * 2), *wb = xmalloc((size_t)C * 4);
     for (size_t i = 0; i < n; i++) {
-        a[i] = bf16_bits((float)(1.0 + rng_normal(&rng)));
-        b[i] = bf16_bits((float)(0.5 * rng_normal(&rng)));
+        ha[i] = bf16_bits((float)(1.0 + rng_normal(&rng)));
+        hb[i] = bf16_bits((float)(0.5 * rng_normal(&rng)));
     }
     for (int j = 0; j < 2 * C; j++) wb[j] = bf16_bits((float)(j < C ? 1.0 + 0.2 * rng_normal(&rng) : 0.1 * rng_normal(&rng)));
-    void *d_a = dev_copy(a, n * 2), *d_b = dev_copy(b, n * 2), *d_wb = dev_copy(wb, (size_t)C * 4);
+    void *d_a = dev_copy(ha, n * 2), *d_b = dev_copy(hb, n * 2), *d_wb = dev_copy(wb, (size_t)C * 4);
     const void *d_w = d_wb, *d_bias = (const uint16_t *)d_wb + C;
     void *res[2], *ln;
     float *stat[4];
-    uint8_t *o[4] = {NULL, NULL, NULL, NULL};
     for (int k = 0; k < 2; k++) CK(cudaMalloc(&res[k], n * 2));
     CK(cudaMalloc(&ln, n * 2));
     for (int k = 0; k < 4; k++) CK(cudaMalloc((void **)&stat[k], (size_t)N * 4));
-    for (int k = 0; k < 4; k++)
-        if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[k], n));
-    float *scale = dev_float(100.0f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    cast_pair p;
+    cast_pair_alloc(&p, n, transpose);
+    float *scale = dev_float(100.0f);
     if (residual)
         residual_layernorm_forward_cuda(res[0], ln, stat[0], stat[1], d_a, d_b, d_w, d_bias, N, C, s);
     else
         layernorm_forward_cuda(ln, stat[0], stat[1], d_a, d_w, d_bias, N, C, s);
-    fp8_cast_cuda(o[0], o[1], amax1, ln, N, C, scale, FP8_E4M3, s);
-    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, o[2], o[3], amax2, stat[2], stat[3], d_a,
-                               residual ? d_b : NULL, d_w, d_bias, N, C, scale, FP8_E4M3, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], ln, N, C, scale, FP8_E4M3, s);
+    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, p.o[2], p.o[3], p.amax[1], stat[2], stat[3],
+                               d_a, residual ? d_b : NULL, d_w, d_bias, N, C, scale, FP8_E4M3, s);
     CK(cudaStreamSynchronize(s));
-    uint8_t *h[4] = {NULL, NULL, NULL, NULL};
-    for (int k = 0; k < 4; k++) {
-        if (!o[k]) continue;
-        h[k] = xmalloc(n);
-        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
-    }
+    int same, same_t;
+    float a[2];
+    cast_pair_compare(&p, &same, &same_t, a);
+    const float a1 = a[0], a2 = a[1];
     float *hs = xmalloc((size_t)N * 16);
     for (int k = 0; k < 4; k++) CK(cudaMemcpy(hs + (size_t)k * N, stat[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
     uint16_t *hr = xmalloc(n * 4);
     for (int k = 0; k < 2 && residual; k++) CK(cudaMemcpy(hr + k * n, res[k], n * 2, cudaMemcpyDeviceToHost));
-    float a1, a2;
-    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
-    const int same = !memcmp(h[0], h[2], n), same_t = !transpose || !memcmp(h[1], h[3], n);
     const int same_stats = !memcmp(hs, hs + 2 * (size_t)N, (size_t)N * 8);
     const int same_res = !residual || !memcmp(hr, hr + n, n * 2);
     char what[240];
@@ -316,13 +339,9 @@ static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaS
              transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2,
              same_stats ? "same" : "DIFFER", same_res ? "same" : "DIFFER");
     check(same && same_t && same_stats && same_res && a1 == a2 && a1 > 0.0f, what);
-    for (int k = 0; k < 4; k++) {
-        free(h[k]);
-        if (o[k]) CK(cudaFree(o[k]));
-        CK(cudaFree(stat[k]));
-    }
-    free(a), free(b), free(wb), free(hs), free(hr);
-    void *dev[] = {d_a, d_b, d_wb, res[0], res[1], ln, scale, amax1, amax2};
+    for (int k = 0; k < 4; k++) CK(cudaFree(stat[k]));
+    free(ha), free(hb), free(wb), free(hs), free(hr);
+    void *dev[] = {d_a, d_b, d_wb, res[0], res[1], ln, scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
@@ -342,14 +361,14 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     for (int j = 0; j < cols; j++) colsum[j] = bf16_bits((float)rng_normal(&rng));
     void *d_d = dev_copy(d, n * 2), *d_d2 = dev_copy(d, n * 2), *d_pre = dev_copy(pre, n * 2);
     void *d_cs1 = dev_copy(colsum, (size_t)cols * 2), *d_cs2 = dev_copy(colsum, (size_t)cols * 2);
-    uint8_t *o[4];
-    for (int k = 0; k < 4; k++) CK(cudaMalloc((void **)&o[k], n));
-    float *scale = dev_float(3.0e3f), *amax1 = dev_float(0.0f), *amax2 = dev_float(0.0f);
+    cast_pair p;
+    cast_pair_alloc(&p, n, 1);
+    float *scale = dev_float(3.0e3f);
     float *partials;
     CK(cudaMalloc((void **)&partials, sizeof(float) * chunks * cols));
     /* the separate passes */
     gelu_backward_cuda(d_d2, d_pre, n, s);
-    fp8_cast_cuda(o[0], o[1], amax1, d_d2, rows, cols, scale, FP8_E5M2, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], d_d2, rows, cols, scale, FP8_E5M2, s);
     CK(cudaStreamSynchronize(s));
     uint16_t *g = xmalloc(n * 2);
     CK(cudaMemcpy(g, d_d2, n * 2, cudaMemcpyDeviceToHost));
@@ -365,36 +384,27 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     bias_partials_add_cuda(d_cs1, partials, chunks, cols, s);
     CK(cudaStreamSynchronize(s));
     /* fused */
-    fp8_gelu_backward_cast_cuda(o[2], o[3], amax2, d_cs2, partials, d_d, d_pre, rows, cols, scale,
+    fp8_gelu_backward_cast_cuda(p.o[2], p.o[3], p.amax[1], d_cs2, partials, d_d, d_pre, rows, cols, scale,
                                 FP8_E5M2, s);
     CK(cudaStreamSynchronize(s));
-    uint8_t *h[4];
-    for (int k = 0; k < 4; k++) {
-        h[k] = xmalloc(n);
-        CK(cudaMemcpy(h[k], o[k], n, cudaMemcpyDeviceToHost));
-    }
+    int same, same_t;
+    float a[2];
+    cast_pair_compare(&p, &same, &same_t, a);
     uint16_t *cs1 = xmalloc((size_t)cols * 2), *cs2 = xmalloc((size_t)cols * 2);
     CK(cudaMemcpy(cs1, d_cs1, (size_t)cols * 2, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(cs2, d_cs2, (size_t)cols * 2, cudaMemcpyDeviceToHost));
-    float a1, a2;
-    CK(cudaMemcpy(&a1, amax1, 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(&a2, amax2, 4, cudaMemcpyDeviceToHost));
+    const int same_sums = !memcmp(cs1, cs2, (size_t)cols * 2);
     char what[200];
     snprintf(what, sizeof what,
              "fused GELU backward + cast %dx%d: bytes %s, transposed %s, amax %g/%g, column sums "
              "%s",
-             rows, cols, memcmp(h[0], h[2], n) ? "DIFFER" : "same",
-             memcmp(h[1], h[3], n) ? "DIFFER" : "same", a1, a2,
-             memcmp(cs1, cs2, (size_t)cols * 2) ? "DIFFER" : "same");
-    check(!memcmp(h[0], h[2], n) && !memcmp(h[1], h[3], n) && a1 == a2 && a1 > 0.0f &&
-              !memcmp(cs1, cs2, (size_t)cols * 2) && memcmp(colsum, cs1, (size_t)cols * 2),
+             rows, cols, same ? "same" : "DIFFER", same_t ? "same" : "DIFFER", a[0], a[1],
+             same_sums ? "same" : "DIFFER");
+    check(same && same_t && a[0] == a[1] && a[0] > 0.0f && same_sums &&
+              memcmp(colsum, cs1, (size_t)cols * 2),
           what);
-    for (int k = 0; k < 4; k++) {
-        free(h[k]);
-        CK(cudaFree(o[k]));
-    }
     free(d), free(pre), free(colsum), free(g), free(part), free(cs1), free(cs2);
-    void *dev[] = {d_d, d_d2, d_pre, d_cs1, d_cs2, scale, amax1, amax2, partials};
+    void *dev[] = {d_d, d_d2, d_pre, d_cs1, d_cs2, scale, partials};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
