@@ -166,7 +166,7 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
         FAIL("fp8: a training forward of %d tokens (a multiple of 16 is needed)", N);
     uint8_t *x_t = for_backward ? f->x8_t[i] : NULL;
     if (f->inp_ready == i)
-        f->inp_ready = -1; /* x8 (x_t) hold it: the GELU forward before cast it */
+        f->inp_ready = -1; /* x8 (x_t) hold it: the LayerNorm or GELU before cast it */
     else
         cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
     if (f->weights_ready != l)

@@ -8,7 +8,11 @@
  * Each operand is a tensor of its own with a per-tensor scale from
  * delayed scaling (kernels/fp8.h: Transformer Engine's recipe over an amax
  * history), updated at the start of every forward on the backend, with
- * no host synchronisation. Before a tensor's first cast (a new run) its
+ * no host synchronisation. The operands are written by the passes that
+ * produce them where the backend fuses that (the LayerNorms before
+ * attn.c_attn and mlp.c_fc, the GELU before mlp.c_proj and its backward,
+ * a block's weights in one batched cast), by a cast of their own
+ * otherwise. Before a tensor's first cast (a new run) its
  * scale comes from its own amax (one extra pass, that step only), so that
  * the first steps do not underflow: weights of 0.02 and gradients of
  * 1e-5 sit below E4M3's and E5M2's normal ranges at scale 1.

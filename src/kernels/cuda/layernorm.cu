@@ -1,5 +1,7 @@
 /* LayerNorm on the GPU: bf16 tensors, fp32 statistics and math (eps 1e-5,
- * biased variance, as GPT-2), and the fused residual add + LayerNorm.
+ * biased variance, as GPT-2), the fused residual add + LayerNorm, and the
+ * forward whose output is cast to FP8 for the FP8 linear layers (its
+ * design at layernorm_forward_fp8_kernel).
  *
  * Forward: one warp per row. The row is read once with 16-byte loads into
  * registers (VPL vectors of 8 per lane, a template parameter, so the arrays
