@@ -206,8 +206,8 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
         if (!f->bootstrapped[t]) return; /* the linears cast (and bootstrap) their own */
         int in, out;
         widths((fp8_linear)id, C, &in, &out);
-        jobs[id] = (fp8_cast_job){f->w8[i], f->w8_t[i], f->s.amax + (size_t)t * STRIDE,
-                                  weights[id], out, in, f->s.scale + (size_t)t * STRIDE};
+        jobs[id] = (fp8_cast_job){f->w8[i], f->w8_t[i], f->s.amax + (size_t)t * STRIDE, weights[id],
+                                  out,      in,         f->s.scale + (size_t)t * STRIDE};
     }
     ops->fp8_cast_batch(jobs, FP8_LINEARS, FP8_E4M3);
     f->weights_ready = l;
@@ -227,8 +227,8 @@ void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_line
         return;
     }
     ops->layernorm_forward_fp8(residual, f->x8, for_backward ? f->x8_t[i] : NULL,
-                               f->s.amax + (size_t)t * STRIDE, mean, rstd, a, b, weight, bias, N,
-                               C, f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
+                               f->s.amax + (size_t)t * STRIDE, mean, rstd, a, b, weight, bias, N, C,
+                               f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
     f->inp_ready = i;
 }
 

@@ -42,9 +42,9 @@ typedef struct fp8_layers_s {
     uint8_t **w8, **w8_t, **x8_t; /* per block and linear */
     uint8_t *x8, *g8, *g8_t;      /* scratch: the forward's input, the backward's dout */
     uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
-    int dout_ready; /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
+    int dout_ready;    /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
                        already hold (cast fused into the GELU backward), or -1 */
-    int inp_ready;  /* the linear whose input x8 (and x8_t) already hold (cast fused into
+    int inp_ready;     /* the linear whose input x8 (and x8_t) already hold (cast fused into
                        the LayerNorm or GELU before it), or -1 */
     int weights_ready; /* the block whose weights w8, w8_t hold this forward, or -1 */
 } fp8_layers;

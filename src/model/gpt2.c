@@ -207,8 +207,7 @@ static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, void 
  * input. */
 static void block_layernorm(gpt2_model *m, int l, fp8_linear id, void *residual, void *out,
                             float *mean, float *rstd, const void *a, const void *b,
-                            const void *weight, const void *bias, int N, int C,
-                            bool for_backward) {
+                            const void *weight, const void *bias, int N, int C, bool for_backward) {
     const kernel_ops *ops = m->ops;
     if (m->fp8)
         fp8_layernorm_forward(m->fp8, ops, l, id, residual, out, mean, rstd, a, b, weight, bias, N,

@@ -166,8 +166,8 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
 /* fp8_cast_batch_cuda of n tensors (rows[j] x cols[j], each with its own
  * scale; transposed copies where transpose) against fp8_cast_cuda of each:
  * the same bytes, transposed bytes and amaxes, bit for bit. */
-static void check_cast_batch(int n, const int *rows, const int *cols, int transpose,
-                             fp8_format f, cudaStream_t s) {
+static void check_cast_batch(int n, const int *rows, const int *cols, int transpose, fp8_format f,
+                             cudaStream_t s) {
     fp8_cast_job jobs[FP8_CAST_BATCH_MAX];
     void *in[FP8_CAST_BATCH_MAX];
     uint8_t *o[FP8_CAST_BATCH_MAX][4];
@@ -213,8 +213,8 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
         for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
     }
     char what[200];
-    snprintf(what, sizeof what, "batched cast %s of%s%s: bytes%s and amaxes %s", name_of(f),
-             shapes, transpose ? "" : " (no transpose)", transpose ? ", transposed" : "",
+    snprintf(what, sizeof what, "batched cast %s of%s%s: bytes%s and amaxes %s", name_of(f), shapes,
+             transpose ? "" : " (no transpose)", transpose ? ", transposed" : "",
              same ? "the same as one cast each" : "DIFFER");
     check(same, what);
 }
@@ -281,9 +281,10 @@ static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
     cast_pair_compare(&p, &same, &same_t, a);
     const float a1 = a[0], a2 = a[1];
     char what[200];
-    snprintf(what, sizeof what, "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g",
-             rows, cols, same ? "same" : "DIFFER",
-             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2);
+    snprintf(what, sizeof what,
+             "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g", rows, cols,
+             same ? "same" : "DIFFER", transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1,
+             a2);
     check(same && same_t && a1 == a2 && a1 > 0.0f, what);
     free(pre);
     void *dev[] = {d_pre, d_g, scale};
@@ -302,8 +303,10 @@ static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaS
         ha[i] = bf16_bits((float)(1.0 + rng_normal(&rng)));
         hb[i] = bf16_bits((float)(0.5 * rng_normal(&rng)));
     }
-    for (int j = 0; j < 2 * C; j++) wb[j] = bf16_bits((float)(j < C ? 1.0 + 0.2 * rng_normal(&rng) : 0.1 * rng_normal(&rng)));
-    void *d_a = dev_copy(ha, n * 2), *d_b = dev_copy(hb, n * 2), *d_wb = dev_copy(wb, (size_t)C * 4);
+    for (int j = 0; j < 2 * C; j++)
+        wb[j] = bf16_bits((float)(j < C ? 1.0 + 0.2 * rng_normal(&rng) : 0.1 * rng_normal(&rng)));
+    void *d_a = dev_copy(ha, n * 2), *d_b = dev_copy(hb, n * 2),
+         *d_wb = dev_copy(wb, (size_t)C * 4);
     const void *d_w = d_wb, *d_bias = (const uint16_t *)d_wb + C;
     void *res[2], *ln;
     float *stat[4];
@@ -314,21 +317,25 @@ static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaS
     cast_pair_alloc(&p, n, transpose);
     float *scale = dev_float(100.0f);
     if (residual)
-        residual_layernorm_forward_cuda(res[0], ln, stat[0], stat[1], d_a, d_b, d_w, d_bias, N, C, s);
+        residual_layernorm_forward_cuda(res[0], ln, stat[0], stat[1], d_a, d_b, d_w, d_bias, N, C,
+                                        s);
     else
         layernorm_forward_cuda(ln, stat[0], stat[1], d_a, d_w, d_bias, N, C, s);
     fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], ln, N, C, scale, FP8_E4M3, s);
-    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, p.o[2], p.o[3], p.amax[1], stat[2], stat[3],
-                               d_a, residual ? d_b : NULL, d_w, d_bias, N, C, scale, FP8_E4M3, s);
+    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, p.o[2], p.o[3], p.amax[1], stat[2],
+                               stat[3], d_a, residual ? d_b : NULL, d_w, d_bias, N, C, scale,
+                               FP8_E4M3, s);
     CK(cudaStreamSynchronize(s));
     int same, same_t;
     float a[2];
     cast_pair_compare(&p, &same, &same_t, a);
     const float a1 = a[0], a2 = a[1];
     float *hs = xmalloc((size_t)N * 16);
-    for (int k = 0; k < 4; k++) CK(cudaMemcpy(hs + (size_t)k * N, stat[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 4; k++)
+        CK(cudaMemcpy(hs + (size_t)k * N, stat[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
     uint16_t *hr = xmalloc(n * 4);
-    for (int k = 0; k < 2 && residual; k++) CK(cudaMemcpy(hr + k * n, res[k], n * 2, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 2 && residual; k++)
+        CK(cudaMemcpy(hr + k * n, res[k], n * 2, cudaMemcpyDeviceToHost));
     const int same_stats = !memcmp(hs, hs + 2 * (size_t)N, (size_t)N * 8);
     const int same_res = !residual || !memcmp(hr, hr + n, n * 2);
     char what[240];
@@ -384,8 +391,8 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     bias_partials_add_cuda(d_cs1, partials, chunks, cols, s);
     CK(cudaStreamSynchronize(s));
     /* fused */
-    fp8_gelu_backward_cast_cuda(p.o[2], p.o[3], p.amax[1], d_cs2, partials, d_d, d_pre, rows, cols, scale,
-                                FP8_E5M2, s);
+    fp8_gelu_backward_cast_cuda(p.o[2], p.o[3], p.amax[1], d_cs2, partials, d_d, d_pre, rows, cols,
+                                scale, FP8_E5M2, s);
     CK(cudaStreamSynchronize(s));
     int same, same_t;
     float a[2];

@@ -50,7 +50,7 @@ namespace {
 
 constexpr int CAST_ROWS = 64, CAST_COLS = 128, CAST_THREADS = 256;
 constexpr int CAST_UNITS = CAST_ROWS * CAST_COLS / 8 / CAST_THREADS; // 8-value vectors per thread
-constexpr int CAST_WORDS = CAST_COLS / 4;                             // 4-byte words per tile row
+constexpr int CAST_WORDS = CAST_COLS / 4;                            // 4-byte words per tile row
 
 // The tile's word of (row, word): 8-word groups swizzled by the 16-row group.
 __device__ __forceinline__ int swizzled(int row, int word) {
@@ -65,13 +65,11 @@ enum cast_mode { CAST_PLAIN, CAST_GELU, CAST_GELU_BWD };
 // also the sums of each of the tile's columns over its rows, in row order
 // from 0, into partials[tile_y * cols + column].
 template <bool TRANSPOSE, cast_mode MODE>
-__device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
-                                          unsigned *__restrict__ amax_bits,
-                                          const __nv_bfloat16 *__restrict__ in, int rows, int cols,
-                                          const float *__restrict__ scale_ptr, fp8_format f,
-                                          int tile_x, int tile_y,
-                                          const __nv_bfloat16 *__restrict__ pre = nullptr,
-                                          float *__restrict__ partials = nullptr) {
+__device__ __forceinline__ void
+cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__restrict__ amax_bits,
+          const __nv_bfloat16 *__restrict__ in, int rows, int cols,
+          const float *__restrict__ scale_ptr, fp8_format f, int tile_x, int tile_y,
+          const __nv_bfloat16 *__restrict__ pre = nullptr, float *__restrict__ partials = nullptr) {
     constexpr bool BWD = MODE == CAST_GELU_BWD;
     __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
     __shared__ __align__(16) uint32_t values[BWD ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
@@ -87,8 +85,8 @@ __device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__
         inside[k] = gr < rows && gc < cols; // cols % 8 == 0: a vector is all in or all out
         v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + at) : make_uint4(0, 0, 0, 0);
         if (BWD)
-            pv[BWD ? k : 0] = inside[k] ? *reinterpret_cast<const uint4 *>(pre + at)
-                                        : make_uint4(0, 0, 0, 0);
+            pv[BWD ? k : 0] =
+                inside[k] ? *reinterpret_cast<const uint4 *>(pre + at) : make_uint4(0, 0, 0, 0);
     }
     const float scale = *scale_ptr;
     unsigned mx = 0;
@@ -114,8 +112,7 @@ __device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__
             *reinterpret_cast<uint4 *>(&values[r * (CAST_COLS / 2) + c / 2]) =
                 make_uint4(w[0], w[1], w[2], w[3]);
         const uint2 packed = fp8_cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
-        if (inside[k])
-            *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
+        if (inside[k]) *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
         if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[swizzled(r, c / 4)]) = packed;
     }
     if (amax_bits)
@@ -138,7 +135,7 @@ __device__ __forceinline__ void cast_tile(uint8_t *__restrict__ out, uint8_t *__
     if (warp >= CAST_WORDS / 8) return;
     const int gr = r0 + group * 16, gc = c0 + word * 4;
     if (gr >= rows || gc >= cols) return; // rows % 16 == 0, cols % 8 == 0: all in or all out
-    uint32_t col[4][4]; // col[j][q]: column j, rows 4q ... 4q + 3
+    uint32_t col[4][4];                   // col[j][q]: column j, rows 4q ... 4q + 3
 #pragma unroll
     for (int q = 0; q < 4; q++) {
         uint32_t a[4], c[4];
@@ -182,8 +179,8 @@ __global__ void __launch_bounds__(CAST_THREADS)
     const fp8_cast_job &job = batch.jobs[j];
     const int b = blockIdx.x - batch.first[j], across = tiles_across(job.cols);
     cast_tile<TRANSPOSE, CAST_PLAIN>(job.out, job.out_t, reinterpret_cast<unsigned *>(job.amax),
-                                static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
-                                job.scale, f, b % across, b / across);
+                                     static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
+                                     job.scale, f, b % across, b / across);
 }
 
 // One thread per tensor: fp8_scale_update (kernels/cpu/fp8.c) written
@@ -226,8 +223,9 @@ static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, floa
                     (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
     const __nv_bfloat16 *x = static_cast<const __nv_bfloat16 *>(in);
     unsigned *bits = reinterpret_cast<unsigned *>(amax); // non-negative floats order as integers
-    auto kernel = out_t ? (gelu ? fp8_cast_kernel<true, CAST_GELU> : fp8_cast_kernel<true, CAST_PLAIN>)
-                        : (gelu ? fp8_cast_kernel<false, CAST_GELU> : fp8_cast_kernel<false, CAST_PLAIN>);
+    auto kernel =
+        out_t ? (gelu ? fp8_cast_kernel<true, CAST_GELU> : fp8_cast_kernel<true, CAST_PLAIN>)
+              : (gelu ? fp8_cast_kernel<false, CAST_GELU> : fp8_cast_kernel<false, CAST_PLAIN>);
     kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f, nullptr,
                                               nullptr);
     CUDA_CHECK_LAUNCH(name);
@@ -256,7 +254,8 @@ extern "C" void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format 
         if (job.rows == 0 || job.cols == 0) continue;
         batch.jobs[batch.n] = job;
         batch.first[batch.n] = blocks;
-        blocks += ((job.cols + CAST_COLS - 1) / CAST_COLS) * ((job.rows + CAST_ROWS - 1) / CAST_ROWS);
+        blocks +=
+            ((job.cols + CAST_COLS - 1) / CAST_COLS) * ((job.rows + CAST_ROWS - 1) / CAST_ROWS);
         batch.n++;
     }
     if (transposed != 0 && transposed != n)
@@ -293,7 +292,8 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float 
         out, out_t, reinterpret_cast<unsigned *>(amax), static_cast<const __nv_bfloat16 *>(d), rows,
         cols, scale, f, static_cast<const __nv_bfloat16 *>(pre), partials);
     CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");
-    if (colsum) bias_partials_add_cuda(colsum, partials, (rows + CAST_ROWS - 1) / CAST_ROWS, cols, stream);
+    if (colsum)
+        bias_partials_add_cuda(colsum, partials, (rows + CAST_ROWS - 1) / CAST_ROWS, cols, stream);
 }
 
 extern "C" void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream) {

@@ -22,8 +22,8 @@ static __device__ __forceinline__ uint16_t fp8_cvt_pair(float lo, float hi, fp8_
  * (one rounding, no contraction, as the CPU model) cast to 8 bytes; mx =
  * max(mx, |value| as bits): |x| as an unsigned integer orders like the
  * value, with NaN above infinity, so an integer max keeps NaN. */
-static __device__ __forceinline__ uint2 fp8_cast8(const uint32_t bits[8], float scale,
-                                                  fp8_format f, unsigned &mx) {
+static __device__ __forceinline__ uint2 fp8_cast8(const uint32_t bits[8], float scale, fp8_format f,
+                                                  unsigned &mx) {
     uint16_t p[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {

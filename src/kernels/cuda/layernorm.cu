@@ -36,17 +36,16 @@
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
-enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
+enum { LN_FP8_ROWS = 32 };       /* rows per block of the FP8-output forward */
 enum { RED_X = 32, RED_Y = 16 }; /* reduce kernel: channels x block-stripes */
 
 /* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
  * to bf16, normalised as rounded), mean and rstd saved (where non-NULL),
  * and each output vector handed to emit(v, o) (v: its index in the row). */
 template <int VPL, bool RESIDUAL, typename Emit>
-static __device__ __forceinline__ void layernorm_row(int row, bf16 *residual, float *mean,
-                                                     float *rstd, const bf16 *a, const bf16 *b,
-                                                     const bf16 *weight, const bf16 *bias, int C,
-                                                     Emit emit) {
+static __device__ __forceinline__ void
+layernorm_row(int row, bf16 *residual, float *mean, float *rstd, const bf16 *a, const bf16 *b,
+              const bf16 *weight, const bf16 *bias, int C, Emit emit) {
     const int lane = threadIdx.x % 32;
     const int C8 = C / 8;
     const size_t base = (size_t)row * C;
@@ -128,9 +127,9 @@ static __host__ __device__ int fp8_row_words(int C) { return (C / 4 + 31) / 32 *
 
 template <int VPL, bool RESIDUAL, bool TRANSPOSE>
 static __global__ void __launch_bounds__(LN_THREADS)
-    layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t,
-                                 unsigned *amax_bits, float *mean, float *rstd, const bf16 *a,
-                                 const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C,
+    layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t, unsigned *amax_bits,
+                                 float *mean, float *rstd, const bf16 *a, const bf16 *b,
+                                 const bf16 *weight, const bf16 *bias, int N, int C,
                                  const float *scale_ptr, fp8_format f) {
     extern __shared__ __align__(16) uint32_t fp8_rows[]; /* LN_FP8_ROWS x fp8_row_words(C) */
     __shared__ unsigned block_max[LN_WARPS];
@@ -143,16 +142,14 @@ static __global__ void __launch_bounds__(LN_THREADS)
         uint8_t *out_row = out + (size_t)row * C;
         uint32_t *tile_row = fp8_rows + (size_t)r * row_words;
         const int swap = r >= 16 ? 16 : 0;
-        layernorm_row<VPL, RESIDUAL>(row, residual, mean, rstd, a, b, weight, bias, C,
-                                     [&](int v, const float o[8]) {
-                                         uint32_t bits[8];
-                                         fp8_bf16_bits(pack8(o), bits);
-                                         const uint2 p = fp8_cast8(bits, scale, f, mx);
-                                         *reinterpret_cast<uint2 *>(out_row + v * 8) = p;
-                                         if (TRANSPOSE)
-                                             *reinterpret_cast<uint2 *>(tile_row +
-                                                                        ((2 * v) ^ swap)) = p;
-                                     });
+        layernorm_row<VPL, RESIDUAL>(
+            row, residual, mean, rstd, a, b, weight, bias, C, [&](int v, const float o[8]) {
+                uint32_t bits[8];
+                fp8_bf16_bits(pack8(o), bits);
+                const uint2 p = fp8_cast8(bits, scale, f, mx);
+                *reinterpret_cast<uint2 *>(out_row + v * 8) = p;
+                if (TRANSPOSE) *reinterpret_cast<uint2 *>(tile_row + ((2 * v) ^ swap)) = p;
+            });
     }
     if (amax_bits)
         fp8_block_amax(mx, amax_bits, block_max);
@@ -384,7 +381,8 @@ static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *o
 #define LN_FP8_CASE(V)                                                                             \
     case V: {                                                                                      \
         auto kernel = layernorm_forward_fp8_kernel<V, RESIDUAL, TRANSPOSE>;                        \
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem)); \
+        CUDA_CHECK(                                                                                \
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));      \
         kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, amax_bits, mean, rstd, a, \
                                                    b, w, bias, N, C, scale, f);                    \
         break;                                                                                     \
@@ -425,8 +423,8 @@ extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t
         launch_forward_fp8<true, true>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa, pb,
                                        pw, pbias, N, C, scale, f, stream);
     else if (residual)
-        launch_forward_fp8<true, false>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa,
-                                        pb, pw, pbias, N, C, scale, f, stream);
+        launch_forward_fp8<true, false>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa, pb,
+                                        pw, pbias, N, C, scale, f, stream);
     else if (out_t)
         launch_forward_fp8<false, true>(vpl, nullptr, out, out_t, bits, mean, rstd, pa, pb, pw,
                                         pbias, N, C, scale, f, stream);

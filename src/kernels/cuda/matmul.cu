@@ -489,8 +489,8 @@ static void lt_product_required(const cublaslt_ctx *lt, cudaStream_t stream, con
         FAIL("cuBLASLt has no algorithm for a%s GEMM m=%d n=%d k=%d (epilogue %s)%s",
              p->f8.scale_a ? "n FP8" : " bf16", m, n, k, epilogue_name(epilogue),
              p->f8.scale_a ? ": FP8 GEMMs need compute capability 8.9 or newer, and "
-                                   "16-byte aligned operands and scale pointers"
-                                 : "");
+                             "16-byte aligned operands and scale pointers"
+                           : "");
 }
 
 /* Says once per epilogue that the unfused path runs instead. */

@@ -322,8 +322,8 @@ static void cuda_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format form
     fp8_cast_batch_cuda(jobs, n, format, g.stream);
 }
 
-static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
-                               int rows, int cols, const float *scale, fp8_format format) {
+static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
+                               int cols, const float *scale, fp8_format format) {
     fp8_gelu_cast_cuda(out, out_t, amax, pre, rows, cols, scale, format, g.stream);
 }
 
