@@ -22,10 +22,12 @@ void cuda_device_pci_bus_id(int device, char *buf, size_t len);
  * (cudaMemGetInfo: total - free); 0 when unknown. */
 size_t cuda_memory_in_use(void);
 /* The current device's measured ceilings (kernels/cuda/ceilings.cu): an
- * 8192^3 bf16 GEMM's FLOP/s through the kernel table and a device copy's
- * bytes/s (read + written); 0 where memory for the trial was lacking.
- * ops_cuda_init must have run. */
-void cuda_measure_ceilings(double *gemm_flops_per_s, double *copy_bytes_per_s);
+ * 8192^3 bf16 GEMM's FLOP/s through the kernel table, the same product's
+ * with FP8 operands (E4M3; 0 on GPUs without FP8 tensor cores) and a
+ * device copy's bytes/s (read + written); 0 where memory for the trial was
+ * lacking. ops_cuda_init must have run. */
+void cuda_measure_ceilings(double *gemm_flops_per_s, double *fp8_flops_per_s,
+                           double *copy_bytes_per_s);
 /* Free and total bytes on the current device (cudaMemGetInfo); 0, or -1
  * when unknown. */
 int cuda_memory_info(size_t *free_bytes, size_t *total_bytes);

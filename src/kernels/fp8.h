@@ -26,6 +26,7 @@
  * are dequantised by 1 / scale. */
 #ifndef GPT2_KERNELS_FP8_H
 #define GPT2_KERNELS_FP8_H
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum { FP8_E4M3 = 0, FP8_E5M2 = 1 } fp8_format;
@@ -43,6 +44,14 @@ float fp8_decode(uint8_t bits, fp8_format f);
  * above, or is `scale` (the current one) where that is not possible. */
 float fp8_scale_update(float *history, int len, int64_t step, float amax, float scale, fp8_format f,
                        int margin);
+
+/* Whether casts at `scale` of a tensor whose largest |x| was amax clipped:
+ * amax * scale rounds (to nearest, ties to even) beyond the format's
+ * largest finite value, so that saturation changed at least one value (at
+ * or above 464 for E4M3, ties to 448 included, 61440 for E5M2). Sets
+ * *overshoot = amax * scale / max_finite. A non-finite amax does not
+ * count: the run's non-finite guard sees it. */
+bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot);
 
 /* The FP8 copies of one linear layer's operands (nn.Linear: inp (N,C),
  * weight (OC,C), dout (N,OC)) that its products read in place of the bf16
@@ -64,11 +73,15 @@ typedef struct {
  * amax[i * stride] is the largest |x| its casts have seen since the last
  * update, history[i * len ..] its last len amaxes, format[i] its
  * fp8_format. stride 4 keeps each tensor's dequant 16-byte aligned, as
- * cuBLASLt wants its scale pointers. */
+ * cuBLASLt wants its scale pointers. clipped (may be NULL; stride >= 2):
+ * clipped[i * stride] counts the updates whose amax had clipped
+ * (fp8_clipped at the scale the casts used), clipped[i * stride + 1] is
+ * the largest overshoot among them. */
 typedef struct {
     int n, len, margin, stride;
     float *scale, *dequant, *amax, *history;
     const uint8_t *format;
+    float *clipped;
 } fp8_scaling;
 
 /* One tensor of a batched cast (fp8_cast_cuda's arguments): rows x cols
@@ -120,8 +133,9 @@ void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void
                                  float *partials, const void *d, const void *pre, int rows,
                                  int cols, const float *scale, fp8_format f, cudaStream_t stream);
 /* One step of fp8_scale_update for every tensor (bit for bit the CPU's):
- * amax into the history at `step`, the new scale and dequant, amax back to
- * 0 for the next step's casts. No host synchronisation. */
+ * amax into the history at `step`, the clipping count (fp8_clipped at the
+ * old scale), the new scale and dequant, amax back to 0 for the next
+ * step's casts. No host synchronisation. */
 void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream);
 #ifdef __cplusplus
 }

@@ -142,8 +142,6 @@ typedef struct kernel_ops {
                                    const float *scale, fp8_format format);
     void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
                                const fp8_linear_operands *q);
-    void (*matmul_gelu_forward_fp8)(void *out, void *pre, const void *bias, int N, int C, int OC,
-                                    const fp8_linear_operands *q);
     void (*matmul_backward_fp8)(void *dinp, void *dweight, void *dbias, const void *dout,
                                 const void *pre, int N, int C, int OC, void *dpre_colsum,
                                 const fp8_linear_operands *q);

@@ -8,7 +8,9 @@
  * operations of its matrix products, and bytes (every input read once, every
  * output written once, in the backend's storage type). Against the device's
  * measured ceilings they give the op's floor, max(flops / GEMM rate,
- * bytes / copy bandwidth): the table shows how far each op is from it. */
+ * bytes / copy bandwidth): the table shows how far each op is from it.
+ * Products with FP8 operands count their FLOPs apart, against the device's
+ * FP8 GEMM rate. */
 #include "kernels/ops_profile.h"
 
 #include <stdlib.h>
@@ -24,6 +26,7 @@ typedef struct {
     long calls, pending_calls;
     double ms, pending_ms;
     double flops, pending_flops, bytes, pending_bytes; /* the least work, summed */
+    double fp8_flops, pending_fp8_flops;               /* FLOPs of FP8 products */
 } op_entry;
 
 static struct {
@@ -51,12 +54,13 @@ static double op_begin(void) {
     return clock_ms();
 }
 
-static void op_end(const char *label, double t0, double flops, double bytes) {
+static void op_end(const char *label, double t0, double flops, double fp8_flops, double bytes) {
     prof.inner->synchronize();
     op_entry *e = entry(label);
     e->pending_ms += clock_ms() - t0;
     e->pending_calls++;
     e->pending_flops += flops;
+    e->pending_fp8_flops += fp8_flops;
     e->pending_bytes += bytes;
 }
 
@@ -66,7 +70,14 @@ static void op_end(const char *label, double t0, double flops, double bytes) {
     do {                                                                                           \
         const double t0_ = op_begin();                                                             \
         call;                                                                                      \
-        op_end(label, t0_, (double)(flops), (double)(bytes));                                      \
+        op_end(label, t0_, (double)(flops), 0.0, (double)(bytes));                                 \
+    } while (0)
+/* The same for a product with FP8 operands. */
+#define TIMED_COST_FP8(label, fp8_flops, bytes, call)                                              \
+    do {                                                                                           \
+        const double t0_ = op_begin();                                                             \
+        call;                                                                                      \
+        op_end(label, t0_, 0.0, (double)(fp8_flops), (double)(bytes));                             \
     } while (0)
 #define TIMED(label, call) TIMED_COST(label, 0, 0, call)
 
@@ -239,29 +250,21 @@ static void p_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
     TIMED("fp8_scaling_update", prof.inner->fp8_scaling_update(s, step));
 }
 
-/* The FP8 products: their FLOPs, and the bytes of FP8 operands and bf16
- * outputs (the floor's rate is still the bf16 GEMM's). */
+/* The FP8 products: their FLOPs (against the FP8 GEMM rate), and the bytes
+ * of FP8 operands and bf16 outputs. */
 static void p_matmul_forward_fp8(void *out, const void *bias, int N, int C, int OC,
                                  const fp8_linear_operands *q) {
     char label[LABEL_LEN];
-    TIMED_COST(shape_label(label, sizeof label, "matmul_forward_fp8", N, C, OC), 2.0 * N * C * OC,
-               (double)N * C + (double)OC * C + st((double)N * OC + OC),
-               prof.inner->matmul_forward_fp8(out, bias, N, C, OC, q));
-}
-
-static void p_matmul_gelu_forward_fp8(void *out, void *pre, const void *bias, int N, int C, int OC,
-                                      const fp8_linear_operands *q) {
-    char label[LABEL_LEN];
-    TIMED_COST(shape_label(label, sizeof label, "matmul_gelu_forward_fp8", N, C, OC),
-               2.0 * N * C * OC, (double)N * C + (double)OC * C + st(2.0 * N * OC + OC),
-               prof.inner->matmul_gelu_forward_fp8(out, pre, bias, N, C, OC, q));
+    TIMED_COST_FP8(shape_label(label, sizeof label, "matmul_forward_fp8", N, C, OC),
+                   2.0 * N * C * OC, (double)N * C + (double)OC * C + st((double)N * OC + OC),
+                   prof.inner->matmul_forward_fp8(out, bias, N, C, OC, q));
 }
 
 static void p_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
                                   const void *pre, int N, int C, int OC, void *dpre_colsum,
                                   const fp8_linear_operands *q) {
     char label[LABEL_LEN];
-    TIMED_COST(
+    TIMED_COST_FP8(
         shape_label(label, sizeof label, pre ? "matmul_backward_gelu_fp8" : "matmul_backward_fp8",
                     N, C, OC),
         matmul_backward_flops(dinp, N, C, OC), matmul_backward_bytes(dinp, dbias, pre, N, C, OC),
@@ -367,7 +370,6 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
-        t->matmul_gelu_forward_fp8 = p_matmul_gelu_forward_fp8;
         t->matmul_backward_fp8 = p_matmul_backward_fp8;
     }
     return t;
@@ -382,11 +384,13 @@ void ops_profile_step_done(void) {
             e->ms += e->pending_ms;
             e->calls += e->pending_calls;
             e->flops += e->pending_flops;
+            e->fp8_flops += e->pending_fp8_flops;
             e->bytes += e->pending_bytes;
         }
         e->pending_ms = 0.0;
         e->pending_calls = 0;
         e->pending_flops = 0.0;
+        e->pending_fp8_flops = 0.0;
         e->pending_bytes = 0.0;
     }
     if (counted) prof.step_ms += now - prof.last_mark_ms;
@@ -399,7 +403,8 @@ static int by_ms_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
+void ops_profile_print(FILE *out, double gemm_flops_per_s, double fp8_flops_per_s,
+                       double bytes_per_s) {
     const int steps = prof.marks - 1;
     if (steps < 1 || prof.step_ms <= 0.0) return;
     op_entry sorted[MAX_ENTRIES];
@@ -407,16 +412,17 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
     qsort(sorted, (size_t)prof.n_entries, sizeof(op_entry), by_ms_desc);
     const double step = prof.step_ms / steps;
     const int floors = gemm_flops_per_s > 0.0 && bytes_per_s > 0.0;
+    if (fp8_flops_per_s <= 0.0) fp8_flops_per_s = gemm_flops_per_s; /* not measured */
     fprintf(out,
             "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; each op "
             "timed between two synchronizes\n",
             prof.inner->name, steps);
     if (floors)
         fprintf(out,
-                "floor = max(matrix FLOPs / %.0f TFLOP/s, least bytes / %.0f GB/s), this "
-                "device's measured GEMM and copy ceilings; rate = TFLOP/s of a matmul, GB/s "
-                "of the rest\n",
-                gemm_flops_per_s * 1e-12, bytes_per_s * 1e-9);
+                "floor = max(matrix FLOPs / %.0f TFLOP/s (FP8 products: / %.0f), least bytes / "
+                "%.0f GB/s), this device's measured GEMM and copy ceilings; rate = TFLOP/s of a "
+                "matmul, GB/s of the rest\n",
+                gemm_flops_per_s * 1e-12, fp8_flops_per_s * 1e-12, bytes_per_s * 1e-9);
     fprintf(out, "%-44s %10s %10s %9s", "op", "calls/step", "ms/step", "% of step");
     if (floors) fprintf(out, " %9s %8s %12s", "floor ms", "x floor", "rate");
     fprintf(out, "\n");
@@ -427,13 +433,15 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s) {
         const double ms = e->ms / steps;
         fprintf(out, "%-44s %10.1f %10.3f %9.1f", e->label, (double)e->calls / steps, ms,
                 100.0 * ms / step);
-        if (floors && (e->flops > 0.0 || e->bytes > 0.0)) {
-            const double f_ms = e->flops / steps / gemm_flops_per_s * 1e3;
+        const double flops = e->flops + e->fp8_flops;
+        if (floors && (flops > 0.0 || e->bytes > 0.0)) {
+            const double f_ms =
+                (e->flops / gemm_flops_per_s + e->fp8_flops / fp8_flops_per_s) / steps * 1e3;
             const double b_ms = e->bytes / steps / bytes_per_s * 1e3;
             const double fl = f_ms > b_ms ? f_ms : b_ms;
             floor_ms += fl;
-            if (e->flops > 0.0)
-                fprintf(out, " %9.3f %8.2f %7.1f TF/s", fl, ms / fl, e->flops / steps / ms * 1e-9);
+            if (flops > 0.0)
+                fprintf(out, " %9.3f %8.2f %7.1f TF/s", fl, ms / fl, flops / steps / ms * 1e-9);
             else
                 fprintf(out, " %9.3f %8.2f %7.0f GB/s", fl, ms / fl, e->bytes / steps / ms * 1e-6);
         }

@@ -25,6 +25,9 @@ void ops_profile_step_done(void);
  * (host work between ops) and the step. Prints nothing before two steps.
  * With the device's ceilings (both > 0: a GEMM rate in FLOP/s and a copy
  * bandwidth in bytes/s, read + written) each op also gets its floor (the
- * least work at those rates), its time over the floor, and its rate. */
-void ops_profile_print(FILE *out, double gemm_flops_per_s, double bytes_per_s);
+ * least work at those rates), its time over the floor, and its rate; the
+ * products with FP8 operands against fp8_flops_per_s (0: not measured, the
+ * bf16 rate then). */
+void ops_profile_print(FILE *out, double gemm_flops_per_s, double fp8_flops_per_s,
+                       double bytes_per_s);
 #endif

@@ -33,7 +33,7 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history) {
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
                        int history, int margin) {
-    if (!ops->fp8_cast || !ops->matmul_forward_fp8)
+    if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->matmul_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
              "capability 8.9 or newer has)",
              ops->name);
@@ -180,19 +180,18 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                                    dequant(f, tensor_of(i, T_INP)),
                                    dequant(f, tensor_of(i, T_WEIGHT)),
                                    dequant(f, tensor_of(i, T_DOUT))};
+    if (!pre) {
+        ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
+        return;
+    }
     /* mlp.c_fc: the product writes the GELU's input alone, and one pass
      * casts the GELU of it as mlp.c_proj's input (out is not written) */
-    if (pre && id == FP8_FC && ops->fp8_gelu_cast) {
-        ops->matmul_forward_fp8(pre, bias, N, C, OC, &q);
-        const int next = linear_index(f, l, FP8_FCPROJ);
-        cast_with(f, ops, ops->fp8_gelu_cast, tensor_of(next, T_INP), f->x8,
-                  for_backward ? f->x8_t[next] : NULL, pre, N, OC);
-        f->inp_ready = next;
-    } else if (pre) {
-        ops->matmul_gelu_forward_fp8(out, pre, bias, N, C, OC, &q);
-    } else {
-        ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
-    }
+    if (id != FP8_FC) FAIL("fp8: a GELU after linear %d; only mlp.c_fc has one", (int)id);
+    ops->matmul_forward_fp8(pre, bias, N, C, OC, &q);
+    const int next = linear_index(f, l, FP8_FCPROJ);
+    cast_with(f, ops, ops->fp8_gelu_cast, tensor_of(next, T_INP), f->x8,
+              for_backward ? f->x8_t[next] : NULL, pre, N, OC);
+    f->inp_ready = next;
 }
 
 void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,

@@ -147,13 +147,13 @@ communicator *backend_communicator(const config *cfg, const dist_state *dist,
 }
 
 void backend_print_profile(const kernel_ops *ops, FILE *out) {
-    double gemm_rate = 0.0, copy_rate = 0.0;
+    double gemm_rate = 0.0, fp8_rate = 0.0, copy_rate = 0.0;
 #if GPT2_HAVE_CUDA
-    if (strcmp(ops->name, "cuda") == 0) cuda_measure_ceilings(&gemm_rate, &copy_rate);
+    if (strcmp(ops->name, "cuda") == 0) cuda_measure_ceilings(&gemm_rate, &fp8_rate, &copy_rate);
 #else
     (void)ops;
 #endif
-    ops_profile_print(out, gemm_rate, copy_rate);
+    ops_profile_print(out, gemm_rate, fp8_rate, copy_rate);
 #if GPT2_HAVE_CUDA
     if (strcmp(ops->name, "cuda") == 0) matmul_cuda_print_tuning(out);
 #endif

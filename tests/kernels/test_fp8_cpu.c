@@ -107,23 +107,32 @@ static uint32_t next_u32(uint64_t *state) {
 }
 
 typedef struct {
-    long long n, bad;
-    uint32_t first_bad;
+    long long n, bad, clip_bad;
+    uint32_t first_bad, first_clip_bad;
 } tally;
 
+/* fp8_encode against the saturating conversion; fp8_clipped (at scale 1)
+ * against the non-saturating one, whose result is NaN (E4M3) or infinity
+ * (E5M2) exactly where saturation changes a finite value. */
 static void compare_bits(tally *t, uint32_t bits, fp8_format f) {
     const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
     const float x = bits_to_float(bits);
     t->n++;
     if (fp8_encode(x, f) != __nv_cvt_float_to_fp8(x, __NV_SATFINITE, nf) && t->bad++ == 0)
         t->first_bad = bits;
+    if (!isfinite(x)) return;
+    const unsigned nosat = __nv_cvt_float_to_fp8(x, __NV_NOSAT, nf) & 0x7Fu;
+    float overshoot;
+    const bool clipped = fp8_clipped(fabsf(x), 1.0f, f, &overshoot);
+    if (clipped != (nosat == (f == FP8_E4M3 ? 0x7Fu : 0x7Cu)) && t->clip_bad++ == 0)
+        t->first_clip_bad = bits;
 }
 
 static void check_nvidia(fp8_format f, int lo_exp, int hi_exp) {
     const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
     char what[64], detail[200];
     snprintf(what, sizeof what, "%s vs cuda_fp8.h", name_of(f));
-    tally t = {0, 0, 0};
+    tally t = {0, 0, 0, 0, 0};
     const uint32_t lows[6] = {0, 1, 0x1000, 0x0FFF, 0x1FFF, 0x1001};
     for (uint32_t sign = 0; sign <= 1; sign++)
         for (int e = lo_exp; e < hi_exp; e++)
@@ -143,6 +152,9 @@ static void check_nvidia(fp8_format f, int lo_exp, int hi_exp) {
     snprintf(detail, sizeof detail, "%lld of %lld floats encode differently (first: 0x%08x)", bad,
              n, first_bad);
     check(bad == 0, what, detail);
+    snprintf(detail, sizeof detail, "fp8_clipped disagrees on %lld floats (first: 0x%08x)",
+             t.clip_bad, t.first_clip_bad);
+    check(t.clip_bad == 0, what, detail);
 
     int bad_dec = 0;
     for (int b = 0; b < 256; b++) {
@@ -197,6 +209,15 @@ static void check_scaling(void) {
     /* an amax so small that the quotient overflows: the largest float, not inf */
     const float s2 = fp8_scale_update(h1, 1, 8, 1e-40f, 1.0f, FP8_E4M3, 0);
     check(s2 == FLT_MAX, "delayed scaling", "an overflowing scale is FLT_MAX");
+    /* clipping: the product at the scale, against the formats' rounding limits */
+    float over = 0.0f;
+    check(!fp8_clipped(232.0f, 2.0f, FP8_E4M3, &over) && over == 464.0f / 448.0f, "clipping",
+          "E4M3: 464 rounds to 448, not clipped");
+    check(fp8_clipped(232.01f, 2.0f, FP8_E4M3, &over), "clipping", "E4M3: above 464 clips");
+    check(fp8_clipped(61440.0f, 1.0f, FP8_E5M2, &over), "clipping", "E5M2: 61440 rounds past");
+    check(!fp8_clipped(61439.0f, 1.0f, FP8_E5M2, &over), "clipping", "E5M2: below 61440 fits");
+    check(!fp8_clipped(NAN, 1.0f, FP8_E4M3, &over) && over == 0.0f, "clipping",
+          "a NaN amax is the non-finite guard's, not clipping");
 }
 
 int main(void) {

@@ -420,7 +420,8 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
 /* fp8_scaling_update_cuda against fp8_scale_update over 14 steps for six
  * tensors of both formats, amaxes including 0, NaN, infinity and one too
  * small for a finite scale: scale, dequant and history bit for bit, amax
- * reset. */
+ * reset; with stride >= 2 also the clipping counts and overshoots against
+ * fp8_clipped (the random amaxes clip in some steps and not in others). */
 static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     enum { NT = 6, STEPS = 14, MAXS = 4 };
     const uint8_t format[NT] = {FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E4M3};
@@ -428,12 +429,18 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     for (int i = 0; i < NT; i++) scale[i] = 1.0f, dequant[i] = 1.0f;
     for (int i = 0; i < NT * MAXS; i++) strided[i] = 1.0f;
     const size_t bytes = sizeof(float) * NT * stride;
-    fp8_scaling g = {NT, len, margin, stride, NULL, NULL, NULL, NULL, NULL};
+    fp8_scaling g = {NT, len, margin, stride, NULL, NULL, NULL, NULL, NULL, NULL};
     g.scale = dev_copy(strided, bytes);
     g.dequant = dev_copy(strided, bytes);
     g.amax = dev_copy(strided, bytes);
     g.history = dev_copy(hist, sizeof(float) * NT * len);
     g.format = dev_copy(format, sizeof format);
+    float clips[NT] = {0}, overshoot[NT] = {0};
+    int clip_events = 0, clean_events = 0;
+    if (stride >= 2) {
+        for (int i = 0; i < NT * MAXS; i++) strided[i] = 0.0f;
+        g.clipped = dev_copy(strided, bytes);
+    }
     int bad = 0;
     char detail[200] = "";
     for (int step = 0; step < STEPS; step++) {
@@ -450,12 +457,22 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
         CK(cudaMemcpy(g.amax, strided, bytes, cudaMemcpyHostToDevice));
         fp8_scaling_update_cuda(&g, step, s);
         CK(cudaStreamSynchronize(s));
-        float got_scale[NT * MAXS], got_dequant[NT * MAXS], got_amax[NT * MAXS], got_hist[NT * 8];
+        float got_scale[NT * MAXS], got_dequant[NT * MAXS], got_amax[NT * MAXS], got_hist[NT * 8],
+            got_clipped[NT * MAXS] = {0};
+        if (g.clipped) CK(cudaMemcpy(got_clipped, g.clipped, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_scale, g.scale, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_dequant, g.dequant, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_amax, g.amax, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_hist, g.history, sizeof(float) * NT * len, cudaMemcpyDeviceToHost));
         for (int i = 0; i < NT; i++) {
+            float over = 0.0f;
+            if (fp8_clipped(amax[i], scale[i], (fp8_format)format[i], &over)) {
+                clips[i] += 1.0f;
+                overshoot[i] = fmaxf(overshoot[i], over);
+                clip_events++;
+            } else {
+                clean_events++;
+            }
             const float before = scale[i];
             scale[i] = fp8_scale_update(hist + i * len, len, step, amax[i], scale[i],
                                         (fp8_format)format[i], margin);
@@ -463,11 +480,15 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
             const int k = i * stride;
             const int ok = memcmp(&got_scale[k], &scale[i], 4) == 0 &&
                            memcmp(&got_dequant[k], &dequant[i], 4) == 0 && got_amax[k] == 0.0f &&
-                           memcmp(got_hist + i * len, hist + i * len, sizeof(float) * len) == 0;
+                           memcmp(got_hist + i * len, hist + i * len, sizeof(float) * len) == 0 &&
+                           (!g.clipped || (memcmp(&got_clipped[k], &clips[i], 4) == 0 &&
+                                           memcmp(&got_clipped[k + 1], &overshoot[i], 4) == 0));
             if (!ok && bad++ == 0)
                 snprintf(detail, sizeof detail,
-                         "step %d tensor %d: scale %a (model %a), dequant %a (%a), amax %g", step,
-                         i, got_scale[k], scale[i], got_dequant[k], dequant[i], got_amax[k]);
+                         "step %d tensor %d: scale %a (model %a), dequant %a (%a), amax %g, "
+                         "clipped %g x%g (%g x%g)",
+                         step, i, got_scale[k], scale[i], got_dequant[k], dequant[i], got_amax[k],
+                         got_clipped[k], got_clipped[k + 1], clips[i], overshoot[i]);
         }
     }
     char what[300];
@@ -475,6 +496,12 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
              "scaling update, history %d, margin %d, stride %d, %d steps x %d tensors%s%s", len,
              margin, stride, STEPS, NT, bad ? ": " : "", detail);
     check(bad == 0, what);
+    if (g.clipped) {
+        snprintf(what, sizeof what, "scaling update, history %d: %d clipping and %d clean updates",
+                 len, clip_events, clean_events);
+        check(clip_events > 0 && clean_events > 0, what);
+        CK(cudaFree(g.clipped));
+    }
     CK(cudaFree(g.scale));
     CK(cudaFree(g.dequant));
     CK(cudaFree(g.amax));
@@ -751,6 +778,7 @@ int main(void) {
     check_scaling(4, 1, 1, s);
     check_scaling(1, 0, 1, s);
     check_scaling(8, 2, 4, s);
+    check_scaling(1, 0, 2, s);
 
     if (major * 10 + minor < 89) {
         printf("test_fp8_cuda: compute capability %d.%d has no FP8 tensor cores; GEMMs skipped\n",

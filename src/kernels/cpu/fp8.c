@@ -88,3 +88,12 @@ float fp8_scale_update(float *history, int len, int64_t step, float amax, float 
     const float next = fp8_max_finite(f) / max / ldexpf(1.0f, margin);
     return isinf(next) ? FLT_MAX : next; /* an amax too small for a finite scale */
 }
+
+bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot) {
+    const float scaled = amax * scale, max_finite = fp8_max_finite(f);
+    *overshoot = isfinite(amax) ? scaled / max_finite : 0.0f;
+    if (!isfinite(amax)) return false;
+    /* halfway to the next step above max_finite: the tie rounds to 448 (even)
+     * in E4M3, and to 65536 (even, past the range) in E5M2 */
+    return f == FP8_E4M3 ? scaled > 464.0f : scaled >= 61440.0f;
+}

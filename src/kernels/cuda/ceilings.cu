@@ -1,8 +1,9 @@
-/* The device's two ceilings, measured where the run runs, for the per-op
+/* The device's ceilings, measured where the run runs, for the per-op
  * table's floors (profile_ops): the rate of a large bf16 GEMM through the
  * production path (cuBLASLt via the CUDA kernel table, 8192^3, operands of
  * hashed random values: zeros run faster than real data) and the bandwidth
- * of a device-to-device copy (bytes read plus written). Medians of a few
+ * of a device-to-device copy (bytes read plus written), and on GPUs with FP8
+ * tensor cores the same GEMM with FP8 operands. Medians of a few
  * runs after a warm-up, timed with events on the kernel table's stream. */
 #include <cuda_runtime.h>
 
@@ -58,8 +59,36 @@ static void *try_alloc(size_t bytes) {
     return p;
 }
 
-extern "C" void cuda_measure_ceilings(double *gemm_flops_per_s, double *copy_bytes_per_s) {
+/* FLOP/s of the same product with FP8 operands (a and w cast to E4M3 at
+ * scale 1, as the model's products read them), or 0 without the memory. */
+static double fp8_gemm_rate(cudaStream_t stream, const bf16 *a, const bf16 *w, bf16 *out) {
+    const size_t n = (size_t)GEMM_SIZE * GEMM_SIZE;
+    uint8_t *a8 = (uint8_t *)try_alloc(n), *w8 = (uint8_t *)try_alloc(n);
+    float *one = (float *)try_alloc(sizeof(float)), *amax = (float *)try_alloc(sizeof(float));
+    double rate = 0.0;
+    if (a8 && w8 && one && amax) {
+        const float h_one = 1.0f;
+        CUDA_CHECK(cudaMemcpyAsync(one, &h_one, sizeof h_one, cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
+        ops_cuda.fp8_cast(a8, nullptr, amax, a, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
+        ops_cuda.fp8_cast(w8, nullptr, amax, w, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
+        const fp8_linear_operands q = {a8, nullptr, w8, nullptr, nullptr, nullptr, one, one, one};
+        const float ms = median_ms(stream, [&] {
+            ops_cuda.matmul_forward_fp8(out, nullptr, GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, &q);
+        });
+        rate = 2.0 * GEMM_SIZE * (double)GEMM_SIZE * GEMM_SIZE / (ms * 1e-3);
+    }
+    cudaFree(a8);
+    cudaFree(w8);
+    cudaFree(one);
+    cudaFree(amax);
+    return rate;
+}
+
+extern "C" void cuda_measure_ceilings(double *gemm_flops_per_s, double *fp8_flops_per_s,
+                                      double *copy_bytes_per_s) {
     *gemm_flops_per_s = 0.0;
+    *fp8_flops_per_s = 0.0;
     *copy_bytes_per_s = 0.0;
     cudaStream_t stream = ops_cuda_stream();
     const size_t n = (size_t)GEMM_SIZE * GEMM_SIZE;
@@ -73,6 +102,10 @@ extern "C" void cuda_measure_ceilings(double *gemm_flops_per_s, double *copy_byt
             ops_cuda.matmul_forward(out, a, w, nullptr, GEMM_SIZE, GEMM_SIZE, GEMM_SIZE);
         });
         *gemm_flops_per_s = 2.0 * GEMM_SIZE * (double)GEMM_SIZE * GEMM_SIZE / (ms * 1e-3);
+        int device = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        if (ops_cuda.matmul_forward_fp8 && cuda_compute_capability(device) >= 89)
+            *fp8_flops_per_s = fp8_gemm_rate(stream, a, w, out);
     }
     cudaFree(a);
     cudaFree(w);

@@ -135,20 +135,8 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__re
     if (warp >= CAST_WORDS / 8) return;
     const int gr = r0 + group * 16, gc = c0 + word * 4;
     if (gr >= rows || gc >= cols) return; // rows % 16 == 0, cols % 8 == 0: all in or all out
-    uint32_t col[4][4];                   // col[j][q]: column j, rows 4q ... 4q + 3
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        uint32_t a[4], c[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) a[i] = tile[swizzled(group * 16 + 4 * q + i, word)];
-        fp8_transpose4x4(a, c);
-#pragma unroll
-        for (int j = 0; j < 4; j++) col[j][q] = c[j];
-    }
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        *reinterpret_cast<uint4 *>(out_t + (size_t)(gc + j) * rows + gr) =
-            make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
+    fp8_store_transposed16(out_t, rows, gr, gc,
+                           [&](int i) { return tile[swizzled(group * 16 + i, word)]; });
 }
 
 template <bool TRANSPOSE, cast_mode MODE>
@@ -190,8 +178,15 @@ __global__ void fp8_scaling_update_kernel(fp8_scaling s, int slot) {
     if (i >= s.n) return;
     float *h = s.history + (size_t)i * s.len;
     const size_t at = (size_t)i * s.stride;
-    h[slot] = s.amax[at];
+    const float amax = s.amax[at], max_finite = s.format[i] == FP8_E4M3 ? 448.0f : 57344.0f;
+    h[slot] = amax;
     s.amax[at] = 0.0f;
+    const float scaled = __fmul_rn(amax, s.scale[at]);
+    const bool clipped = s.format[i] == FP8_E4M3 ? scaled > 464.0f : scaled >= 61440.0f;
+    if (s.clipped && isfinite(amax) && clipped) { // as fp8_clipped
+        s.clipped[at] += 1.0f;
+        s.clipped[at + 1] = fmaxf(s.clipped[at + 1], __fdiv_rn(scaled, max_finite));
+    }
     float mx = 0.0f;
     bool finite = true;
     for (int k = 0; k < s.len; k++) {
@@ -199,7 +194,6 @@ __global__ void fp8_scaling_update_kernel(fp8_scaling s, int slot) {
         mx = h[k] > mx ? h[k] : mx;
     }
     if (!finite || mx == 0.0f) return; // the scale stays
-    const float max_finite = s.format[i] == FP8_E4M3 ? 448.0f : 57344.0f;
     float scale = __fdiv_rn(__fdiv_rn(max_finite, mx), ldexpf(1.0f, s.margin));
     if (isinf(scale)) scale = FLT_MAX;
     s.scale[at] = scale;
@@ -298,7 +292,7 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float 
 
 extern "C" void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream) {
     if (s->n <= 0) return;
-    if (s->len < 1 || s->stride < 1 || step < 0)
+    if (s->len < 1 || s->stride < (s->clipped ? 2 : 1) || step < 0)
         FAIL("fp8_scaling_update_cuda: history of %d, stride %d, step %lld", s->len, s->stride,
              (long long)step);
     fp8_scaling_update_kernel<<<(unsigned)((s->n + 127) / 128), 128, 0, stream>>>(

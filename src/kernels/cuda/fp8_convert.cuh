@@ -66,4 +66,26 @@ static __device__ __forceinline__ void fp8_transpose4x4(const uint32_t a[4], uin
     col[2] = __byte_perm(hi01, hi23, 0x5410);
     col[3] = __byte_perm(hi01, hi23, 0x7632);
 }
+
+/* The transposed copy of a 16-row, 4-column piece of an FP8 tile: row_word(i)
+ * gives row i's 4 bytes (columns col0 ... col0 + 3); column col0 + j's 16
+ * bytes land at out_t[(col0 + j) * rows + row0] in one 16-byte store. */
+template <typename RowWord>
+static __device__ __forceinline__ void fp8_store_transposed16(uint8_t *out_t, int rows, int row0,
+                                                              int col0, RowWord row_word) {
+    uint32_t col[4][4]; /* col[j][q]: column j, rows 4q ... 4q + 3 */
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        uint32_t a[4], c[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = row_word(4 * q + i);
+        fp8_transpose4x4(a, c);
+#pragma unroll
+        for (int j = 0; j < 4; j++) col[j][q] = c[j];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        *reinterpret_cast<uint4 *>(out_t + (size_t)(col0 + j) * rows + row0) =
+            make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
+}
 #endif

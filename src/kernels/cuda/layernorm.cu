@@ -160,21 +160,9 @@ static __global__ void __launch_bounds__(LN_THREADS)
     for (int t = threadIdx.x; t < C / 4 * 2; t += LN_THREADS) {
         const int w = t >> 1, h = t & 1;
         if (h >= halves) continue;
-        uint32_t col[4][4]; /* col[j][q]: column 4w + j, rows 16h + 4q ... + 3 */
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            uint32_t sq[4], c[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                sq[i] = fp8_rows[(size_t)(16 * h + 4 * q + i) * row_words + (w ^ (16 * h))];
-            fp8_transpose4x4(sq, c);
-#pragma unroll
-            for (int j = 0; j < 4; j++) col[j][q] = c[j];
-        }
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            *reinterpret_cast<uint4 *>(out_t + (size_t)(4 * w + j) * N + r0 + 16 * h) =
-                make_uint4(col[j][0], col[j][1], col[j][2], col[j][3]);
+        fp8_store_transposed16(out_t, N, r0 + 16 * h, 4 * w, [&](int i) {
+            return fp8_rows[(size_t)(16 * h + i) * row_words + (w ^ (16 * h))];
+        });
     }
 }
 
@@ -370,19 +358,35 @@ extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float
                          (const bf16 *)b, (const bf16 *)weight, (const bf16 *)bias, N, C, stream);
 }
 
-/* The FP8-output forward (residual NULL: the plain LayerNorm of a). */
+/* Shared memory of the FP8 forward's transposed tile for C channels. */
+static int fp8_tile_bytes(int C) { return LN_FP8_ROWS * fp8_row_words(C) * 4; }
+
+/* Raises a kernel's dynamic shared memory limit to `bytes` once per device
+ * (`raised`, the caller's static, one bit per device): a host call kept out
+ * of the step's launches. */
+template <typename Kernel>
+static void raise_smem_once(Kernel kernel, int bytes, unsigned long long &raised) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 64 && (raised >> dev & 1ull)) return;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    if (dev < 64) raised |= 1ull << dev;
+}
+
+/* The FP8-output forward (residual NULL: the plain LayerNorm of a); each
+ * variant's limit is raised to what its largest C (32 lanes x 8 x V) needs. */
 template <bool RESIDUAL, bool TRANSPOSE>
 static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *out_t,
                                unsigned *amax_bits, float *mean, float *rstd, const bf16 *a,
                                const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
                                const float *scale, fp8_format f, cudaStream_t stream) {
     const unsigned grid = (unsigned)((N + LN_FP8_ROWS - 1) / LN_FP8_ROWS);
-    const int smem = TRANSPOSE ? LN_FP8_ROWS * fp8_row_words(C) * 4 : 0;
+    const int smem = TRANSPOSE ? fp8_tile_bytes(C) : 0;
 #define LN_FP8_CASE(V)                                                                             \
     case V: {                                                                                      \
         auto kernel = layernorm_forward_fp8_kernel<V, RESIDUAL, TRANSPOSE>;                        \
-        CUDA_CHECK(                                                                                \
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));      \
+        static unsigned long long raised = 0; /* devices whose limit is set */                     \
+        if (TRANSPOSE) raise_smem_once(kernel, fp8_tile_bytes(32 * 8 * V), raised);                \
         kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, amax_bits, mean, rstd, a, \
                                                    b, w, bias, N, C, scale, f);                    \
         break;                                                                                     \

@@ -344,11 +344,6 @@ static void cuda_matmul_forward_fp8(void *out, const void *bias, int N, int C, i
     matmul_forward_cuda(out, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
 }
 
-static void cuda_matmul_gelu_forward_fp8(void *out, void *pre, const void *bias, int N, int C,
-                                         int OC, const fp8_linear_operands *q) {
-    matmul_gelu_forward_cuda(out, pre, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
-}
-
 static void cuda_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
                                      const void *pre, int N, int C, int OC, void *dpre_colsum,
                                      const fp8_linear_operands *q) {
@@ -453,6 +448,5 @@ extern "C" const kernel_ops ops_cuda = {
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
-    .matmul_gelu_forward_fp8 = cuda_matmul_gelu_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
 };
