@@ -2,6 +2,7 @@
  * state, the casts around each product and the scale updates. */
 #include "model/fp8_layers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,13 +28,14 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history) {
     const size_t big = (size_t)N * 4 * C;
     const size_t per_block = 7 * C * (size_t)N + 2 * 12 * C * C;
     const size_t scratch = 3 * big + (big > 4 * C * C ? big : 4 * C * C);
-    const size_t scaling = n * (3 * STRIDE * sizeof(float) + (size_t)history * sizeof(float) + 1);
+    const size_t scaling = n * (4 * STRIDE * sizeof(float) + (size_t)history * sizeof(float) + 1);
     return L * per_block + scratch + scaling;
 }
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
                        int history, int margin) {
-    if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->matmul_forward_fp8)
+    if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
+        !ops->matmul_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
              "capability 8.9 or newer has)",
              ops->name);
@@ -63,6 +65,8 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     f->s.dequant = ops->alloc(strided);
     f->s.amax = ops->alloc(strided);
     f->s.history = ops->alloc((size_t)n * history * sizeof(float));
+    f->s.clipped = ops->alloc(strided);
+    ops->zero(f->s.clipped, strided);
     uint8_t *format_dev = ops->alloc((size_t)n);
     ops->upload(f->s.scale, ones, strided);
     ops->upload(f->s.dequant, ones, strided);
@@ -102,8 +106,8 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
     free(f->w8);
     free(f->w8_t);
     free(f->x8_t);
-    void *bufs[] = {f->s.scale, f->s.dequant, f->s.amax, f->s.history,   (void *)f->s.format,
-                    f->x8,      f->g8,        f->g8_t,   f->amax_scratch};
+    void *bufs[] = {f->s.scale,          f->s.dequant, f->s.amax, f->s.history, f->s.clipped,
+                    (void *)f->s.format, f->x8,        f->g8,     f->g8_t,      f->amax_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     free(f->bootstrapped);
     memset(f, 0, sizeof *f);
@@ -119,6 +123,22 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
 typedef void (*cast_fn)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
                         int cols, const float *scale, fp8_format format);
 
+/* Tensor t's first scale, from the amax that a pass over it (its output
+ * thrown away into amax_scratch) has just left in its slot. */
+static void take_first_scale(fp8_layers *f, const kernel_ops *ops, int t) {
+    const size_t at = (size_t)t * STRIDE;
+    fp8_scaling one = f->s;
+    one.n = 1;
+    one.scale += at;
+    one.dequant += at;
+    one.amax += at;
+    one.history += (size_t)t * f->s.len;
+    one.format += t;
+    one.clipped = NULL; /* the pass's output is not used */
+    ops->fp8_scaling_update(&one, f->forwards > 0 ? f->forwards - 1 : 0);
+    f->bootstrapped[t] = true;
+}
+
 /* Casts tensor t (rows x cols bf16, through `kernel`) into out (and out_t)
  * with its scale. A tensor cast for the first time gets its scale from its
  * own amax first. */
@@ -128,15 +148,7 @@ static void cast_with(fp8_layers *f, const kernel_ops *ops, cast_fn kernel, int 
     if (!f->bootstrapped[t]) {
         const size_t at = (size_t)t * STRIDE;
         kernel(f->amax_scratch, NULL, f->s.amax + at, in, rows, cols, f->s.scale + at, format);
-        fp8_scaling one = f->s;
-        one.n = 1;
-        one.scale += at;
-        one.dequant += at;
-        one.amax += at;
-        one.history += (size_t)t * f->s.len;
-        one.format += t;
-        ops->fp8_scaling_update(&one, f->forwards > 0 ? f->forwards - 1 : 0);
-        f->bootstrapped[t] = true;
+        take_first_scale(f, ops, t);
     }
     kernel(out, out_t, f->s.amax + (size_t)t * STRIDE, in, rows, cols,
            f->s.scale + (size_t)t * STRIDE, format);
@@ -167,8 +179,10 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
     uint8_t *x_t = for_backward ? f->x8_t[i] : NULL;
     if (f->inp_ready == i)
         f->inp_ready = -1; /* x8 (x_t) hold it: the LayerNorm or GELU before cast it */
-    else
+    else if (inp)
         cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
+    else
+        FAIL("fp8: linear %d of block %d has neither a bf16 input nor its FP8 copy", (int)id, l);
     if (f->weights_ready != l)
         cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
     const fp8_linear_operands q = {f->x8,
@@ -213,17 +227,15 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
 }
 
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
-                           void *residual, void *out, float *mean, float *rstd, const void *a,
-                           const void *b, const void *weight, const void *bias, int N, int C,
-                           bool for_backward) {
+                           void *residual, float *mean, float *rstd, const void *a, const void *b,
+                           const void *weight, const void *bias, int N, int C, bool for_backward) {
     const int i = linear_index(f, l, id), t = tensor_of(i, T_INP);
-    if (!ops->layernorm_forward_fp8 || !f->bootstrapped[t] || N > f->N) {
-        /* the bf16 output, cast by the linear's forward */
-        if (residual)
-            ops->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
-        else
-            ops->layernorm_forward(out, mean, rstd, a, weight, bias, N, C);
-        return;
+    if (N > f->N) FAIL("fp8: a forward of %d tokens exceeds the capacity of %d", N, f->N);
+    if (!f->bootstrapped[t]) { /* the same pass twice: residual, mean and rstd come out equal */
+        ops->layernorm_forward_fp8(residual, f->amax_scratch, NULL, f->s.amax + (size_t)t * STRIDE,
+                                   mean, rstd, a, b, weight, bias, N, C,
+                                   f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
+        take_first_scale(f, ops, t);
     }
     ops->layernorm_forward_fp8(residual, f->x8, for_backward ? f->x8_t[i] : NULL,
                                f->s.amax + (size_t)t * STRIDE, mean, rstd, a, b, weight, bias, N, C,
@@ -316,4 +328,46 @@ void fp8_layers_state_free(fp8_layers_state *s) {
     free(s->history);
     free(s->bootstrapped);
     memset(s, 0, sizeof *s);
+}
+
+typedef struct {
+    int tensor;
+    float updates, overshoot;
+} clip_row;
+
+static int by_updates_desc(const void *a, const void *b) {
+    const float x = ((const clip_row *)a)->updates, y = ((const clip_row *)b)->updates;
+    return (x < y) - (x > y);
+}
+
+void fp8_layers_print_clipping(const fp8_layers *f, const kernel_ops *ops, FILE *out) {
+    static const char *const linear[FP8_LINEARS] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc",
+                                                    "mlp.c_proj"};
+    static const char *const operand[T_PER_LINEAR] = {"input (E4M3)", "weight (E4M3)",
+                                                      "output gradient (E5M2)"};
+    const int n = f->s.n;
+    float *clipped = xmalloc((size_t)n * STRIDE * sizeof(float));
+    ops->download(clipped, f->s.clipped, (size_t)n * STRIDE * sizeof(float));
+    clip_row *rows = xmalloc((size_t)n * sizeof(clip_row));
+    int hit = 0;
+    for (int t = 0; t < n; t++)
+        if (clipped[(size_t)t * STRIDE] > 0.0f)
+            rows[hit++] =
+                (clip_row){t, clipped[(size_t)t * STRIDE], clipped[(size_t)t * STRIDE + 1]};
+    qsort(rows, (size_t)hit, sizeof(clip_row), by_updates_desc);
+    fprintf(out,
+            "fp8 clipping: %d of %d tensors had values beyond their format's range at their "
+            "scale (saturated) in some of the %lld scale updates\n",
+            hit, n, (long long)(f->forwards > 0 ? f->forwards - 1 : 0));
+    if (hit > 0) fprintf(out, "%-44s %8s %18s\n", "tensor", "updates", "max amax*scale/max");
+    for (int k = 0; k < hit && k < 20; k++) {
+        const int t = rows[k].tensor, i = t / T_PER_LINEAR;
+        char name[64];
+        snprintf(name, sizeof name, "h.%d.%s %s", i / FP8_LINEARS, linear[i % FP8_LINEARS],
+                 operand[t % T_PER_LINEAR]);
+        fprintf(out, "%-44s %8.0f %18.3f\n", name, rows[k].updates, rows[k].overshoot);
+    }
+    if (hit > 20) fprintf(out, "(%d more)\n", hit - 20);
+    free(rows);
+    free(clipped);
 }

@@ -20,13 +20,16 @@
  * Memory: the forward keeps each product's input transposed in FP8 for
  * the weight gradient (7 C bytes per token per block), and the weights'
  * FP8 copies and their transposes (24 C^2 bytes per block); the output
- * gradients' copies are scratch shared by all blocks. */
+ * gradients' copies are scratch shared by all blocks. The bf16 outputs of
+ * the LayerNorms and the GELU are never stored (12 C bytes per token per
+ * block less than BF16: gpt2_fp8_saved_bytes). */
 #ifndef GPT2_MODEL_FP8_LAYERS_H
 #define GPT2_MODEL_FP8_LAYERS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "kernels/ops.h"
 #include "model/layout.h"
@@ -87,25 +90,23 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
 void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
                        const void *const weights[FP8_LINEARS]);
 
-/* out = inp @ weight^T + bias (pre non-NULL: pre = that, out = gelu(pre))
- * for linear `id` of block l, N tokens, C -> OC, with FP8 operands.
- * for_backward: keep what fp8_linear_backward needs (N a multiple of 16).
- * mlp.c_fc (FP8_FC, with pre) leaves out unwritten where the backend fuses
- * the GELU into the cast of mlp.c_proj's input, which that layer's forward
- * (next, with the same N) then takes instead of reading out. */
+/* out = inp @ weight^T + bias for linear `id` of block l, N tokens,
+ * C -> OC, with FP8 operands. for_backward: keep what fp8_linear_backward
+ * needs (N a multiple of 16). mlp.c_fc (FP8_FC) takes pre: the product goes
+ * there, out is not written, and gelu(pre) goes straight into mlp.c_proj's
+ * FP8 input, which that layer's forward (next, with the same N) takes. */
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
                         void *pre, const void *inp, const void *weight, const void *bias, int N,
                         int C, int OC, bool for_backward);
 /* The LayerNorm whose output is the input of linear `id` of block l
  * (FP8_QKV: ln_1, FP8_FC: ln_2), as ops->residual_layernorm_forward
- * (residual NULL: ops->layernorm_forward of a). Where the backend fuses it
- * and the input's scale is known (after its first cast), the output goes
- * straight into that linear's FP8 input (out is not written), which its
- * forward (next, with the same N and for_backward) then takes. */
+ * (residual NULL: ops->layernorm_forward of a), with its output going
+ * straight into that linear's FP8 input (no bf16 output), which its
+ * forward (next, with the same N and for_backward) then takes. The first
+ * time, the pass runs twice: once for the input's amax and first scale. */
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
-                           void *residual, void *out, float *mean, float *rstd, const void *a,
-                           const void *b, const void *weight, const void *bias, int N, int C,
-                           bool for_backward);
+                           void *residual, float *mean, float *rstd, const void *a, const void *b,
+                           const void *weight, const void *bias, int N, int C, bool for_backward);
 /* That layer's backward, as kernel_ops' matmul_backward (pre NULL) or
  * matmul_backward_gelu, dout bf16 (cast here, unless a fused GELU backward
  * cast it; dbias from it). Through a GELU (pre, mlp.c_proj) whose input's
@@ -115,4 +116,9 @@ void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_line
 void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum);
+
+/* Which tensors clipped (fp8_clipped at the scale of their casts), and how
+ * often and how far, since the run began on this rank: the tensors with
+ * any, most first (20 at most). Waits for the device. */
+void fp8_layers_print_clipping(const fp8_layers *f, const kernel_ops *ops, FILE *out);
 #endif

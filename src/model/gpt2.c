@@ -34,18 +34,23 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->grads = ops->alloc(lay->n_elements * ops->elem_bytes);
     ops->zero(m->grads, lay->n_elements * ops->elem_bytes);
     m->acts = xcalloc((size_t)lay->n_layer, sizeof(block_acts));
+    /* With FP8 the LayerNorms and the GELU write their outputs as the next
+     * linear layer's FP8 input: ln1, ln2 and fch_gelu stay NULL. */
+    const bool bf16_linear_inputs = !m->opt.fp8;
     /* Recomputed per block in backward, so one buffer serves every block. */
-    if (m->opt.recompute_gelu) m->gelu_shared = alloc_acts(ops, N * 4 * C);
+    if (m->opt.recompute_gelu && bf16_linear_inputs) m->gelu_shared = alloc_acts(ops, N * 4 * C);
     for (int l = 0; l < lay->n_layer; l++) {
         block_acts *a = &m->acts[l];
         a->res1 = alloc_acts(ops, N * C);
-        a->ln1 = alloc_acts(ops, N * C);
         a->qkv = alloc_acts(ops, N * 3 * C);
         a->atty = alloc_acts(ops, N * C);
         a->res2 = alloc_acts(ops, N * C);
-        a->ln2 = alloc_acts(ops, N * C);
         a->fch = alloc_acts(ops, N * 4 * C);
-        a->fch_gelu = m->gelu_shared ? m->gelu_shared : alloc_acts(ops, N * 4 * C);
+        if (bf16_linear_inputs) {
+            a->ln1 = alloc_acts(ops, N * C);
+            a->ln2 = alloc_acts(ops, N * C);
+            a->fch_gelu = m->gelu_shared ? m->gelu_shared : alloc_acts(ops, N * 4 * C);
+        }
         a->ln1_mean = alloc_f32(ops, N);
         a->ln1_rstd = alloc_f32(ops, N);
         a->ln2_mean = alloc_f32(ops, N);
@@ -79,6 +84,12 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
         m->fp8 = xmalloc(sizeof *m->fp8);
         fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin);
     }
+}
+
+size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
+                            bool recompute_gelu) {
+    const size_t C = (size_t)lay->n_embd, N = (size_t)B * T, L = (size_t)lay->n_layer;
+    return (L * 2 * N * C + (recompute_gelu ? 1 : L) * N * 4 * C) * elem_bytes;
 }
 
 void gpt2_free(gpt2_model *m) {
@@ -210,8 +221,8 @@ static void block_layernorm(gpt2_model *m, int l, fp8_linear id, void *residual,
                             const void *weight, const void *bias, int N, int C, bool for_backward) {
     const kernel_ops *ops = m->ops;
     if (m->fp8)
-        fp8_layernorm_forward(m->fp8, ops, l, id, residual, out, mean, rstd, a, b, weight, bias, N,
-                              C, for_backward);
+        fp8_layernorm_forward(m->fp8, ops, l, id, residual, mean, rstd, a, b, weight, bias, N, C,
+                              for_backward);
     else if (residual)
         ops->residual_layernorm_forward(residual, out, mean, rstd, a, b, weight, bias, N, C);
     else

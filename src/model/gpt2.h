@@ -25,7 +25,8 @@ typedef void (*params_needed_fn)(void *ctx, size_t begin, size_t end);
 
 typedef struct {
     /* storage type; with recompute_gelu every block's fch_gelu is the one
-     * shared buffer gelu_shared */
+     * shared buffer gelu_shared; with opt.fp8 ln1, ln2 and fch_gelu are NULL
+     * (the linear layers read FP8 copies of them) */
     void *res1, *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
 } block_acts;
@@ -75,6 +76,11 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
 /* The same with options (opt may be NULL: all off). */
 void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
                       const gpt2_options *opt);
+/* The bytes of the bf16 activations (ln_1's and ln_2's outputs, the GELU's)
+ * that a model with opt.fp8 does not allocate, against the same model
+ * without it: what a memory estimate laid out without FP8 subtracts. */
+size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
+                            bool recompute_gelu);
 void gpt2_free(gpt2_model *m);
 /* Every later forward tells fn (may be NULL) which parameters it is about to read. */
 void gpt2_set_params_needed(gpt2_model *m, params_needed_fn fn, void *ctx);

@@ -14,6 +14,7 @@
 #include "base/fail.h"
 #include "eval/val_loss.h"
 #include "kernels/ops_profile.h"
+#include "model/fp8_layers.h"
 #include "optim/schedule.h"
 #include "train/backend.h"
 #include "train/run.h"
@@ -206,7 +207,10 @@ static void train_finish(run_state *r) {
     if (r->do_eval && completed) train_eval(r, cfg->max_steps);
     if (completed) watch_sample(r->watch, &r->model, cfg->max_steps);
     if (rank == 0 && completed) save_final_weights(r);
-    if (cfg->profile_ops && rank == 0) backend_print_profile(r->ops, stdout);
+    if (cfg->profile_ops && rank == 0) {
+        backend_print_profile(r->ops, stdout);
+        if (r->model.fp8) fp8_layers_print_clipping(r->model.fp8, r->ops, stdout);
+    }
     ddp_report(&r->ddp, r->model.params, r->lay.n_elements);
     backend_report_memory(r->ops, &r->mem);
 }

@@ -4,6 +4,10 @@
 #              exit 2 before anything is allocated, naming the need, the
 #              free memory and the largest micro_batch that fits; that
 #              micro_batch then runs 2 steps (exit 0): the advice holds.
+#              On a GPU with FP8 (compute capability 8.9+), 124M with fp8=1
+#              at micro_batch 32: the measured peak lies between the
+#              estimate and the estimate + 2 GiB (the CUDA context, cuBLAS
+#              workspaces), so the estimate lays the FP8 model out as it is.
 #   nonfinite  the non-finite guard on the CUDA backend (1 GPU, and 2 GPUs
 #              with NCCL when there are 2): GPT2_TEST_NAN_STEP=3 -> step 3
 #              logged as skipped and its checkpoint holds step 2's tensors
@@ -48,6 +52,21 @@ preflight() {
   echo "the issue's case, 124M at micro_batch 256 on this GPU: exit $rc: $(grep -m1 -o 'memory pre-flight: .*GiB free' "$work/issue.log" || true)"
   [ $rc -eq 0 ] || [ $rc -eq 2 ] || fail "micro_batch=256: exit $rc (a failure after the pre-flight)" "$work/issue.log"
   echo "pre-flight: refused micro_batch 512 with exit 2, micro_batch $mb runs"
+  local cc
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  if [ "${cc:-0}" -ge 89 ]; then
+    "$bin" "${args[@]}" micro_batch=32 fp8=1 run_name=fp8 >"$work/fp8.log" 2>&1 \
+      || fail "124M with fp8=1 at micro_batch 32 does not run" "$work/fp8.log"
+    local line
+    line=$(grep "^peak GPU memory" "$work/fp8.log") || fail "no peak memory line" "$work/fp8.log"
+    echo "fp8: $line"
+    # "peak GPU memory: P GiB on rank 0, ... (estimate E GiB; ...)"
+    echo "$line" | awk '{ p = $4; for (i = 1; i < NF; i++) if ($i == "(estimate") e = $(i + 1)
+                          exit !(p >= e && p <= e + 2.0) }' \
+      || fail "fp8: the peak is not within [estimate, estimate + 2 GiB]" "$work/fp8.log"
+  else
+    echo "(compute capability $cc: the FP8 estimate not checked)"
+  fi
 }
 
 nonfinite_at() { # ranks

@@ -51,8 +51,11 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
     /* counted apart: the counting backend has no FP8 kernels to create them with */
-    if (cfg->fp8)
+    if (cfg->fp8) {
         m.fp8 = fp8_layers_bytes(lay, cfg->micro_batch * cfg->seq_len, cfg->fp8_amax_history);
+        m.activations -= gpt2_fp8_saved_bytes(lay, m.elem_bytes, cfg->micro_batch, cfg->seq_len,
+                                              cfg->recompute_gelu);
+    }
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
     /* Rank 0's snapshot: the full master and its shard's m and v. */
     if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
