@@ -31,7 +31,8 @@ for run in $runs; do
     echo "${rows[-1]}"
     continue
   fi
-  est=$(sed -nE 's/^  total +([0-9.]+) GiB.*/\1/p' "$out/$tag.log")
+  # "memory: about 42.37 GiB per rank (estimate: ...)"
+  est=$(sed -nE 's/^memory: about ([0-9.]+) GiB per rank.*/\1/p' "$out/$tag.log")
   peak=$(sort -n "$out/$tag.mem" | tail -1)
   line=$(python3 - "$out/$tag/metrics.jsonl" "$run" "$b" "$est" "${peak:-0}" <<'PY'
 import json, statistics, sys
