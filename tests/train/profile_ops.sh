@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# profile_ops=1's tables on a real run of tiny.ini (2 blocks, 2 micro-steps
+# per step), checked by tests/train/profile_ops_check.py against the model's
+# shape: each op's calls per step (attention once per block and micro-step,
+# the LayerNorm backward 2 L + 1 times, each linear layer's product once per
+# block and micro-step under its N x C -> OC label), the ops' times summing
+# to "all ops" and fitting in the profiled step.
+#   cpu   the CPU backend (no floors)
+#   cuda  the CUDA backend (label gpu; exit 77 without a GPU): also the
+#         floors line and an x floor on every matrix product; then fp8=1
+#         with fp8_amax_history=1 where the GPU has FP8 (compute capability
+#         8.9+): the FP8 products' labels and counts, the floors line's FP8
+#         rate above the BF16 one, and the clipping table (24 tensors; each
+#         row's count within the scale updates, its overshoot past the
+#         format's rounding limit, 464 / 448 at least).
+# usage: profile_ops.sh cpu|cuda GPT2_DDP WORK_DIR
+set -euo pipefail
+mode=$1 bin=$(realpath "$2") work=$3
+cd "$(dirname "$0")/../.."
+source tests/lib/nccl_lib.sh
+fail() { echo "FAIL: $*"; [ -z "${2:-}" ] || tail -60 "$2"; exit 1; }
+if [ "$mode" = cuda ]; then
+  need_gpus 1
+  [[ "$("$bin" --version)" == *"cuda ("* ]] || { echo "SKIP: $bin has no CUDA backend"; exit 77; }
+fi
+rm -rf "$work"; mkdir -p "$work"
+args=(configs/tiny.ini device="$mode" max_steps=4 warmup_steps=1 eval_every=0 checkpoint_every=0
+      resume=none out_dir="$work" profile_ops=1)
+check() { python3 tests/train/profile_ops_check.py "$@"; }
+
+"$bin" "${args[@]}" run_name=bf16 >"$work/bf16.log" 2>&1 || fail "profile_ops=1 run" "$work/bf16.log"
+sed -n '/^per-op profile/,/^step (profiled)/p' "$work/bf16.log"
+check "$work/bf16.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 \
+  $([ "$mode" = cuda ] && echo --floors) || fail "the bf16 table" "$work/bf16.log"
+
+if [ "$mode" = cuda ]; then
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+  if [ "${cc:-0}" -ge 89 ]; then
+    "$bin" "${args[@]}" fp8=1 fp8_amax_history=1 run_name=fp8 >"$work/fp8.log" 2>&1 \
+      || fail "profile_ops=1 fp8=1 run" "$work/fp8.log"
+    sed -n '/^per-op profile/,$p' "$work/fp8.log" | grep -v "^peak GPU\|^saved\|^step "
+    check "$work/fp8.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 --floors --fp8 \
+      || fail "the fp8 tables" "$work/fp8.log"
+  else
+    echo "(compute capability $cc: no FP8 run)"
+  fi
+fi
+echo "profile_ops $mode: OK"

@@ -1,0 +1,126 @@
+"""Checks a run log's profile_ops tables (see profile_ops.sh) against the
+model's shape; exits 1 with the reasons on any mismatch."""
+import argparse
+import re
+import sys
+
+p = argparse.ArgumentParser()
+p.add_argument("log")
+p.add_argument("--layers", type=int, required=True)
+p.add_argument("--micro-steps", type=int, required=True)
+p.add_argument("--embd", type=int, required=True)
+p.add_argument("--tokens", type=int, required=True, help="tokens per micro-step")
+p.add_argument("--steps", type=int, required=True, help="the run's max_steps")
+p.add_argument("--floors", action="store_true", help="the GPU's floors columns")
+p.add_argument("--fp8", action="store_true", help="fp8=1: FP8 products and clipping")
+a = p.parse_args()
+
+text = open(a.log).read().splitlines()
+problems = []
+
+
+def want(ok, what):
+    if not ok:
+        problems.append(what)
+
+
+start = next((i for i, line in enumerate(text) if line.startswith("per-op profile")), None)
+if start is None:
+    sys.exit("no per-op profile in the log")
+rows, totals = {}, {}
+floor_line = None
+for line in text[start + 1 :]:
+    if line.startswith("floor = "):
+        floor_line = line
+        continue
+    if line.startswith("op "):
+        continue
+    m = re.match(r"(.+?)\s{2,}([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)(.*)$", line)
+    if line.startswith("untimed") or line.startswith("step (profiled)"):
+        totals[line.split("  ")[0]] = float(line.split()[-2])
+        if line.startswith("step (profiled)"):
+            break
+        continue
+    if not m:
+        problems.append(f"a row that does not parse: {line!r}")
+        continue
+    rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)), m.group(5).split())
+
+L, M, C, N = a.layers, a.micro_steps, a.embd, a.tokens
+per_block = L * M
+
+
+def calls(label):
+    return rows[label][0] if label in rows else None
+
+
+want(calls("attention_forward") == per_block, f"attention_forward {calls('attention_forward')}/step, want {per_block}")
+want(calls("attention_backward") == per_block, f"attention_backward {calls('attention_backward')}/step")
+want(calls("layernorm_backward") == (2 * L + 1) * M, f"layernorm_backward {calls('layernorm_backward')}/step")
+sfx = "_fp8" if a.fp8 else ""
+forward = {
+    f"matmul_forward{sfx} {N}x{C}->{3 * C}": per_block,  # attn.c_attn
+    f"matmul_forward{sfx} {N}x{C}->{C}": per_block,  # attn.c_proj
+    f"matmul_forward{sfx} {N}x{4 * C}->{C}": per_block,  # mlp.c_proj
+    # mlp.c_fc: with its GELU epilogue in bf16; in FP8 its product writes pre
+    (f"matmul_forward_fp8 {N}x{C}->{4 * C}" if a.fp8 else f"matmul_gelu_forward {N}x{C}->{4 * C}"): per_block,
+    f"matmul_backward{sfx} {N}x{C}->{3 * C}": per_block,
+    f"matmul_backward{sfx} {N}x{C}->{C}": per_block,
+    f"matmul_backward{sfx} {N}x{C}->{4 * C}": per_block,
+    # mlp.c_proj through the GELU (in FP8 the GELU backward is fused into a cast)
+    (f"matmul_backward_fp8 {N}x{4 * C}->{C}" if a.fp8 else f"matmul_backward_gelu {N}x{4 * C}->{C}"): per_block,
+}
+for label, n in forward.items():
+    want(calls(label) == n, f"{label}: {calls(label)} calls/step, want {n}")
+if a.fp8:
+    want(calls("fp8_gelu_cast") == per_block, f"fp8_gelu_cast {calls('fp8_gelu_cast')}/step")
+    want(calls("fp8_gelu_backward_cast") == per_block, f"fp8_gelu_backward_cast {calls('fp8_gelu_backward_cast')}/step")
+
+ops_ms = sum(r[1] for label, r in rows.items() if label != "all ops")
+all_ops = rows.get("all ops", (0, -1.0, []))[1]
+step = totals.get("step (profiled)", -1.0)
+want(abs(ops_ms - all_ops) <= 0.002 * len(rows) + 1e-3, f"the ops sum to {ops_ms:.3f} ms, 'all ops' says {all_ops}")
+want(0 < all_ops <= step + 1e-3, f"all ops {all_ops} ms against a profiled step of {step} ms")
+
+if a.floors:
+    want(floor_line is not None, "no floors line")
+    rates = re.findall(r"/ ([0-9.]+)", floor_line or "")
+    if a.fp8:
+        want(len(rates) == 3 and float(rates[1]) > float(rates[0]),
+             f"floors line: the FP8 rate should exceed the BF16 one: {floor_line}")
+    for label, (_, ms, extra) in rows.items():
+        if label.startswith("matmul"):
+            ok = len(extra) >= 4 and extra[-1] == "TF/s" and float(extra[1]) > 0
+            want(ok, f"{label}: no floor, x floor and TF/s: {extra}")
+
+if a.fp8:
+    head = next((line for line in text if line.startswith("fp8 clipping:")), None)
+    want(head is not None, "no fp8 clipping line")
+    m = re.match(r"fp8 clipping: (\d+) of (\d+) tensors .* of the (\d+) scale updates", head or "")
+    want(m is not None, f"the clipping line does not parse: {head!r}")
+    if m:
+        hit, n, updates = map(int, m.groups())
+        want(n == 12 * L, f"{n} scaled tensors, want {12 * L}")
+        want(updates == a.steps * M - 1,
+             f"{updates} scale updates, want {a.steps * M - 1} (one per forward after the first)")
+        i = text.index(head)
+        listed = []
+        for line in text[i + 2 : i + 2 + min(hit, 20)] if hit else []:
+            r = re.match(r"h\.(\d+)\.(attn|mlp)\.\w+ (input|weight|output gradient) \((E4M3|E5M2)\)\s+(\d+)\s+([0-9.]+|inf)$", line)
+            want(r is not None, f"a clipping row that does not parse: {line!r}")
+            if r:
+                listed.append(r)
+                want(int(r.group(1)) < L, f"block {r.group(1)} of {L}")
+                want(1 <= int(r.group(5)) <= updates, f"{line}: a count outside 1..{updates}")
+                limit = 464 / 448 if r.group(4) == "E4M3" else 61440 / 57344
+                want(float(r.group(6)) >= limit - 1e-3, f"{line}: overshoot below the rounding limit {limit:.4f}")
+                want((r.group(4) == "E5M2") == (r.group(3) == "output gradient"), f"{line}: format")
+        want(len(listed) == min(hit, 20), f"{len(listed)} rows listed for {hit} clipped tensors")
+        counts = [int(r.group(5)) for r in listed]
+        want(counts == sorted(counts, reverse=True), f"rows not ordered by count: {counts}")
+        print(f"clipping: {hit} of {n} tensors in {updates} updates, {len(listed)} listed")
+
+print(f"{len(rows)} rows; all ops {all_ops} ms of a {step} ms step")
+if problems:
+    print("\n".join("problem: " + p for p in problems))
+    sys.exit(1)
