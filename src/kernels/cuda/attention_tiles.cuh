@@ -3,8 +3,7 @@
  * dispatcher and the backward's passes; the PTX helpers are ptx.cuh's): bf16
  * packing, the
  * block orders, the swizzled shared tiles and the loader that fills them,
- * the layout of the wgmma backward's dQ accumulator, and the launchers'
- * shared-memory limit. A tile of 64 bf16 columns (128-byte rows, 16-byte
+ * the layout of the wgmma backward's dQ accumulator. A tile of 64 bf16 columns (128-byte rows, 16-byte
  * chunks XORed with row % 8) is exactly the 128-byte swizzle layout that
  * wgmma reads through a matrix descriptor, when its base is 1024-aligned. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
@@ -16,6 +15,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ptx.cuh"
+#include "kernels/cuda/smem_limit.cuh" /* raise_smem_limit, for the launchers */
 
 namespace attention_tiles {
 
@@ -150,19 +150,6 @@ __host__ __device__ __forceinline__ size_t dq_wgmma_index(int b, int h, int t, i
                                                           int HS) {
     const size_t tile = ((size_t)b * NH + h) * (HS / 64) + d / 64;
     return (tile * T + t) * 64 + ((((d >> 3) & 7) ^ (t & 7)) << 3) + (d & 7);
-}
-
-// Raises a kernel's dynamic shared memory limit once per device (a plain
-// host call, kept out of the launch path and out of CUDA graph captures).
-// `done` is the caller's static: one per kernel instantiation.
-template <typename Kernel>
-void raise_smem_limit(Kernel kernel, size_t bytes, unsigned long long &done) {
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 64 && (done >> dev & 1ull)) return;
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    if (dev < 64) done |= 1ull << dev;
 }
 
 } // namespace attention_tiles

@@ -33,6 +33,7 @@
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
+#include "kernels/cuda/smem_limit.cuh"
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
@@ -361,18 +362,6 @@ extern "C" void residual_layernorm_forward_cuda(void *residual, void *out, float
 /* Shared memory of the FP8 forward's transposed tile for C channels. */
 static int fp8_tile_bytes(int C) { return LN_FP8_ROWS * fp8_row_words(C) * 4; }
 
-/* Raises a kernel's dynamic shared memory limit to `bytes` once per device
- * (`raised`, the caller's static, one bit per device): a host call kept out
- * of the step's launches. */
-template <typename Kernel>
-static void raise_smem_once(Kernel kernel, int bytes, unsigned long long &raised) {
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 64 && (raised >> dev & 1ull)) return;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    if (dev < 64) raised |= 1ull << dev;
-}
-
 /* The FP8-output forward (residual NULL: the plain LayerNorm of a); each
  * variant's limit is raised to what its largest C (32 lanes x 8 x V) needs. */
 template <bool RESIDUAL, bool TRANSPOSE>
@@ -386,7 +375,7 @@ static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *o
     case V: {                                                                                      \
         auto kernel = layernorm_forward_fp8_kernel<V, RESIDUAL, TRANSPOSE>;                        \
         static unsigned long long raised = 0; /* devices whose limit is set */                     \
-        if (TRANSPOSE) raise_smem_once(kernel, fp8_tile_bytes(32 * 8 * V), raised);                \
+        if (TRANSPOSE) raise_smem_limit(kernel, fp8_tile_bytes(32 * 8 * V), raised);               \
         kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, amax_bits, mean, rstd, a, \
                                                    b, w, bias, N, C, scale, f);                    \
         break;                                                                                     \
