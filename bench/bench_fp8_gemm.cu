@@ -7,14 +7,17 @@
  * its transposed copy). Median of REPS after WARMUP, CUDA events; one line
  * per layer and a total:
  *   BENCH fp8_gemm <in>x<out> tokens=N fwd_bf16_us= fwd_fp8_us= bwd_bf16_us= bwd_fp8_us= cast_us=
- * and the two ceilings (an 8192^3 product in bf16 and in FP8).
+ * and the two ceilings (an 8192^3 product in bf16 and in FP8). The FP8
+ * products accumulate fast where fp8_fast_accum says (the training
+ * default: the forward), the FP8 ceiling always.
  *
- *   bench_fp8_gemm [C=768] [tokens=32768] */
+ *   bench_fp8_gemm [C=768] [tokens=32768] [none|forward|all] */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <vector>
 
@@ -41,6 +44,10 @@ static void *rand_buf(size_t bytes, unsigned seed) {
 
 int main(int argc, char **argv) {
     const int C = argc > 1 ? atoi(argv[1]) : 768, N = argc > 2 ? atoi(argv[2]) : 32768;
+    const char *mode = argc > 3 ? argv[3] : "forward";
+    const fp8_fast_accum fast = !strcmp(mode, "none")  ? FP8_FAST_ACCUM_NONE
+                                : !strcmp(mode, "all") ? FP8_FAST_ACCUM_ALL
+                                                       : FP8_FAST_ACCUM_FORWARD;
     CUDA_CHECK(cudaStreamCreate(&g_stream));
     cublaslt_ctx lt;
     CUBLAS_CHECK(cublasLtCreate(&lt.handle));
@@ -62,7 +69,7 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaMemcpy(d_one, &one, 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemset(amax, 0, 4));
     /* the FP8 operands (random bytes: the timing does not depend on them) */
-    const fp8_linear_operands q = {q8, q8t, w8, w8t, g8, g8t, d_one, d_one, d_one};
+    const fp8_linear_operands q = {q8, q8t, w8, w8t, g8, g8t, d_one, d_one, d_one, fast};
 
     const int layers[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
     double sum[5] = {0, 0, 0, 0, 0};
@@ -92,9 +99,9 @@ int main(int argc, char **argv) {
                2 * fl / bwd8 * 1e-6, cast, 4.0 * N * (in + o) / cast * 1e-3);
         sum[0] += fwd16, sum[1] += fwd8, sum[2] += bwd16, sum[3] += bwd8, sum[4] += cast;
     }
-    printf("BENCH fp8_gemm block C=%d tokens=%d bf16_us=%.1f fp8_us=%.1f (%.2fx) "
+    printf("BENCH fp8_gemm block C=%d tokens=%d fast_accum=%s bf16_us=%.1f fp8_us=%.1f (%.2fx) "
            "fp8_with_casts_us=%.1f (%.2fx)\n",
-           C, N, sum[0] + sum[2], sum[1] + sum[3], (sum[0] + sum[2]) / (sum[1] + sum[3]),
+           C, N, mode, sum[0] + sum[2], sum[1] + sum[3], (sum[0] + sum[2]) / (sum[1] + sum[3]),
            sum[1] + sum[3] + sum[4], (sum[0] + sum[2]) / (sum[1] + sum[3] + sum[4]));
 
     /* ceilings: 8192^3 */
@@ -104,7 +111,8 @@ int main(int argc, char **argv) {
     const double c16 =
         time_us([&] { matmul_forward_cuda(d16, a16, b16, NULL, S, S, S, NULL, &lt, g_stream); });
     const fp8_linear_operands q8s = {
-        (const uint8_t *)a16, NULL, (const uint8_t *)b16, NULL, NULL, NULL, d_one, d_one, d_one};
+        (const uint8_t *)a16, NULL, (const uint8_t *)b16, NULL, NULL, NULL, d_one, d_one, d_one,
+        FP8_FAST_ACCUM_ALL};
     const double c8 =
         time_us([&] { matmul_forward_cuda(d16, NULL, NULL, NULL, S, S, S, &q8s, &lt, g_stream); });
     const double fl = 2.0 * S * (double)S * S;

@@ -85,11 +85,12 @@ typedef struct {
     int dry_run_ranks;         /* with dry_run: plan for this many ranks (0: the launched world) */
 
     /* performance and diagnostics */
-    bool recompute_gelu;   /* backward recomputes gelu(fch) instead of keeping it per block */
-    bool fp8;              /* the blocks' linear layers in FP8 (device=cuda, compute cap. 8.9+) */
-    int fp8_amax_history;  /* fp8: steps of amax history behind each scale */
-    int fp8_margin;        /* fp8: binades of headroom under the format's largest value */
-    bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
+    bool recompute_gelu;    /* backward recomputes gelu(fch) instead of keeping it per block */
+    bool fp8;               /* the blocks' linear layers in FP8 (device=cuda, compute cap. 8.9+) */
+    int fp8_amax_history;   /* fp8: steps of amax history behind each scale */
+    int fp8_margin;         /* fp8: binades of headroom under the format's largest value */
+    char fp8_fast_accum[8]; /* fp8: none | forward | all: products with fast accumulation */
+    bool memory_preflight;  /* GPUs: refuse a run whose estimate does not fit the free memory */
     bool profile_ops;      /* time every kernel-table op; rank 0 prints a per-op table at the end */
     bool matmul_autotune;  /* device=cuda: GEMM algorithms chosen by timing the candidates */
     bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */

@@ -53,6 +53,19 @@ float fp8_scale_update(float *history, int len, int64_t step, float amax, float 
  * count: the run's non-finite guard sees it. */
 bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot);
 
+/* Which FP8 products use cuBLASLt's fast accumulation
+ * (CUBLASLT_MATMUL_DESC_FAST_ACCUM): Hopper's FP8 tensor cores add into an
+ * accumulator of reduced precision; without it cuBLASLt promotes the
+ * partial sums into FP32 registers at intervals along K, which costs
+ * throughput. Transformer Engine and torchao keep it on for the forward
+ * and off for both gradients, whose sums run over more terms (the weight
+ * gradient's over every token). */
+typedef enum {
+    FP8_FAST_ACCUM_NONE,
+    FP8_FAST_ACCUM_FORWARD, /* the forward product only */
+    FP8_FAST_ACCUM_ALL      /* all three products */
+} fp8_fast_accum;
+
 /* The FP8 copies of one linear layer's operands (nn.Linear: inp (N,C),
  * weight (OC,C), dout (N,OC)) that its products read in place of the bf16
  * ones, each with its transpose for the product over the other dimension
@@ -65,6 +78,7 @@ typedef struct {
     const uint8_t *weight, *weight_t; /* E4M3 (OC,C), (C,OC) */
     const uint8_t *dout, *dout_t;     /* E5M2 (N,OC), (OC,N) */
     const float *inp_dequant, *weight_dequant, *dout_dequant;
+    fp8_fast_accum fast_accum; /* where the products accumulate fast */
 } fp8_linear_operands;
 
 /* The delayed-scaling state of n tensors in a backend's memory (arrays, owned

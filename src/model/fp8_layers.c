@@ -33,7 +33,7 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history) {
 }
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin) {
+                       int history, int margin, fp8_fast_accum fast_accum) {
     if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
         !ops->matmul_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
@@ -52,6 +52,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     f->n_layer = L;
     f->C = C;
     f->N = N;
+    f->fast_accum = fast_accum;
     f->s.n = n;
     f->s.len = history;
     f->s.margin = margin;
@@ -193,7 +194,8 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                                    NULL,
                                    dequant(f, tensor_of(i, T_INP)),
                                    dequant(f, tensor_of(i, T_WEIGHT)),
-                                   dequant(f, tensor_of(i, T_DOUT))};
+                                   dequant(f, tensor_of(i, T_DOUT)),
+                                   f->fast_accum};
     if (!pre) {
         ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
         return;
@@ -259,7 +261,8 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                                    f->g8_t,
                                    dequant(f, tensor_of(i, T_INP)),
                                    dequant(f, tensor_of(i, T_WEIGHT)),
-                                   dequant(f, tensor_of(i, T_DOUT))};
+                                   dequant(f, tensor_of(i, T_DOUT)),
+                                   f->fast_accum};
     /* mlp.c_proj through the GELU: with mlp.c_fc's output-gradient scale
      * known (after its first cast), the product without the GELU, then one
      * pass for the GELU backward, c_fc's bias gradient and the cast */

@@ -39,6 +39,7 @@ typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linea
 
 typedef struct fp8_layers_s {
     int n_layer, C, N; /* N: capacity, tokens per forward */
+    fp8_fast_accum fast_accum;
     int64_t forwards;
     fp8_scaling s;                /* backend arrays: 3 tensors (inp, weight, dout) per linear */
     bool *bootstrapped;           /* host: the tensor's scale has come from its own amax */
@@ -53,10 +54,11 @@ typedef struct fp8_layers_s {
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
- * are the recipe's (fp8_amax_history, fp8_margin). Fails unless the
+ * are the recipe's (fp8_amax_history, fp8_margin), fast_accum the products
+ * that accumulate fast (fp8_fast_accum). Fails unless the
  * backend has FP8 ops and N is a multiple of 16 (the transposed copies). */
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin);
+                       int history, int margin, fp8_fast_accum fast_accum);
 void fp8_layers_free(fp8_layers *f, const kernel_ops *ops);
 /* The backend bytes fp8_layers_create allocates. */
 size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history);

@@ -82,7 +82,8 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->dqkv = alloc_acts(ops, N * 3 * C);
     if (m->opt.fp8) {
         m->fp8 = xmalloc(sizeof *m->fp8);
-        fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin);
+        fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin,
+                          m->opt.fp8_fast_accum);
     }
 }
 

@@ -38,9 +38,11 @@ typedef struct {
      * block. The CPU backend's results are bitwise the same either way. */
     bool recompute_gelu;
     /* The blocks' linear layers in FP8 (model/fp8_layers.h), with the
-     * delayed-scaling recipe's amax history (steps, >= 1) and margin. */
+     * delayed-scaling recipe's amax history (steps, >= 1) and margin, and
+     * the products that accumulate fast. */
     bool fp8;
     int fp8_history, fp8_margin;
+    fp8_fast_accum fp8_fast_accum;
 } gpt2_options;
 
 typedef struct {

@@ -614,14 +614,21 @@ static double gelu_tanh_grad(double x) {
  * gelu_fwd: the forward with the GELU epilogue (out and pre checked);
  * gelu_bwd: the backward through a GELU whose input pre (M,C) is given
  * (dinp times gelu'(pre), and dpre_colsum); dbias: the bias gradient from
- * the bf16 dout. */
+ * the bf16 dout; fast: the products that accumulate fast, whose tolerance
+ * adds 2^-9 of the summed magnitudes of their terms (FAST_SLACK: the FP8
+ * tensor cores' own accumulator keeps fewer bits than FP32, and its error
+ * grows with the terms, not with the result). */
+#define FAST_SLACK 0.25 /* x 2^-7 (compare's relative term) = 2^-9 */
 static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int with_dbias,
-                         const cublaslt_ctx *lt, cudaStream_t s) {
+                         fp8_fast_accum fast, const cublaslt_ctx *lt, cudaStream_t s) {
+    static const char *const fast_name[] = {"", " fast-fwd", " fast-all"};
+    const double fwd_slack = fast != FP8_FAST_ACCUM_NONE ? FAST_SLACK : 0.0;
+    const double bwd_slack = fast == FP8_FAST_ACCUM_ALL ? FAST_SLACK : 0.0;
     char what[200];
     operand x = make_operand(M, C, 1.0, FP8_E4M3), w = make_operand(OC, C, 0.02, FP8_E4M3),
             g = make_operand(M, OC, 1e-4, FP8_E5M2);
     fp8_linear_operands q = {x.d_bytes,   x.d_bytes_t, w.d_bytes,   w.d_bytes_t, g.d_bytes,
-                             g.d_bytes_t, x.d_dequant, w.d_dequant, g.d_dequant};
+                             g.d_bytes_t, x.d_dequant, w.d_dequant, g.d_dequant, fast};
     uint16_t *bias = bf16_random((size_t)OC, 0.1), *old_dw = bf16_random((size_t)OC * C, 0.5);
     uint16_t *old_db = bf16_random((size_t)OC, 0.5), *pre = bf16_random((size_t)M * C, 1.0);
     uint16_t *old_dpre = bf16_random((size_t)C, 0.5);
@@ -651,15 +658,16 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
             }
             const double b = bf16_value(bias[j]);
             ref[(size_t)i * OC + j] = acc + b;
-            mag[(size_t)i * OC + j] = fabs(acc + b);
+            mag[(size_t)i * OC + j] = fabs(acc + b) + fwd_slack * m;
             ref2[(size_t)i * OC + j] = gelu_tanh(acc + b);
             mag2[(size_t)i * OC + j] = fabs(ref2[(size_t)i * OC + j]);
         }
-    snprintf(what, sizeof what, "fp8 %s M=%d C=%d OC=%d%s",
-             gelu_fwd ? "gelu forward (pre)" : "forward", M, C, OC, " +bias");
+    snprintf(what, sizeof what, "fp8%s %s M=%d C=%d OC=%d +bias", fast_name[fast],
+             gelu_fwd ? "gelu forward (pre)" : "forward", M, C, OC);
     compare(what, gelu_fwd ? d_pre : d_out, ref, mag, n_out, 1e-3);
     if (gelu_fwd) { /* cuBLASLt's own tanh: the looser a of test_ops_cuda */
-        snprintf(what, sizeof what, "fp8 gelu forward (out) M=%d C=%d OC=%d", M, C, OC);
+        snprintf(what, sizeof what, "fp8%s gelu forward (out) M=%d C=%d OC=%d", fast_name[fast], M,
+                 C, OC);
         compare(what, d_out, ref2, mag2, n_out, 1e-2);
     }
 
@@ -689,11 +697,11 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
             }
             const double d = gelu_bwd ? gelu_tanh_grad(bf16_value(pre[(size_t)i * C + k])) : 1.0;
             ref[(size_t)i * C + k] = acc * d;
-            mag[(size_t)i * C + k] = fabs(acc * d);
+            mag[(size_t)i * C + k] = (fabs(acc) + bwd_slack * m) * fabs(d);
             colsum[k] += acc * d, colmag[k] += fabs(acc * d);
         }
-    snprintf(what, sizeof what, "fp8 input gradient%s M=%d C=%d OC=%d", gelu_bwd ? " (gelu)" : "",
-             M, C, OC);
+    snprintf(what, sizeof what, "fp8%s input gradient%s M=%d C=%d OC=%d", fast_name[fast],
+             gelu_bwd ? " (gelu)" : "", M, C, OC);
     compare(what, d_dinp, ref, mag, n_in, gelu_bwd ? 1e-2 : 1e-3);
     if (gelu_bwd) {
         snprintf(what, sizeof what, "fp8 dpre_colsum += M=%d C=%d", M, C);
@@ -702,14 +710,17 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
     /* dW += dout^T inp */
     for (int j = 0; j < OC; j++)
         for (int k = 0; k < C; k++) {
-            double acc = 0.0;
-            for (int i = 0; i < M; i++)
-                acc += g.value[(size_t)i * OC + j] * x.value[(size_t)i * C + k];
+            double acc = 0.0, m = 0.0;
+            for (int i = 0; i < M; i++) {
+                const double p = g.value[(size_t)i * OC + j] * x.value[(size_t)i * C + k];
+                acc += p, m += fabs(p);
+            }
             const double o = bf16_value(old_dw[(size_t)j * C + k]);
             ref[(size_t)j * C + k] = o + acc;
-            mag[(size_t)j * C + k] = fabs(o) + fabs(acc);
+            mag[(size_t)j * C + k] = fabs(o) + fabs(acc) + bwd_slack * m;
         }
-    snprintf(what, sizeof what, "fp8 weight gradient += M=%d C=%d OC=%d", M, C, OC);
+    snprintf(what, sizeof what, "fp8%s weight gradient += M=%d C=%d OC=%d", fast_name[fast], M, C,
+             OC);
     compare(what, d_dw, ref, mag, n_w, 1e-3);
     if (with_dbias) { /* dbias += column sums of the bf16 dout */
         for (int j = 0; j < OC; j++) {
@@ -796,13 +807,20 @@ int main(void) {
          * them: c_attn with its bias gradient, attn.c_proj, c_fc with the
          * GELU epilogue, mlp.c_proj backward through the GELU; then a shape
          * of partial tiles. Activations N(0,1), weights N(0,0.02),
-         * gradients N(0,1e-4). */
+         * gradients N(0,1e-4). Each with the default fast accumulation
+         * (fp8_fast_accum = forward), then without any and with it for all
+         * three products. */
         const int T = 256, C = 768;
-        check_linear(T, C, 3 * C, 0, 0, 1, &lt, s);
-        check_linear(T, C, C, 0, 0, 0, &lt, s);
-        check_linear(T, C, 4 * C, 1, 0, 0, &lt, s);
-        check_linear(T, 4 * C, C, 0, 1, 0, &lt, s);
-        check_linear(144, 80, 48, 1, 1, 1, &lt, s);
+        const fp8_fast_accum modes[] = {FP8_FAST_ACCUM_FORWARD, FP8_FAST_ACCUM_NONE,
+                                        FP8_FAST_ACCUM_ALL};
+        for (int m = 0; m < 3; m++) {
+            const fp8_fast_accum f = modes[m];
+            check_linear(T, C, 3 * C, 0, 0, 1, f, &lt, s);
+            check_linear(T, C, C, 0, 0, 0, f, &lt, s);
+            check_linear(T, C, 4 * C, 1, 0, 0, f, &lt, s);
+            check_linear(T, 4 * C, C, 0, 1, 0, f, &lt, s);
+            check_linear(144, 80, 48, 1, 1, 1, f, &lt, s);
+        }
         CK(cudaFree(lt.workspace));
         cublasLtDestroy(lt.handle);
     }

@@ -60,7 +60,8 @@ static void *try_alloc(size_t bytes) {
 }
 
 /* FLOP/s of the same product with FP8 operands (a and w cast to E4M3 at
- * scale 1, as the model's products read them), or 0 without the memory. */
+ * scale 1, as the model's products read them) and fast accumulation, or 0
+ * without the memory. */
 static double fp8_gemm_rate(cudaStream_t stream, const bf16 *a, const bf16 *w, bf16 *out) {
     const size_t n = (size_t)GEMM_SIZE * GEMM_SIZE;
     uint8_t *a8 = (uint8_t *)try_alloc(n), *w8 = (uint8_t *)try_alloc(n);
@@ -72,7 +73,9 @@ static double fp8_gemm_rate(cudaStream_t stream, const bf16 *a, const bf16 *w, b
         CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
         ops_cuda.fp8_cast(a8, nullptr, amax, a, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
         ops_cuda.fp8_cast(w8, nullptr, amax, w, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
-        const fp8_linear_operands q = {a8, nullptr, w8, nullptr, nullptr, nullptr, one, one, one};
+        /* with fast accumulation: the rate the tensor cores reach */
+        const fp8_linear_operands q = {a8,      nullptr, w8,  nullptr, nullptr,
+                                       nullptr, one,     one, one,     FP8_FAST_ACCUM_ALL};
         const float ms = median_ms(stream, [&] {
             ops_cuda.matmul_forward_fp8(out, nullptr, GEMM_SIZE, GEMM_SIZE, GEMM_SIZE, &q);
         });

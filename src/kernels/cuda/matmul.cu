@@ -158,6 +158,7 @@ extern "C" void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStrea
 typedef struct {
     int ta, tb, m, n, k, lda, ldb, ldd;
     int type_a, type_b;      /* cudaDataType_t: bf16, or fp8 (a product with FP8 operands) */
+    int fast_accum;          /* FP8: CUBLASLT_MATMUL_DESC_FAST_ACCUM */
     int epilogue, bias_type; /* bias_type: a cudaDataType_t, or -1 for none */
     int64_t aux_ld;
     unsigned align_a, align_b, align_d, align_bias, align_aux;
@@ -225,6 +226,10 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
     set_attr(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &ops[key->tb], sizeof ops[0]);
     const uint32_t epilogue = (uint32_t)key->epilogue;
     set_attr(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+    if (key->fast_accum) {
+        const int8_t on = 1;
+        set_attr(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof on);
+    }
     if (key->bias_type >= 0) {
         const int32_t type = key->bias_type;
         set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type);
@@ -348,11 +353,12 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
     CUDA_CHECK(cudaEventDestroy(stop));
 }
 
-/* FP8 operands of a GEMM (cuBLAS's A and B): their types and the device
- * floats that dequantise them. */
+/* FP8 operands of a GEMM (cuBLAS's A and B): their types, the device
+ * floats that dequantise them, and whether it accumulates fast. */
 typedef struct {
     cudaDataType_t type_a, type_b;
     const float *scale_a, *scale_b;
+    int fast_accum;
 } fp8_operands;
 
 /* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
@@ -374,6 +380,7 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     key.ldd = ldd;
     key.type_a = f8 ? f8->type_a : CUDA_R_16BF;
     key.type_b = f8 ? f8->type_b : CUDA_R_16BF;
+    key.fast_accum = f8 ? f8->fast_accum : 0;
     key.epilogue = (int)epilogue;
     key.bias_type = bias ? bias_type : -1;
     key.aux_ld = aux ? aux_ld : 0;
@@ -427,7 +434,8 @@ extern "C" void matmul_cuda_print_tuning(FILE *out) {
         const plan_key *k = &p->key;
         const double flops = 2.0 * k->m * (double)k->n * k->k;
         fprintf(out, "%-14s %6d %6d %6d %12.1f %12.1f %3d/%-2d %10.1f\n",
-                k->type_a != CUDA_R_16BF ? "FP8" : epilogue_name((cublasLtEpilogue_t)k->epilogue),
+                k->type_a != CUDA_R_16BF ? (k->fast_accum ? "FP8 fast" : "FP8")
+                                         : epilogue_name((cublasLtEpilogue_t)k->epilogue),
                 k->m, k->n, k->k, p->heuristic_us, p->tuned_us, p->chosen + 1, p->n_candidates,
                 flops / (p->tuned_us * 1e-6) * 1e-12);
     }
@@ -451,7 +459,8 @@ static product forward_product(const void *inp, const void *weight, int C,
     product p = {1, 0, weight, inp, C, C, {}};
     if (q) {
         p.A = q->weight, p.B = q->inp;
-        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, q->weight_dequant, q->inp_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, q->weight_dequant, q->inp_dequant,
+                q->fast_accum != FP8_FAST_ACCUM_NONE};
     }
     return p;
 }
@@ -460,7 +469,8 @@ static product dinp_product(const void *dout, const void *weight, int C, int OC,
     product p = {0, 0, weight, dout, C, OC, {}};
     if (q) {
         p = {1, 0, q->weight_t, q->dout, OC, OC, {}};
-        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->weight_dequant, q->dout_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->weight_dequant, q->dout_dequant,
+                q->fast_accum == FP8_FAST_ACCUM_ALL};
     }
     return p;
 }
@@ -469,7 +479,8 @@ static product dweight_product(const void *inp, const void *dout, int N, int C, 
     product p = {0, 1, inp, dout, C, OC, {}};
     if (q) {
         p = {1, 0, q->inp_t, q->dout_t, N, N, {}};
-        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->inp_dequant, q->dout_dequant};
+        p.f8 = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, q->inp_dequant, q->dout_dequant,
+                q->fast_accum == FP8_FAST_ACCUM_ALL};
     }
     return p;
 }
