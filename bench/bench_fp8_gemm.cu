@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <vector>
 
@@ -45,9 +44,11 @@ static void *rand_buf(size_t bytes, unsigned seed) {
 int main(int argc, char **argv) {
     const int C = argc > 1 ? atoi(argv[1]) : 768, N = argc > 2 ? atoi(argv[2]) : 32768;
     const char *mode = argc > 3 ? argv[3] : "forward";
-    const fp8_fast_accum fast = !strcmp(mode, "none")  ? FP8_FAST_ACCUM_NONE
-                                : !strcmp(mode, "all") ? FP8_FAST_ACCUM_ALL
-                                                       : FP8_FAST_ACCUM_FORWARD;
+    fp8_fast_accum fast;
+    if (!fp8_fast_accum_named(mode, &fast)) {
+        fprintf(stderr, "bench_fp8_gemm: fast accumulation '%s': use none, forward or all\n", mode);
+        return 2;
+    }
     CUDA_CHECK(cudaStreamCreate(&g_stream));
     cublaslt_ctx lt;
     CUBLAS_CHECK(cublasLtCreate(&lt.handle));

@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "config/suggest.h"
+#include "kernels/fp8.h"
 #include "model/shape.h"
 
 /* offsetof and sizeof of a field, after _Generic checked that its C type is
@@ -46,7 +47,6 @@ static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL}
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
 static const char *const async_modes[] = {"auto", "true", "false", NULL};
-static const char *const fast_accum_modes[] = {"none", "forward", "all", NULL};
 
 /* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
  * .ini only says what differs. Upper bounds catch typos (an extra zero),
@@ -124,7 +124,7 @@ const config_key config_keys[] = {
             "fp8: steps of amax history each tensor's scale is taken from"),
     INT_KEY("train", fp8_margin, "0", CLOSED(0, 16),
             "fp8: binades of headroom left under the format's largest value"),
-    ENUM_KEY("train", fp8_fast_accum, "forward", fast_accum_modes,
+    ENUM_KEY("train", fp8_fast_accum, "forward", fp8_fast_accum_names,
              "fp8: the products that use the FP8 tensor cores' fast, less precise accumulation: "
              "the forward (as Transformer Engine), all three, or none (docs/fp8.md)"),
 

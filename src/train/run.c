@@ -200,20 +200,16 @@ static void run_read_initial_weights(run_state *r) {
     initial_weights(r->cfg, &r->lay, r->resuming, r->dist->rank, r->host_params);
 }
 
-/* fp8_fast_accum's value (one of the key's choices) as the model takes it. */
-static fp8_fast_accum fast_accum_of(const char *name) {
-    if (strcmp(name, "none") == 0) return FP8_FAST_ACCUM_NONE;
-    return strcmp(name, "all") == 0 ? FP8_FAST_ACCUM_ALL : FP8_FAST_ACCUM_FORWARD;
-}
-
 /* The model on the backend, with its initial weights. */
 static void run_build_model(run_state *r) {
     const config *cfg = r->cfg;
+    fp8_fast_accum fast_accum = FP8_FAST_ACCUM_FORWARD; /* the key's choices are the names */
+    fp8_fast_accum_named(cfg->fp8_fast_accum, &fast_accum);
     const gpt2_options model_opt = {.recompute_gelu = cfg->recompute_gelu,
                                     .fp8 = cfg->fp8,
                                     .fp8_history = cfg->fp8_amax_history,
                                     .fp8_margin = cfg->fp8_margin,
-                                    .fp8_fast_accum = fast_accum_of(cfg->fp8_fast_accum)};
+                                    .fp8_fast_accum = fast_accum};
     gpt2_create_with(&r->model, &r->lay, r->ops, cfg->micro_batch, cfg->seq_len, &model_opt);
     if (cfg->save_init && !r->resuming && r->dist->rank == 0) save_initial_weights(r);
     r->ops->upload_f32(r->model.params, r->host_params, r->lay.n_elements);

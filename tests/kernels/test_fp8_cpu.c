@@ -220,6 +220,23 @@ static void check_scaling(void) {
           "a NaN amax is the non-finite guard's, not clipping");
 }
 
+/* fp8_fast_accum_named: the config key's names, in the enum's order. */
+static void check_fast_accum_names(void) {
+    const char *const names[] = {"none", "forward", "all"};
+    const fp8_fast_accum modes[] = {FP8_FAST_ACCUM_NONE, FP8_FAST_ACCUM_FORWARD,
+                                    FP8_FAST_ACCUM_ALL};
+    for (int i = 0; i < 3; i++) {
+        fp8_fast_accum m = modes[(i + 1) % 3];
+        check(fp8_fast_accum_named(names[i], &m) && m == modes[i] &&
+                  strcmp(fp8_fast_accum_names[i], names[i]) == 0,
+              "fast accumulation names", names[i]);
+    }
+    fp8_fast_accum m = FP8_FAST_ACCUM_ALL;
+    check(!fp8_fast_accum_named("Forward", &m) && !fp8_fast_accum_named("", &m) &&
+              m == FP8_FAST_ACCUM_ALL && fp8_fast_accum_names[3] == NULL,
+          "fast accumulation names", "another name is refused, the mode left as it was");
+}
+
 int main(void) {
     check_format(FP8_E4M3);
     check_format(FP8_E5M2);
@@ -230,6 +247,7 @@ int main(void) {
     printf("cuda_fp8.h not available: checked against the format definition only\n");
 #endif
     check_scaling();
+    check_fast_accum_names();
     printf("SUMMARY test_fp8_cpu: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");
     return n_failed ? 1 : 0;
