@@ -2,7 +2,9 @@
 """plot_run.py: one PNG of how runs trained, from their metrics.jsonl: train
 and val loss, HellaSwag accuracy, learning rate and tokens/s, over steps,
 tokens or hours. Several run directories are overlaid (one color each, the
-same in every panel) to compare them.
+same in every panel) to compare them, and each run's validation loss is
+compared with the first's at the evaluation steps both have (printed, and
+in --dump): the largest relative difference and the last one.
 
 usage: tools/plot_run.py RUN_DIR [RUN_DIR ...] [-o FILE] [--x step|tokens|time]
            [--smooth W] [--log-y] [--label NAME ...] [--tokens-per-step N]
@@ -272,6 +274,20 @@ def run_series(run, x_of, smooth):
     return out, restarts
 
 
+def val_loss_against(first, other):
+    """other's validation loss against first's (their val_loss panels) at
+    the evaluation steps both have: relative differences in percent, the
+    largest (and its step) and the last; None without a common step."""
+    ref = dict(zip(first["step"], first["y"]))
+    common = [(s, y) for s, y in zip(other["step"], other["y"]) if s in ref]
+    if not common:
+        return None
+    diffs = [(abs(y - ref[s]) / abs(ref[s]) * 100 if ref[s] else math.inf, s) for s, y in common]
+    worst = max(diffs, key=lambda d: d[0])
+    return {"common": len(common), "max_pct": worst[0], "max_step": worst[1],
+            "last_pct": diffs[-1][0], "last_step": diffs[-1][1]}
+
+
 def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -373,10 +389,18 @@ def main():
                        for r in restarts)
         print(f"{label}: {len(h['step'])} steps, {len(h['eval'])} evals, "
               f"{len(h['hellaswag'])} HellaSwag evals{note}")
+    against = [None] + [val_loss_against(plotted[0][1]["val_loss"], series["val_loss"])
+                        for _, series, _ in plotted[1:]]
+    for (label, _, _), a in zip(plotted[1:], against[1:]):
+        print(f"val loss of {label} against {plotted[0][0]}: " +
+              (f"largest difference {a['max_pct']:.2f}% (step {a['max_step']}), "
+               f"{a['last_pct']:.2f}% at step {a['last_step']}, over {a['common']} common "
+               "evaluations" if a else "no evaluation step in common"))
     if args.dump:
         dump = {"x": args.x, "smooth": args.smooth, "runs": [
-            {"label": label, "dir": d, "panels": series, "restarts": restarts}
-            for (label, series, restarts), d in zip(plotted, args.run_dirs)]}
+            {"label": label, "dir": d, "panels": series, "restarts": restarts,
+             "val_loss_against_first": a}
+            for (label, series, restarts), d, a in zip(plotted, args.run_dirs, against)]}
         try:
             with open(args.dump, "w", encoding="utf-8") as f:
                 json.dump(json_safe(dump), f)

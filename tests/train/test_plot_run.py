@@ -11,7 +11,8 @@ step 31, a resume from step 20 (an earlier checkpoint: its steps 22-40
 supersede everything the first start logged after step 20, also the steps
 and evals it does not log itself) at 2,048, and a resume from step 40 at
 4,096. Run "beta" is in the format from before run records: steps 1-20,
-then a restart whose steps 11-30 supersede the first 11-20.
+then a restart whose steps 11-30 supersede the first 11-20. The runs'
+validation losses against the first's are checked against the kept evals.
 usage: test_plot_run.py WORK_DIR"""
 import json
 import os
@@ -122,7 +123,7 @@ def make_beta(d):
         lines.append(r)
         kept.append((1, r))
         if s in (20, 30):
-            e = {"type": "eval", "step": s, "val_loss": 7.0 - s / 100, "ms": 1.0}
+            e = {"type": "eval", "step": s, "val_loss": 6.0 + s / 40, "ms": 1.0}
             lines.append(e)
             kept.append((1, e))
     write(os.path.join(d, "metrics.jsonl"), lines)
@@ -200,6 +201,21 @@ def main():
           f"alpha's restarts {d['runs'][0]['restarts']}")
     check([(r["step"], r["x"]) for r in d["runs"][1]["restarts"]] == [(11, 11)],
           f"beta's restarts {d['runs'][1]['restarts']}")
+    # Beta's validation loss against alpha's at the steps both evaluated.
+    val_a = {r["step"]: r["val_loss"] for _, r in kept_a if r["type"] == "eval"}
+    pct = sorted((r["step"], abs(r["val_loss"] - val_a[r["step"]]) / val_a[r["step"]] * 100)
+                 for _, r in kept_b if r["type"] == "eval" and r["step"] in val_a)
+    worst = max(pct, key=lambda p: p[1])
+    got = d["runs"][1]["val_loss_against_first"]
+    check(d["runs"][0]["val_loss_against_first"] is None, "the first run against itself")
+    check(got is not None and (got["common"], got["max_step"], got["last_step"]) ==
+          (len(pct), worst[0], pct[-1][0]) and worst[0] != pct[-1][0],
+          f"beta against alpha: {got}, expected {pct}")
+    if got is not None:
+        close([got["max_pct"], got["last_pct"]], [worst[1], pct[-1][1]], "beta against alpha, %")
+    check(f"val loss of B against A: largest difference {worst[1]:.2f}% (step {worst[0]}), "
+          f"{pct[-1][1]:.2f}% at step {pct[-1][0]}, over {len(pct)} common evaluations" in out,
+          "the comparison line")
 
     # Over tokens: each segment at its own tokens per step; beta needs --tokens-per-step.
     rc, out, err = run_tool([alpha, beta, "-o", os.path.join(work, "tokens.png"), "--x", "tokens"])
@@ -235,10 +251,12 @@ def main():
     # step than the last restart's replaces that restart too.
     gamma = os.path.join(work, "gamma")
     kept_g = make_gamma(gamma)
-    rc, out, err = run_tool([gamma, "-o", os.path.join(work, "gamma.png"), "--x", "tokens",
-                             "--dump", dump])
+    rc, out, err = run_tool([gamma, alpha, "-o", os.path.join(work, "gamma.png"), "--x",
+                             "tokens", "--dump", dump])
     check(rc == 0 and "gamma: 14 steps, 0 evals, 0 HellaSwag evals, resumed at step 8\n" in out,
           f"gamma: exit {rc}: {out} {err}")
+    check("val loss of alpha against gamma: no evaluation step in common" in out,
+          f"no common evaluation: {out}")
     d = json.load(open(dump))
     tokens_g = lambda seg, r: r["step"] * 200 if seg == 1 else 8 * 200 + (r["step"] - 8) * 400
     compare(d["runs"][0], kept_g, tokens_g, 0.9, "gamma/tokens")
