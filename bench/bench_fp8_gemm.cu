@@ -24,6 +24,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/fp8.h"
 #include "kernels/matmul.h"
+#include "model/fp8_layers.h"
 
 enum { WARMUP = 3, REPS = 15 };
 static cudaStream_t g_stream;

@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 #include "config/suggest.h"
-#include "kernels/fp8.h"
+#include "model/fp8_layers.h"
 #include "model/shape.h"
 
 /* offsetof and sizeof of a field, after _Generic checked that its C type is

@@ -65,17 +65,6 @@ typedef enum {
     FP8_FAST_ACCUM_FORWARD, /* the forward product only */
     FP8_FAST_ACCUM_ALL      /* all three products */
 } fp8_fast_accum;
-#ifdef __cplusplus
-extern "C" { /* the benchmarks parse a mode too */
-#endif
-/* The modes' names in enum order, NULL-terminated: the choices of the
- * config key fp8_fast_accum. */
-extern const char *const fp8_fast_accum_names[];
-/* The mode of that name; false, *out untouched, for any other name. */
-bool fp8_fast_accum_named(const char *name, fp8_fast_accum *out);
-#ifdef __cplusplus
-}
-#endif
 
 /* The FP8 copies of one linear layer's operands (nn.Linear: inp (N,C),
  * weight (OC,C), dout (N,OC)) that its products read in place of the bf16

@@ -374,3 +374,14 @@ void fp8_layers_print_clipping(const fp8_layers *f, const kernel_ops *ops, FILE 
     free(rows);
     free(clipped);
 }
+
+const char *const fp8_fast_accum_names[] = {"none", "forward", "all", NULL};
+
+bool fp8_fast_accum_named(const char *name, fp8_fast_accum *out) {
+    for (int i = 0; fp8_fast_accum_names[i]; i++)
+        if (strcmp(name, fp8_fast_accum_names[i]) == 0) {
+            *out = (fp8_fast_accum)i;
+            return true;
+        }
+    return false;
+}

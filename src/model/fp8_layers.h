@@ -34,6 +34,18 @@
 #include "kernels/ops.h"
 #include "model/layout.h"
 
+#ifdef __cplusplus
+extern "C" { /* the FP8 benchmark parses a mode too */
+#endif
+/* fp8_fast_accum's modes by name, in the enum's order, NULL-terminated:
+ * the choices of the config key fp8_fast_accum. */
+extern const char *const fp8_fast_accum_names[];
+/* The mode of that name; false, *out untouched, for any other name. */
+bool fp8_fast_accum_named(const char *name, fp8_fast_accum *out);
+#ifdef __cplusplus
+}
+#endif
+
 /* A block's linear layers, in forward order. */
 typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linear;
 

@@ -17,6 +17,7 @@
 #include "kernels/cuda_info.h"
 #endif
 #include "kernels/ops_profile.h"
+#include "model/fp8_layers.h"
 #include "train/backend.h"
 #include "train/epochs.h"
 #include "train/init_from.h"

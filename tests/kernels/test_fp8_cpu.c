@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/fp8.h"
+#include "model/fp8_layers.h" /* fp8_fast_accum_named */
 
 #ifdef GPT2_TEST_NVIDIA_FP8
 #include <cuda_fp8.h>

@@ -14,7 +14,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
 typedef struct {
     int exp_bits, man_bits, bias;
@@ -97,15 +96,4 @@ bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot) {
     /* halfway to the next step above max_finite: the tie rounds to 448 (even)
      * in E4M3, and to 65536 (even, past the range) in E5M2 */
     return f == FP8_E4M3 ? scaled > 464.0f : scaled >= 61440.0f;
-}
-
-const char *const fp8_fast_accum_names[] = {"none", "forward", "all", NULL};
-
-bool fp8_fast_accum_named(const char *name, fp8_fast_accum *out) {
-    for (int i = 0; fp8_fast_accum_names[i]; i++)
-        if (strcmp(name, fp8_fast_accum_names[i]) == 0) {
-            *out = (fp8_fast_accum)i;
-            return true;
-        }
-    return false;
 }
