@@ -38,6 +38,7 @@
 #include "kernels/fp8.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "model/fp8_layers.h" /* fp8_fast_accum_names */
 #include "model/rng.h"
 
 static rng_state rng;
@@ -621,7 +622,6 @@ static double gelu_tanh_grad(double x) {
 #define FAST_SLACK 0.25 /* x 2^-7 (compare's relative term) = 2^-9 */
 static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int with_dbias,
                          fp8_fast_accum fast, const cublaslt_ctx *lt, cudaStream_t s) {
-    static const char *const fast_name[] = {"", " fast-fwd", " fast-all"};
     const double fwd_slack = fast != FP8_FAST_ACCUM_NONE ? FAST_SLACK : 0.0;
     const double bwd_slack = fast == FP8_FAST_ACCUM_ALL ? FAST_SLACK : 0.0;
     char what[200];
@@ -662,12 +662,12 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
             ref2[(size_t)i * OC + j] = gelu_tanh(acc + b);
             mag2[(size_t)i * OC + j] = fabs(ref2[(size_t)i * OC + j]);
         }
-    snprintf(what, sizeof what, "fp8%s %s M=%d C=%d OC=%d +bias", fast_name[fast],
-             gelu_fwd ? "gelu forward (pre)" : "forward", M, C, OC);
+    snprintf(what, sizeof what, "fp8 fast_accum=%s %s M=%d C=%d OC=%d +bias",
+             fp8_fast_accum_names[fast], gelu_fwd ? "gelu forward (pre)" : "forward", M, C, OC);
     compare(what, gelu_fwd ? d_pre : d_out, ref, mag, n_out, 1e-3);
     if (gelu_fwd) { /* cuBLASLt's own tanh: the looser a of test_ops_cuda */
-        snprintf(what, sizeof what, "fp8%s gelu forward (out) M=%d C=%d OC=%d", fast_name[fast], M,
-                 C, OC);
+        snprintf(what, sizeof what, "fp8 fast_accum=%s gelu forward (out) M=%d C=%d OC=%d",
+                 fp8_fast_accum_names[fast], M, C, OC);
         compare(what, d_out, ref2, mag2, n_out, 1e-2);
     }
 
@@ -700,8 +700,8 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
             mag[(size_t)i * C + k] = (fabs(acc) + bwd_slack * m) * fabs(d);
             colsum[k] += acc * d, colmag[k] += fabs(acc * d);
         }
-    snprintf(what, sizeof what, "fp8%s input gradient%s M=%d C=%d OC=%d", fast_name[fast],
-             gelu_bwd ? " (gelu)" : "", M, C, OC);
+    snprintf(what, sizeof what, "fp8 fast_accum=%s input gradient%s M=%d C=%d OC=%d",
+             fp8_fast_accum_names[fast], gelu_bwd ? " (gelu)" : "", M, C, OC);
     compare(what, d_dinp, ref, mag, n_in, gelu_bwd ? 1e-2 : 1e-3);
     if (gelu_bwd) {
         snprintf(what, sizeof what, "fp8 dpre_colsum += M=%d C=%d", M, C);
@@ -719,8 +719,8 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
             ref[(size_t)j * C + k] = o + acc;
             mag[(size_t)j * C + k] = fabs(o) + fabs(acc) + bwd_slack * m;
         }
-    snprintf(what, sizeof what, "fp8%s weight gradient += M=%d C=%d OC=%d", fast_name[fast], M, C,
-             OC);
+    snprintf(what, sizeof what, "fp8 fast_accum=%s weight gradient += M=%d C=%d OC=%d",
+             fp8_fast_accum_names[fast], M, C, OC);
     compare(what, d_dw, ref, mag, n_w, 1e-3);
     if (with_dbias) { /* dbias += column sums of the bf16 dout */
         for (int j = 0; j < OC; j++) {
