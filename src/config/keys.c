@@ -115,7 +115,8 @@ const config_key config_keys[] = {
             "skipped; this many in a row end the run with exit code 4, saving nothing"),
     BOOL_KEY("train", recompute_gelu, "false",
              "keep no per-layer GELU output: backward recomputes it (saves 8 C bytes per token "
-             "per layer in bf16, costs one elementwise pass per layer)"),
+             "per layer in bf16, 4 C of its transposed FP8 copy with fp8; costs one elementwise "
+             "pass per layer)"),
     BOOL_KEY("train", fp8, "false",
              "the transformer blocks' linear layers (forward, input and weight gradients) in "
              "FP8: E4M3 activations and weights, E5M2 gradients, per-tensor delayed scaling; "

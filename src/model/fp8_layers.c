@@ -23,17 +23,20 @@ enum { T_INP, T_WEIGHT, T_DOUT, T_PER_LINEAR };
 enum { STRIDE = 4 };
 static int tensor_of(int i, int which) { return i * T_PER_LINEAR + which; }
 
-size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history) {
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu) {
     const size_t C = (size_t)lay->n_embd, L = (size_t)lay->n_layer, n = L * 12;
     const size_t big = (size_t)N * 4 * C;
-    const size_t per_block = 7 * C * (size_t)N + 2 * 12 * C * C;
-    const size_t scratch = 3 * big + (big > 4 * C * C ? big : 4 * C * C);
+    /* the inputs' transposes: C + C + C + 4 C per token, the GELU's one
+     * shared by all blocks with recompute_gelu */
+    const size_t per_block = (recompute_gelu ? 3 : 7) * C * (size_t)N + 2 * 12 * C * C;
+    const size_t scratch =
+        3 * big + (big > 4 * C * C ? big : 4 * C * C) + (recompute_gelu ? big : 0);
     const size_t scaling = n * (4 * STRIDE * sizeof(float) + (size_t)history * sizeof(float) + 1);
     return L * per_block + scratch + scaling;
 }
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin, fp8_fast_accum fast_accum) {
+                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu) {
     if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
         !ops->matmul_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
@@ -80,6 +83,8 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     f->bootstrapped = xcalloc((size_t)n, sizeof(bool));
 
     const int linears = L * FP8_LINEARS;
+    const size_t big = (size_t)N * 4 * C, wmax = (size_t)4 * C * C;
+    if (recompute_gelu) f->gelu_t_shared = ops->alloc(big);
     f->w8 = xcalloc((size_t)linears, sizeof(uint8_t *));
     f->w8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
     f->x8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
@@ -88,9 +93,9 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
         widths((fp8_linear)(i % FP8_LINEARS), C, &in, &out);
         f->w8[i] = ops->alloc((size_t)in * out);
         f->w8_t[i] = ops->alloc((size_t)in * out);
-        f->x8_t[i] = ops->alloc((size_t)in * N);
+        f->x8_t[i] = f->gelu_t_shared && i % FP8_LINEARS == FP8_FCPROJ ? f->gelu_t_shared
+                                                                       : ops->alloc((size_t)in * N);
     }
-    const size_t big = (size_t)N * 4 * C, wmax = (size_t)4 * C * C;
     f->x8 = ops->alloc(big);
     f->g8 = ops->alloc(big);
     f->g8_t = ops->alloc(big);
@@ -102,8 +107,9 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
     for (int i = 0; i < linears; i++) {
         ops->release(f->w8[i]);
         ops->release(f->w8_t[i]);
-        ops->release(f->x8_t[i]);
+        if (f->x8_t[i] != f->gelu_t_shared) ops->release(f->x8_t[i]);
     }
+    if (f->gelu_t_shared) ops->release(f->gelu_t_shared);
     free(f->w8);
     free(f->w8_t);
     free(f->x8_t);
@@ -205,9 +211,24 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
     if (id != FP8_FC) FAIL("fp8: a GELU after linear %d; only mlp.c_fc has one", (int)id);
     ops->matmul_forward_fp8(pre, bias, N, C, OC, &q);
     const int next = linear_index(f, l, FP8_FCPROJ);
+    /* with recompute_gelu the backward casts the transpose again */
     cast_with(f, ops, ops->fp8_gelu_cast, tensor_of(next, T_INP), f->x8,
-              for_backward ? f->x8_t[next] : NULL, pre, N, OC);
+              for_backward && !f->gelu_t_shared ? f->x8_t[next] : NULL, pre, N, OC);
     f->inp_ready = next;
+}
+
+void fp8_recompute_gelu_input(fp8_layers *f, const kernel_ops *ops, int l, const void *pre, int N) {
+    const int i = linear_index(f, l, FP8_FCPROJ), t = tensor_of(i, T_INP);
+    if (!f->gelu_t_shared)
+        FAIL("fp8: block %d's GELU output recast for its backward, but the layers keep it "
+             "(created without recompute_gelu)",
+             l);
+    if (!f->bootstrapped[t])
+        FAIL("fp8: block %d's GELU output recast before any forward cast it", l);
+    /* x8 is free in the backward; the amax is the forward's, so taking it
+     * again changes nothing */
+    ops->fp8_gelu_cast(f->x8, f->gelu_t_shared, f->s.amax + (size_t)t * STRIDE, pre, N, 4 * f->C,
+                       f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
 }
 
 void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,

@@ -18,8 +18,10 @@
  * 1e-5 sit below E4M3's and E5M2's normal ranges at scale 1.
  *
  * Memory: the forward keeps each product's input transposed in FP8 for
- * the weight gradient (7 C bytes per token per block), and the weights'
- * FP8 copies and their transposes (24 C^2 bytes per block); the output
+ * the weight gradient (7 C bytes per token per block; 3 C with
+ * recompute_gelu, where mlp.c_proj's is cast again from the GELU's input
+ * in the backward, into one buffer for all blocks), and the weights' FP8
+ * copies and their transposes (24 C^2 bytes per block); the output
  * gradients' copies are scratch shared by all blocks. The bf16 outputs of
  * the LayerNorms and the GELU are never stored (12 C bytes per token per
  * block less than BF16: gpt2_fp8_saved_bytes). */
@@ -52,6 +54,7 @@ typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linea
 typedef struct fp8_layers_s {
     int n_layer, C, N; /* N: capacity, tokens per forward */
     fp8_fast_accum fast_accum;
+    uint8_t *gelu_t_shared; /* recompute_gelu: mlp.c_proj's transposed input, every block's */
     int64_t forwards;
     fp8_scaling s;                /* backend arrays: 3 tensors (inp, weight, dout) per linear */
     bool *bootstrapped;           /* host: the tensor's scale has come from its own amax */
@@ -67,13 +70,15 @@ typedef struct fp8_layers_s {
 
 /* Allocates the state for up to N tokens per forward; history and margin
  * are the recipe's (fp8_amax_history, fp8_margin), fast_accum the products
- * that accumulate fast (fp8_fast_accum). Fails unless the
- * backend has FP8 ops and N is a multiple of 16 (the transposed copies). */
+ * that accumulate fast (fp8_fast_accum); recompute_gelu: no block keeps
+ * mlp.c_proj's transposed input (fp8_recompute_gelu_input). Fails unless
+ * the backend has FP8 ops and N is a multiple of 16 (the transposed
+ * copies). */
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin, fp8_fast_accum fast_accum);
+                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu);
 void fp8_layers_free(fp8_layers *f, const kernel_ops *ops);
 /* The backend bytes fp8_layers_create allocates. */
-size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history);
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu);
 
 /* The scaling state on the host, for checkpoints: n tensors (three per
  * linear layer, block by block: input, weight, output gradient), each
@@ -121,6 +126,10 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
                            void *residual, float *mean, float *rstd, const void *a, const void *b,
                            const void *weight, const void *bias, int N, int C, bool for_backward);
+/* With recompute_gelu, before mlp.c_proj's backward in block l: casts
+ * gelu(pre) (pre: mlp.c_fc's output, N tokens) again into that layer's
+ * transposed FP8 input, the bytes its forward cast at the same scale. */
+void fp8_recompute_gelu_input(fp8_layers *f, const kernel_ops *ops, int l, const void *pre, int N);
 /* That layer's backward, as kernel_ops' matmul_backward (pre NULL) or
  * matmul_backward_gelu, dout bf16 (cast here, unless a fused GELU backward
  * cast it; dbias from it). Through a GELU (pre, mlp.c_proj) whose input's

@@ -83,7 +83,7 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     if (m->opt.fp8) {
         m->fp8 = xmalloc(sizeof *m->fp8);
         fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin,
-                          m->opt.fp8_fast_accum);
+                          m->opt.fp8_fast_accum, m->opt.recompute_gelu);
     }
 }
 
@@ -333,8 +333,11 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         const block_offsets *o = &lay->blocks[l];
         block_acts *a = &m->acts[l];
         /* MLP: dres is d(block output); fc_proj's input was gelu(fch). */
-        /* (with FP8 the product reads the FP8 copy the forward kept) */
-        if (m->opt.recompute_gelu && !m->fp8)
+        /* (with FP8 the product reads the FP8 copy the forward kept, or with
+         * recompute_gelu one cast again) */
+        if (m->opt.recompute_gelu && m->fp8)
+            fp8_recompute_gelu_input(m->fp8, ops, l, a->fch, N);
+        else if (m->opt.recompute_gelu)
             ops->gelu_forward(a->fch_gelu, a->fch, (size_t)N * 4 * C);
         /* c_fc's bias gradient (the column sums of d(fch)) comes with it */
         linear_backward(m, l, FP8_FCPROJ, m->dfch, G(o->fcproj_w), NULL, m->dres, a->fch_gelu,

@@ -35,7 +35,9 @@ typedef struct {
 typedef struct {
     /* Keep no per-block gelu(fch) (4 C per token per block, a fifth of the
      * activations): backward recomputes it from fch, one elementwise pass per
-     * block. The CPU backend's results are bitwise the same either way. */
+     * block. The CPU backend's results are bitwise the same either way. With
+     * fp8 (which keeps no bf16 gelu(fch)): no block keeps its transposed FP8
+     * copy either; backward casts it again, the same bytes. */
     bool recompute_gelu;
     /* The blocks' linear layers in FP8 (model/fp8_layers.h), with the
      * delayed-scaling recipe's amax history (steps, >= 1) and margin, and

@@ -22,7 +22,12 @@
  * Sizes: 2 layers, vocab 50257 padded to 50304, T = 64, and C = 64 with one
  * head, C = 128 with two, C = 768 with 12 (GPT-2 124M's width): head size 64
  * throughout, since the flash-attention kernels take head sizes 64 and 128
- * (the brief's C = 64 with 4 heads has head size 16). */
+ * (the brief's C = 64 with 4 heads has head size 16).
+ *
+ * On a GPU with FP8 tensor cores also: the FP8 layers allocate what
+ * fp8_layers_bytes (the memory estimate's term) says, with and without
+ * recompute_gelu, and recompute_gelu keeps (L - 1) x 4 C bytes per token
+ * fewer. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +38,7 @@
 #include "base/fail.h"
 #include "kernels/cuda_info.h"
 #include "kernels/ops.h"
+#include "model/fp8_layers.h"
 #include "model/gpt2.h"
 #include "model/layout.h"
 #include "model/rng.h"
@@ -143,6 +149,41 @@ static void run(int L, int C, int NH, int B, int T, uint64_t seed) {
     free(targets);
 }
 
+static size_t fp8_counted;
+static void *fp8_count_alloc(size_t bytes) {
+    fp8_counted += bytes;
+    return ops_cuda.alloc(bytes);
+}
+
+static void check_fp8_bytes(void) {
+    if (cuda_compute_capability(0) < 89) {
+        printf("INFO  fp8_bytes skipped: the GPU has no FP8 tensor cores\n");
+        return;
+    }
+    const int L = 3, C = 128, N = 4 * 64, history = 16;
+    gpt2_layout lay;
+    layout_build(&lay, L, C, 2, 50257, 50304, 64);
+    size_t got[2];
+    for (int recompute = 0; recompute < 2; recompute++) {
+        kernel_ops counting = ops_cuda;
+        counting.alloc = fp8_count_alloc;
+        fp8_counted = 0;
+        fp8_layers f;
+        fp8_layers_create(&f, &counting, &lay, N, history, 0, FP8_FAST_ACCUM_FORWARD, recompute);
+        got[recompute] = fp8_counted;
+        const size_t want = fp8_layers_bytes(&lay, N, history, recompute);
+        printf("CHECK %-14s recompute_gelu=%d allocated=%zu fp8_layers_bytes=%zu %s\n", "fp8_bytes",
+               recompute, got[recompute], want, got[recompute] == want ? "PASS" : "FAIL");
+        verdict(got[recompute] == want);
+        fp8_layers_free(&f, &counting);
+    }
+    const size_t saved = (size_t)(L - 1) * N * 4 * C;
+    printf("CHECK %-14s recompute_gelu keeps %zu bytes fewer, expected %zu %s\n", "fp8_bytes",
+           got[0] - got[1], saved, got[0] - got[1] == saved ? "PASS" : "FAIL");
+    verdict(got[0] - got[1] == saved);
+    layout_free(&lay);
+}
+
 int main(void) {
     if (cuda_device_count() < 1) {
         printf("gpu_model_step: no GPU visible, skipped\n");
@@ -155,6 +196,7 @@ int main(void) {
     run(2, 64, 1, 4, 64, 1337);
     run(2, 128, 2, 2, 64, 4242);
     run(2, 768, 12, 2, 64, 777); /* GPT-2 124M's width and heads */
+    check_fp8_bytes();
     printf("SUMMARY gpu_model_step: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");
     return n_failed ? 1 : 0;
