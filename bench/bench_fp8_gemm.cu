@@ -65,11 +65,12 @@ int main(int argc, char **argv) {
     uint8_t *g8 = (uint8_t *)rand_buf(big, 14), *g8t = (uint8_t *)rand_buf(big, 15);
     uint8_t *w8 = (uint8_t *)rand_buf((size_t)8 * C * C, 16);
     uint8_t *w8t = (uint8_t *)rand_buf((size_t)8 * C * C, 17);
-    float one = 1.0f, *d_one, *amax;
+    float one = 1.0f, *d_one;
+    fp8_cast_stats *stats;
     CUDA_CHECK(cudaMalloc(&d_one, 4));
-    CUDA_CHECK(cudaMalloc(&amax, 4));
+    CUDA_CHECK(cudaMalloc(&stats, sizeof *stats));
     CUDA_CHECK(cudaMemcpy(d_one, &one, 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemset(amax, 0, 4));
+    CUDA_CHECK(cudaMemset(stats, 0, sizeof *stats));
     /* the FP8 operands (random bytes: the timing does not depend on them) */
     const fp8_linear_operands q = {q8, q8t, w8, w8t, g8, g8t, d_one, d_one, d_one, fast};
 
@@ -90,8 +91,8 @@ int main(int argc, char **argv) {
                                  (size_t)8 << 20, &q, &lt, g_stream);
         });
         const double cast = time_us([&] {
-            fp8_cast_cuda(q8, q8t, amax, x, N, in, d_one, FP8_E4M3, g_stream);
-            fp8_cast_cuda(q8, q8t, amax, y, N, o, d_one, FP8_E5M2, g_stream);
+            fp8_cast_cuda(q8, q8t, stats, x, N, in, d_one, FP8_E4M3, g_stream);
+            fp8_cast_cuda(q8, q8t, stats, y, N, o, d_one, FP8_E5M2, g_stream);
         });
         const double fl = 2.0 * N * (double)in * o;
         printf("BENCH fp8_gemm %dx%d tokens=%d fwd_bf16_us=%.1f fwd_fp8_us=%.1f (%.2fx, %.0f "

@@ -53,6 +53,24 @@ float fp8_scale_update(float *history, int len, int64_t step, float amax, float 
  * count: the run's non-finite guard sees it. */
 bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot);
 
+/* Whether casting x at `scale` flushes it: x is not zero (NaN and the
+ * infinities count as not zero; they do not flush) and fp8_encode(x *
+ * scale) is +-0, because |x| * scale lies below half the format's
+ * smallest subnormal (2^-10 for E4M3, 2^-17 for E5M2). The underflow that
+ * a scale too small for a tensor's values causes. */
+bool fp8_flushed(float x, float scale, fp8_format f);
+
+/* What the casts of one tensor have seen since its last scale update, in
+ * a backend's memory: the casts add to it, fp8_scaling_update reads it
+ * and starts it again. amax: the largest |x| (NaN once any x was NaN);
+ * nonzero: the values cast that were not zero; flushed: those of them
+ * that came out +-0 (fp8_flushed). */
+typedef struct {
+    float amax;
+    uint32_t unused; /* the counts 8-byte aligned */
+    unsigned long long nonzero, flushed;
+} fp8_cast_stats;
+
 /* Which FP8 products use cuBLASLt's fast accumulation
  * (CUBLASLT_MATMUL_DESC_FAST_ACCUM): Hopper's FP8 tensor cores add into an
  * accumulator of reduced precision; without it cuBLASLt promotes the
@@ -84,25 +102,30 @@ typedef struct {
 /* The delayed-scaling state of n tensors in a backend's memory (arrays, owned
  * by the caller): scale[i * stride] multiplies tensor i before its cast,
  * dequant[i * stride] = 1 / scale multiplies the products made from it,
- * amax[i * stride] is the largest |x| its casts have seen since the last
- * update, history[i * len ..] its last len amaxes, format[i] its
+ * stats[i] is what its casts have seen since the last update (its amax
+ * among it), history[i * len ..] its last len amaxes, format[i] its
  * fp8_format. stride 4 keeps each tensor's dequant 16-byte aligned, as
  * cuBLASLt wants its scale pointers. clipped (may be NULL; stride >= 2):
  * clipped[i * stride] counts the updates whose amax had clipped
  * (fp8_clipped at the scale the casts used), clipped[i * stride + 1] is
- * the largest overshoot among them. */
+ * the largest overshoot among them. underflow (may be NULL):
+ * underflow[2 i] and [2 i + 1] add up stats[i].nonzero and .flushed over
+ * the updates, the run's totals. */
 typedef struct {
     int n, len, margin, stride;
-    float *scale, *dequant, *amax, *history;
+    float *scale, *dequant, *history;
+    fp8_cast_stats *stats;
     const uint8_t *format;
     float *clipped;
+    unsigned long long *underflow;
 } fp8_scaling;
 
 /* One tensor of a batched cast (fp8_cast_cuda's arguments): rows x cols
- * bf16 `in` into out and out_t (may be NULL), amax and scale on the device. */
+ * bf16 `in` into out and out_t (may be NULL), stats and scale on the
+ * device. */
 typedef struct {
     uint8_t *out, *out_t;
-    float *amax;
+    fp8_cast_stats *stats;
     const void *in;
     int rows, cols;
     const float *scale;
@@ -117,14 +140,15 @@ extern "C" {
 /* CUDA (kernels/cuda/fp8.cu): out (rows, cols) = fp8(in * *scale), in a
  * bf16 (rows, cols) row-major tensor, encoded as fp8_encode does (bit for
  * bit); out_t (cols, rows), the same bytes transposed, for the GEMMs that
- * need the other dimension contiguous (skipped when NULL); *amax =
- * max(*amax, max |in|) (skipped when NULL; a NaN in `in` makes it NaN, so
+ * need the other dimension contiguous (skipped when NULL); stats (skipped
+ * when NULL): amax = max(amax, max |in|) (a NaN in `in` makes it NaN, so
  * that the scale update keeps its scale and the run's non-finite guard
- * sees it). scale and amax are device pointers, so that no host sync is
- * needed. cols a multiple of 8, rows of 16 where out_t is written; in and
- * out 16-byte aligned. */
-void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
-                   const float *scale, fp8_format f, cudaStream_t stream);
+ * sees it), nonzero and flushed += the counts of this cast, exactly.
+ * scale and stats are device pointers, so that no host sync is needed.
+ * cols a multiple of 8, rows of 16 where out_t is written; in and out
+ * 16-byte aligned. */
+void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in, int rows,
+                   int cols, const float *scale, fp8_format f, cudaStream_t stream);
 
 /* fp8_cast_cuda of each of n (<= FP8_CAST_BATCH_MAX) tensors, all in
  * format f, in one launch: for small tensors (a block's weights), each of
@@ -134,8 +158,8 @@ void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format f, cudaStre
 /* fp8_cast_cuda of gelu(pre) rounded to bf16 (the values matmul.cu's GELU
  * stores): the GELU forward fused into the cast of its output, whose bf16
  * copy is then never written. */
-void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
-                        int cols, const float *scale, fp8_format f, cudaStream_t stream);
+void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *pre,
+                        int rows, int cols, const float *scale, fp8_format f, cudaStream_t stream);
 
 /* fp8_cast_cuda (with the transposed copy) of g = d * gelu'(pre) rounded to
  * bf16, the GELU backward fused into the cast of its result: d (rows,
@@ -143,13 +167,14 @@ void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *p
  * colsum (cols, bf16; may be NULL) += the column sums of g, as
  * matmul_backward_cuda's dpre_colsum: bit for bit, through partials
  * (ceil(rows / 64) x cols floats of device scratch). rows a multiple of 16. */
-void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
+void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, void *colsum,
                                  float *partials, const void *d, const void *pre, int rows,
                                  int cols, const float *scale, fp8_format f, cudaStream_t stream);
 /* One step of fp8_scale_update for every tensor (bit for bit the CPU's):
  * amax into the history at `step`, the clipping count (fp8_clipped at the
- * old scale), the new scale and dequant, amax back to 0 for the next
- * step's casts. No host synchronisation. */
+ * old scale), the counts into the underflow totals, the new scale and
+ * dequant, the stats back to 0 for the next step's casts. No host
+ * synchronisation. */
 void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream);
 #ifdef __cplusplus
 }

@@ -37,11 +37,11 @@ void residual_layernorm_forward_cuda(void *residual, void *out, float *mean, flo
                                      const void *bias, int N, int C, cudaStream_t stream);
 /* residual_layernorm_forward_cuda (residual NULL: layernorm_forward_cuda of
  * a) with the output cast to FP8 instead of stored in bf16: out (and
- * out_t, the transposed copy, where non-NULL: N a multiple of 16) and amax
- * get the bytes and amax that fp8_cast_cuda of the bf16 output would give
+ * out_t, the transposed copy, where non-NULL: N a multiple of 16) and stats
+ * get the bytes and stats that fp8_cast_cuda of the bf16 output would give
  * with *scale and format f (kernels/fp8.h), bit for bit; mean and rstd
  * (may be NULL) as before. */
-void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
+void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
                                 float *mean, float *rstd, const void *a, const void *b,
                                 const void *weight, const void *bias, int N, int C,
                                 const float *scale, fp8_format f, cudaStream_t stream);

@@ -111,13 +111,13 @@ typedef struct kernel_ops {
 
     /* FP8 linear layers (kernels/fp8.h); NULL where the backend has none
      * (the CPU). fp8_cast: bf16 (rows, cols) -> FP8 `format` with its
-     * transpose (out_t, may be NULL) and amax, as fp8_cast_cuda;
+     * transpose (out_t, may be NULL) and stats, as fp8_cast_cuda;
      * fp8_scaling_update: one step of delayed scaling for s's tensors, as
      * fp8_scaling_update_cuda. The matmuls are the bf16 ones above with
      * every product reading q's FP8 operands instead (dout, bf16, only for
      * dbias). */
-    void (*fp8_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows, int cols,
-                     const float *scale, fp8_format format);
+    void (*fp8_cast)(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in, int rows,
+                     int cols, const float *scale, fp8_format format);
     void (*fp8_scaling_update)(const fp8_scaling *s, int64_t step);
     /* fp8_cast of n (<= FP8_CAST_BATCH_MAX) tensors in one pass, as
      * fp8_cast_batch_cuda. */
@@ -126,19 +126,19 @@ typedef struct kernel_ops {
      * whose output is cast (fp8_cast, out_t may be NULL) instead of stored
      * in bf16, as layernorm_forward_fp8_cuda: the LayerNorm fused into the
      * cast of the next layer's input. */
-    void (*layernorm_forward_fp8)(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
-                                  float *mean, float *rstd, const void *a, const void *b,
-                                  const void *weight, const void *bias, int N, int C,
+    void (*layernorm_forward_fp8)(void *residual, uint8_t *out, uint8_t *out_t,
+                                  fp8_cast_stats *stats, float *mean, float *rstd, const void *a,
+                                  const void *b, const void *weight, const void *bias, int N, int C,
                                   const float *scale, fp8_format format);
     /* fp8_cast of gelu(pre), as fp8_gelu_cast_cuda: the GELU forward fused
      * into the cast of the next layer's input. */
-    void (*fp8_gelu_cast)(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
-                          int cols, const float *scale, fp8_format format);
+    void (*fp8_gelu_cast)(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *pre,
+                          int rows, int cols, const float *scale, fp8_format format);
     /* fp8_cast (with out_t) of d * gelu'(pre) (rows x cols) and colsum (may
      * be NULL) += its column sums, as fp8_gelu_backward_cast_cuda: the GELU
      * backward fused into the cast of the next layer's output gradient. */
-    void (*fp8_gelu_backward_cast)(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
-                                   const void *d, const void *pre, int rows, int cols,
+    void (*fp8_gelu_backward_cast)(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                   void *colsum, const void *d, const void *pre, int rows, int cols,
                                    const float *scale, fp8_format format);
     void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
                                const fp8_linear_operands *q);

@@ -203,11 +203,11 @@ static void p_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, const
                                                 OC, dpre_colsum));
 }
 
-static void p_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
-                       int cols, const float *scale, fp8_format format) {
+static void p_fp8_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in,
+                       int rows, int cols, const float *scale, fp8_format format) {
     const double n = (double)rows * cols;
     TIMED_COST(out_t ? "fp8_cast (with transpose)" : "fp8_cast", 0, st(n) + (out_t ? 2.0 : 1.0) * n,
-               prof.inner->fp8_cast(out, out_t, amax, in, rows, cols, scale, format));
+               prof.inner->fp8_cast(out, out_t, stats, in, rows, cols, scale, format));
 }
 
 static void p_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format format) {
@@ -219,30 +219,30 @@ static void p_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format format)
     TIMED_COST("fp8_cast_batch", 0, bytes, prof.inner->fp8_cast_batch(jobs, n, format));
 }
 
-static void p_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
-                                    float *mean, float *rstd, const void *a, const void *b,
-                                    const void *weight, const void *bias, int N, int C,
-                                    const float *scale, fp8_format format) {
+static void p_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t,
+                                    fp8_cast_stats *stats, float *mean, float *rstd, const void *a,
+                                    const void *b, const void *weight, const void *bias, int N,
+                                    int C, const float *scale, fp8_format format) {
     const double n = (double)N * C;
     TIMED_COST(residual ? "residual_layernorm_forward_fp8" : "layernorm_forward_fp8", 0,
                8.0 * N + st((residual ? 3.0 : 1.0) * n + 2.0 * C) + (out_t ? 2.0 : 1.0) * n,
-               prof.inner->layernorm_forward_fp8(residual, out, out_t, amax, mean, rstd, a, b,
+               prof.inner->layernorm_forward_fp8(residual, out, out_t, stats, mean, rstd, a, b,
                                                  weight, bias, N, C, scale, format));
 }
 
-static void p_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
-                            int cols, const float *scale, fp8_format format) {
+static void p_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *pre,
+                            int rows, int cols, const float *scale, fp8_format format) {
     const double n = (double)rows * cols;
     TIMED_COST("fp8_gelu_cast", 0, st(n) + (out_t ? 2.0 : 1.0) * n,
-               prof.inner->fp8_gelu_cast(out, out_t, amax, pre, rows, cols, scale, format));
+               prof.inner->fp8_gelu_cast(out, out_t, stats, pre, rows, cols, scale, format));
 }
 
-static void p_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
-                                     const void *d, const void *pre, int rows, int cols,
-                                     const float *scale, fp8_format format) {
+static void p_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                     void *colsum, const void *d, const void *pre, int rows,
+                                     int cols, const float *scale, fp8_format format) {
     const double n = (double)rows * cols;
     TIMED_COST("fp8_gelu_backward_cast", 0, st(2.0 * n) + 2.0 * n,
-               prof.inner->fp8_gelu_backward_cast(out, out_t, amax, colsum, d, pre, rows, cols,
+               prof.inner->fp8_gelu_backward_cast(out, out_t, stats, colsum, d, pre, rows, cols,
                                                   scale, format));
 }
 

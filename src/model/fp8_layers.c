@@ -31,7 +31,11 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompu
     const size_t per_block = (recompute_gelu ? 3 : 7) * C * (size_t)N + 2 * 12 * C * C;
     const size_t scratch =
         3 * big + (big > 4 * C * C ? big : 4 * C * C) + (recompute_gelu ? big : 0);
-    const size_t scaling = n * (4 * STRIDE * sizeof(float) + (size_t)history * sizeof(float) + 1);
+    /* scale, dequant and clipped strided; the casts' stats; the underflow
+     * totals; the history; the format */
+    const size_t scaling =
+        n * (3 * STRIDE * sizeof(float) + sizeof(fp8_cast_stats) + 2 * sizeof(unsigned long long) +
+             (size_t)history * sizeof(float) + 1);
     return L * per_block + scratch + scaling;
 }
 
@@ -67,14 +71,16 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     for (int i = 0; i < n; i++) format[i] = i % T_PER_LINEAR == T_DOUT ? FP8_E5M2 : FP8_E4M3;
     f->s.scale = ops->alloc(strided);
     f->s.dequant = ops->alloc(strided);
-    f->s.amax = ops->alloc(strided);
+    f->s.stats = ops->alloc((size_t)n * sizeof(fp8_cast_stats));
+    f->s.underflow = ops->alloc((size_t)n * 2 * sizeof(unsigned long long));
     f->s.history = ops->alloc((size_t)n * history * sizeof(float));
     f->s.clipped = ops->alloc(strided);
     ops->zero(f->s.clipped, strided);
     uint8_t *format_dev = ops->alloc((size_t)n);
     ops->upload(f->s.scale, ones, strided);
     ops->upload(f->s.dequant, ones, strided);
-    ops->zero(f->s.amax, strided);
+    ops->zero(f->s.stats, (size_t)n * sizeof(fp8_cast_stats));
+    ops->zero(f->s.underflow, (size_t)n * 2 * sizeof(unsigned long long));
     ops->zero(f->s.history, (size_t)n * history * sizeof(float));
     ops->upload(format_dev, format, (size_t)n);
     f->s.format = format_dev;
@@ -113,8 +119,9 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
     free(f->w8);
     free(f->w8_t);
     free(f->x8_t);
-    void *bufs[] = {f->s.scale,          f->s.dequant, f->s.amax, f->s.history, f->s.clipped,
-                    (void *)f->s.format, f->x8,        f->g8,     f->g8_t,      f->amax_scratch};
+    void *bufs[] = {f->s.scale,   f->s.dequant,        f->s.stats,     f->s.underflow,
+                    f->s.history, f->s.clipped,        f->x8,          f->g8,
+                    f->g8_t,      (void *)f->s.format, f->amax_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     free(f->bootstrapped);
     memset(f, 0, sizeof *f);
@@ -127,21 +134,23 @@ void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
 }
 
 /* A cast kernel of kernel_ops: fp8_cast, or fp8_gelu_cast. */
-typedef void (*cast_fn)(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
-                        int cols, const float *scale, fp8_format format);
+typedef void (*cast_fn)(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in,
+                        int rows, int cols, const float *scale, fp8_format format);
 
 /* Tensor t's first scale, from the amax that a pass over it (its output
- * thrown away into amax_scratch) has just left in its slot. */
+ * thrown away into amax_scratch) has just left in its stats; that pass's
+ * counts, at the scale of 1 it ran with, are dropped. */
 static void take_first_scale(fp8_layers *f, const kernel_ops *ops, int t) {
     const size_t at = (size_t)t * STRIDE;
     fp8_scaling one = f->s;
     one.n = 1;
     one.scale += at;
     one.dequant += at;
-    one.amax += at;
+    one.stats += t;
     one.history += (size_t)t * f->s.len;
     one.format += t;
     one.clipped = NULL; /* the pass's output is not used */
+    one.underflow = NULL;
     ops->fp8_scaling_update(&one, f->forwards > 0 ? f->forwards - 1 : 0);
     f->bootstrapped[t] = true;
 }
@@ -154,11 +163,10 @@ static void cast_with(fp8_layers *f, const kernel_ops *ops, cast_fn kernel, int 
     const fp8_format format = t % T_PER_LINEAR == T_DOUT ? FP8_E5M2 : FP8_E4M3;
     if (!f->bootstrapped[t]) {
         const size_t at = (size_t)t * STRIDE;
-        kernel(f->amax_scratch, NULL, f->s.amax + at, in, rows, cols, f->s.scale + at, format);
+        kernel(f->amax_scratch, NULL, f->s.stats + t, in, rows, cols, f->s.scale + at, format);
         take_first_scale(f, ops, t);
     }
-    kernel(out, out_t, f->s.amax + (size_t)t * STRIDE, in, rows, cols,
-           f->s.scale + (size_t)t * STRIDE, format);
+    kernel(out, out_t, f->s.stats + t, in, rows, cols, f->s.scale + (size_t)t * STRIDE, format);
 }
 
 static void cast(fp8_layers *f, const kernel_ops *ops, int t, uint8_t *out, uint8_t *out_t,
@@ -225,9 +233,9 @@ void fp8_recompute_gelu_input(fp8_layers *f, const kernel_ops *ops, int l, const
              l);
     if (!f->bootstrapped[t])
         FAIL("fp8: block %d's GELU output recast before any forward cast it", l);
-    /* x8 is free in the backward; the amax is the forward's, so taking it
-     * again changes nothing */
-    ops->fp8_gelu_cast(f->x8, f->gelu_t_shared, f->s.amax + (size_t)t * STRIDE, pre, N, 4 * f->C,
+    /* x8 is free in the backward; the stats are the forward's (counting
+     * them again would count the values twice) */
+    ops->fp8_gelu_cast(f->x8, f->gelu_t_shared, NULL, pre, N, 4 * f->C,
                        f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
 }
 
@@ -242,8 +250,13 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
         if (!f->bootstrapped[t]) return; /* the linears cast (and bootstrap) their own */
         int in, out;
         widths((fp8_linear)id, C, &in, &out);
-        jobs[id] = (fp8_cast_job){f->w8[i], f->w8_t[i], f->s.amax + (size_t)t * STRIDE, weights[id],
-                                  out,      in,         f->s.scale + (size_t)t * STRIDE};
+        jobs[id] = (fp8_cast_job){f->w8[i],
+                                  f->w8_t[i],
+                                  f->s.stats + t,
+                                  weights[id],
+                                  out,
+                                  in,
+                                  f->s.scale + (size_t)t * STRIDE};
     }
     ops->fp8_cast_batch(jobs, FP8_LINEARS, FP8_E4M3);
     f->weights_ready = l;
@@ -255,13 +268,13 @@ void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_line
     const int i = linear_index(f, l, id), t = tensor_of(i, T_INP);
     if (N > f->N) FAIL("fp8: a forward of %d tokens exceeds the capacity of %d", N, f->N);
     if (!f->bootstrapped[t]) { /* the same pass twice: residual, mean and rstd come out equal */
-        ops->layernorm_forward_fp8(residual, f->amax_scratch, NULL, f->s.amax + (size_t)t * STRIDE,
-                                   mean, rstd, a, b, weight, bias, N, C,
-                                   f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
+        ops->layernorm_forward_fp8(residual, f->amax_scratch, NULL, f->s.stats + t, mean, rstd, a,
+                                   b, weight, bias, N, C, f->s.scale + (size_t)t * STRIDE,
+                                   FP8_E4M3);
         take_first_scale(f, ops, t);
     }
-    ops->layernorm_forward_fp8(residual, f->x8, for_backward ? f->x8_t[i] : NULL,
-                               f->s.amax + (size_t)t * STRIDE, mean, rstd, a, b, weight, bias, N, C,
+    ops->layernorm_forward_fp8(residual, f->x8, for_backward ? f->x8_t[i] : NULL, f->s.stats + t,
+                               mean, rstd, a, b, weight, bias, N, C,
                                f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
     f->inp_ready = i;
 }
@@ -291,9 +304,8 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
     const int t_next = next >= 0 ? tensor_of(next, T_DOUT) : 0;
     if (pre && next >= 0 && f->bootstrapped[t_next] && ops->fp8_gelu_backward_cast) {
         ops->matmul_backward_fp8(dinp, dweight, dbias, dout, NULL, N, C, OC, NULL, &q);
-        ops->fp8_gelu_backward_cast(f->g8, f->g8_t, f->s.amax + (size_t)t_next * STRIDE,
-                                    dpre_colsum, dinp, pre, N, C,
-                                    f->s.scale + (size_t)t_next * STRIDE, FP8_E5M2);
+        ops->fp8_gelu_backward_cast(f->g8, f->g8_t, f->s.stats + t_next, dpre_colsum, dinp, pre, N,
+                                    C, f->s.scale + (size_t)t_next * STRIDE, FP8_E5M2);
         f->dout_ready = next;
         return;
     }
@@ -325,7 +337,10 @@ void fp8_layers_state_get(const fp8_layers *f, const kernel_ops *ops, fp8_layers
     out->history = xmalloc((size_t)n * len * sizeof(float));
     out->bootstrapped = xmalloc((size_t)n * sizeof(float));
     download_strided(ops, out->scale, f->s.scale, n);
-    download_strided(ops, out->amax, f->s.amax, n);
+    fp8_cast_stats *stats = xmalloc((size_t)n * sizeof *stats);
+    ops->download(stats, f->s.stats, (size_t)n * sizeof *stats);
+    for (int i = 0; i < n; i++) out->amax[i] = stats[i].amax;
+    free(stats);
     ops->download(out->history, f->s.history, (size_t)n * len * sizeof(float));
     for (int i = 0; i < n; i++) out->bootstrapped[i] = f->bootstrapped[i] ? 1.0f : 0.0f;
 }
@@ -339,7 +354,10 @@ void fp8_layers_state_set(fp8_layers *f, const kernel_ops *ops, const fp8_layers
     for (int i = 0; i < n; i++) dequant[i] = 1.0f / in->scale[i];
     upload_strided(ops, f->s.scale, in->scale, n);
     upload_strided(ops, f->s.dequant, dequant, n);
-    upload_strided(ops, f->s.amax, in->amax, n);
+    fp8_cast_stats *stats = xcalloc((size_t)n, sizeof *stats); /* the counts start again */
+    for (int i = 0; i < n; i++) stats[i].amax = in->amax[i];
+    ops->upload(f->s.stats, stats, (size_t)n * sizeof *stats);
+    free(stats);
     ops->upload(f->s.history, in->history, (size_t)n * in->len * sizeof(float));
     for (int i = 0; i < n; i++) f->bootstrapped[i] = in->bootstrapped[i] != 0.0f;
     f->forwards = in->forwards;
@@ -354,46 +372,99 @@ void fp8_layers_state_free(fp8_layers_state *s) {
     memset(s, 0, sizeof *s);
 }
 
-typedef struct {
-    int tensor;
-    float updates, overshoot;
-} clip_row;
-
-static int by_updates_desc(const void *a, const void *b) {
-    const float x = ((const clip_row *)a)->updates, y = ((const clip_row *)b)->updates;
-    return (x < y) - (x > y);
-}
-
-void fp8_layers_print_clipping(const fp8_layers *f, const kernel_ops *ops, FILE *out) {
+/* Tensor t's name in the reports: block, layer and operand. */
+static void tensor_name(int t, char *name, size_t size) {
     static const char *const linear[FP8_LINEARS] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc",
                                                     "mlp.c_proj"};
     static const char *const operand[T_PER_LINEAR] = {"input (E4M3)", "weight (E4M3)",
                                                       "output gradient (E5M2)"};
+    const int i = t / T_PER_LINEAR;
+    snprintf(name, size, "h.%d.%s %s", i / FP8_LINEARS, linear[i % FP8_LINEARS],
+             operand[t % T_PER_LINEAR]);
+}
+
+enum { REPORT_ROWS = 20 };
+
+/* A tensor's row in a report, ordered by key (largest first). */
+typedef struct {
+    int tensor;
+    double key, a, b;
+} report_row;
+
+static int by_key_desc(const void *a, const void *b) {
+    const double x = ((const report_row *)a)->key, y = ((const report_row *)b)->key;
+    return (x < y) - (x > y);
+}
+
+static void print_clipping(const fp8_layers *f, const kernel_ops *ops, report_row *rows,
+                           FILE *out) {
     const int n = f->s.n;
     float *clipped = xmalloc((size_t)n * STRIDE * sizeof(float));
     ops->download(clipped, f->s.clipped, (size_t)n * STRIDE * sizeof(float));
-    clip_row *rows = xmalloc((size_t)n * sizeof(clip_row));
     int hit = 0;
     for (int t = 0; t < n; t++)
         if (clipped[(size_t)t * STRIDE] > 0.0f)
             rows[hit++] =
-                (clip_row){t, clipped[(size_t)t * STRIDE], clipped[(size_t)t * STRIDE + 1]};
-    qsort(rows, (size_t)hit, sizeof(clip_row), by_updates_desc);
+                (report_row){t, clipped[(size_t)t * STRIDE], 0.0, clipped[(size_t)t * STRIDE + 1]};
+    qsort(rows, (size_t)hit, sizeof *rows, by_key_desc);
     fprintf(out,
             "fp8 clipping: %d of %d tensors had values beyond their format's range at their "
             "scale (saturated) in some of the %lld scale updates\n",
             hit, n, (long long)(f->forwards > 0 ? f->forwards - 1 : 0));
     if (hit > 0) fprintf(out, "%-44s %8s %18s\n", "tensor", "updates", "max amax*scale/max");
-    for (int k = 0; k < hit && k < 20; k++) {
-        const int t = rows[k].tensor, i = t / T_PER_LINEAR;
+    for (int k = 0; k < hit && k < REPORT_ROWS; k++) {
         char name[64];
-        snprintf(name, sizeof name, "h.%d.%s %s", i / FP8_LINEARS, linear[i % FP8_LINEARS],
-                 operand[t % T_PER_LINEAR]);
-        fprintf(out, "%-44s %8.0f %18.3f\n", name, rows[k].updates, rows[k].overshoot);
+        tensor_name(rows[k].tensor, name, sizeof name);
+        fprintf(out, "%-44s %8.0f %18.3f\n", name, rows[k].key, rows[k].b);
     }
-    if (hit > 20) fprintf(out, "(%d more)\n", hit - 20);
-    free(rows);
+    if (hit > REPORT_ROWS) fprintf(out, "(%d more)\n", hit - REPORT_ROWS);
     free(clipped);
+}
+
+/* The run's underflow totals plus the counts of the casts since the last
+ * update, which no update has taken in yet. */
+static void print_underflow(const fp8_layers *f, const kernel_ops *ops, report_row *rows,
+                            FILE *out) {
+    const int n = f->s.n;
+    unsigned long long *totals = xmalloc((size_t)n * 2 * sizeof *totals);
+    fp8_cast_stats *stats = xmalloc((size_t)n * sizeof *stats);
+    ops->download(totals, f->s.underflow, (size_t)n * 2 * sizeof *totals);
+    ops->download(stats, f->s.stats, (size_t)n * sizeof *stats);
+    unsigned long long all_nonzero = 0, all_flushed = 0;
+    int hit = 0;
+    for (int t = 0; t < n; t++) {
+        const unsigned long long nonzero = totals[2 * t] + stats[t].nonzero,
+                                 flushed = totals[2 * t + 1] + stats[t].flushed;
+        all_nonzero += nonzero;
+        all_flushed += flushed;
+        if (flushed > 0)
+            rows[hit++] = (report_row){t, (double)flushed / (double)nonzero, (double)nonzero,
+                                       (double)flushed};
+    }
+    qsort(rows, (size_t)hit, sizeof *rows, by_key_desc);
+    fprintf(out,
+            "fp8 underflow: %d of %d tensors had nonzero values flushed to zero at their scale; "
+            "%llu of %llu nonzero values cast (%.4g%%) in all\n",
+            hit, n, all_flushed, all_nonzero,
+            all_nonzero ? 100.0 * (double)all_flushed / (double)all_nonzero : 0.0);
+    if (hit > 0)
+        fprintf(out, "%-44s %16s %14s %10s\n", "tensor", "nonzero values", "flushed", "share");
+    for (int k = 0; k < hit && k < REPORT_ROWS; k++) {
+        char name[64];
+        tensor_name(rows[k].tensor, name, sizeof name);
+        fprintf(out, "%-44s %16.0f %14.0f %9.4g%%\n", name, rows[k].a, rows[k].b,
+                100.0 * rows[k].key);
+    }
+    if (hit > REPORT_ROWS) fprintf(out, "(%d more)\n", hit - REPORT_ROWS);
+    free(totals);
+    free(stats);
+}
+
+void fp8_layers_print_ranges(const fp8_layers *f, const kernel_ops *ops, FILE *out) {
+    report_row *rows = xmalloc((size_t)f->s.n * sizeof *rows);
+    print_clipping(f, ops, rows, out);
+    print_underflow(f, ops, rows, out);
+    free(rows);
 }
 
 const char *const fp8_fast_accum_names[] = {"none", "forward", "all", NULL};

@@ -140,8 +140,10 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum);
 
-/* Which tensors clipped (fp8_clipped at the scale of their casts), and how
- * often and how far, since the run began on this rank: the tensors with
- * any, most first (20 at most). Waits for the device. */
-void fp8_layers_print_clipping(const fp8_layers *f, const kernel_ops *ops, FILE *out);
+/* Where the tensors left their format's range since this process began:
+ * which clipped (fp8_clipped at the scale of their casts), how often and
+ * how far, most updates first; which flushed nonzero values to zero
+ * (fp8_flushed), how many of how many, largest share first; 20 tensors
+ * of each at most. Waits for the device. */
+void fp8_layers_print_ranges(const fp8_layers *f, const kernel_ops *ops, FILE *out);
 #endif

@@ -209,7 +209,7 @@ static void train_finish(run_state *r) {
     if (rank == 0 && completed) save_final_weights(r);
     if (cfg->profile_ops && rank == 0) {
         backend_print_profile(r->ops, stdout);
-        if (r->model.fp8) fp8_layers_print_clipping(r->model.fp8, r->ops, stdout);
+        if (r->model.fp8) fp8_layers_print_ranges(r->model.fp8, r->ops, stdout);
     }
     ddp_report(&r->ddp, r->model.params, r->lay.n_elements);
     backend_report_memory(r->ops, &r->mem);

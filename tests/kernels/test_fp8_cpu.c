@@ -4,7 +4,8 @@
  * (GPT2_TEST_NVIDIA_FP8), bit for bit against NVIDIA's own host conversion
  * (cuda_fp8.h) for every float in and around each format's range, which no
  * one here wrote; then the delayed-scaling recipe over a sequence of steps
- * against the rule written out directly. */
+ * against the rule written out directly, and fp8_flushed at the edges of
+ * the subnormals. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -108,19 +109,23 @@ static uint32_t next_u32(uint64_t *state) {
 }
 
 typedef struct {
-    long long n, bad, clip_bad;
-    uint32_t first_bad, first_clip_bad;
+    long long n, bad, clip_bad, flush_bad, flushed;
+    uint32_t first_bad, first_clip_bad, first_flush_bad;
 } tally;
 
-/* fp8_encode against the saturating conversion; fp8_clipped (at scale 1)
+/* fp8_encode against the saturating conversion; fp8_flushed (at scale 1)
+ * against it giving +-0 for a float that is not; fp8_clipped (at scale 1)
  * against the non-saturating one, whose result is NaN (E4M3) or infinity
  * (E5M2) exactly where saturation changes a finite value. */
 static void compare_bits(tally *t, uint32_t bits, fp8_format f) {
     const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
     const float x = bits_to_float(bits);
     t->n++;
-    if (fp8_encode(x, f) != __nv_cvt_float_to_fp8(x, __NV_SATFINITE, nf) && t->bad++ == 0)
-        t->first_bad = bits;
+    const unsigned sat = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, nf);
+    if (fp8_encode(x, f) != sat && t->bad++ == 0) t->first_bad = bits;
+    const bool flushed = x != 0.0f && (sat & 0x7Fu) == 0;
+    t->flushed += flushed;
+    if (fp8_flushed(x, 1.0f, f) != flushed && t->flush_bad++ == 0) t->first_flush_bad = bits;
     if (!isfinite(x)) return;
     const unsigned nosat = __nv_cvt_float_to_fp8(x, __NV_NOSAT, nf) & 0x7Fu;
     float overshoot;
@@ -133,7 +138,7 @@ static void check_nvidia(fp8_format f, int lo_exp, int hi_exp) {
     const __nv_fp8_interpretation_t nf = f == FP8_E4M3 ? __NV_E4M3 : __NV_E5M2;
     char what[64], detail[200];
     snprintf(what, sizeof what, "%s vs cuda_fp8.h", name_of(f));
-    tally t = {0, 0, 0, 0, 0};
+    tally t = {0};
     const uint32_t lows[6] = {0, 1, 0x1000, 0x0FFF, 0x1FFF, 0x1001};
     for (uint32_t sign = 0; sign <= 1; sign++)
         for (int e = lo_exp; e < hi_exp; e++)
@@ -156,6 +161,10 @@ static void check_nvidia(fp8_format f, int lo_exp, int hi_exp) {
     snprintf(detail, sizeof detail, "fp8_clipped disagrees on %lld floats (first: 0x%08x)",
              t.clip_bad, t.first_clip_bad);
     check(t.clip_bad == 0, what, detail);
+    snprintf(detail, sizeof detail,
+             "fp8_flushed disagrees on %lld floats (first: 0x%08x); %lld flush", t.flush_bad,
+             t.first_flush_bad, t.flushed);
+    check(t.flush_bad == 0 && t.flushed > 0, what, detail);
 
     int bad_dec = 0;
     for (int b = 0; b < 256; b++) {
@@ -221,6 +230,25 @@ static void check_scaling(void) {
           "a NaN amax is the non-finite guard's, not clipping");
 }
 
+/* fp8_flushed at the edge of each format's subnormals: half the smallest
+ * subnormal (2^-10 in E4M3, 2^-17 in E5M2) is a tie that rounds to even,
+ * zero; the float above it rounds up to the subnormal. */
+static void check_flushed(void) {
+    const float e4 = ldexpf(1.0f, -10), e5 = ldexpf(1.0f, -17);
+    check(fp8_flushed(e4, 1.0f, FP8_E4M3) && !fp8_flushed(nextafterf(e4, 1.0f), 1.0f, FP8_E4M3) &&
+              fp8_flushed(-e4, 1.0f, FP8_E4M3),
+          "flushed", "E4M3: 2^-10 flushes, the next float up does not");
+    check(fp8_flushed(e5, 1.0f, FP8_E5M2) && !fp8_flushed(nextafterf(e5, 1.0f), 1.0f, FP8_E5M2),
+          "flushed", "E5M2: 2^-17 flushes, the next float up does not");
+    check(fp8_flushed(1.0f, ldexpf(1.0f, -11), FP8_E4M3) &&
+              !fp8_flushed(1.0f, ldexpf(1.0f, -9), FP8_E4M3),
+          "flushed", "the scale applies before the cast");
+    check(!fp8_flushed(0.0f, 1.0f, FP8_E4M3) && !fp8_flushed(-0.0f, 1.0f, FP8_E5M2) &&
+              !fp8_flushed(NAN, 1.0f, FP8_E4M3) && !fp8_flushed(INFINITY, 1e-30f, FP8_E5M2) &&
+              !fp8_flushed(1e-30f, FLT_MAX, FP8_E4M3),
+          "flushed", "zero is not flushed, nor NaN, infinity or a value scaled into range");
+}
+
 /* fp8_fast_accum_named: the config key's names, in the enum's order. */
 static void check_fast_accum_names(void) {
     const char *const names[] = {"none", "forward", "all"};
@@ -248,6 +276,7 @@ int main(void) {
     printf("cuda_fp8.h not available: checked against the format definition only\n");
 #endif
     check_scaling();
+    check_flushed();
     check_fast_accum_names();
     printf("SUMMARY test_fp8_cpu: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");

@@ -3,7 +3,8 @@
  *   bit against NVIDIA's conversion by test_fp8_cpu): every byte of the
  *   cast and of its transposed copy, E4M3 and E5M2, at scales that leave
  *   values in range, push them into subnormals and saturate them; infinities
- *   and NaN; the amax, exactly (NaN where the input has one);
+ *   and NaN; the amax, exactly (NaN where the input has one), and the
+ *   counts of nonzero and flushed values against fp8_flushed, exactly;
  * - the three products of a linear layer with FP8 operands, through the
  *   production entry points (matmul_forward_cuda, matmul_gelu_forward_cuda,
  *   matmul_backward_cuda): forward (activations x weights, E4M3 x E4M3,
@@ -21,9 +22,11 @@
  *   fp8_cast_cuda per tensor, bit for bit;
  * - the fused GELU forward + cast, GELU backward + cast and LayerNorm +
  *   cast against the separate passes they replace, bit for bit (bytes,
- *   transpose, amax, the bias gradient, the residual and statistics);
+ *   transpose, amax and counts, the bias gradient, the residual and
+ *   statistics);
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
- *   steps whose amaxes include 0, NaN, infinity and an overflowing scale.
+ *   steps whose amaxes include 0, NaN, infinity and an overflowing scale,
+ *   with the counts added into the underflow totals.
  * Exits 77 (skipped) where no GPU is visible, 1 on any failure. */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -82,6 +85,22 @@ static void *dev_copy(const void *h, size_t bytes) {
     return d;
 }
 static float *dev_float(float v) { return dev_copy(&v, sizeof v); }
+/* Cast stats on the device starting at amax and the counts given (the
+ * casts add to them). */
+static fp8_cast_stats *dev_stats(float amax, unsigned long long nonzero,
+                                 unsigned long long flushed) {
+    const fp8_cast_stats h = {amax, 0, nonzero, flushed};
+    return dev_copy(&h, sizeof h);
+}
+static fp8_cast_stats host_stats(const fp8_cast_stats *d) {
+    fp8_cast_stats h;
+    CK(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+    return h;
+}
+/* Both stats the same: amax (bits) and counts. */
+static int same_stats(fp8_cast_stats a, fp8_cast_stats b) {
+    return memcmp(&a.amax, &b.amax, 4) == 0 && a.nonzero == b.nonzero && a.flushed == b.flushed;
+}
 
 /* ------------------------------------------------------------------ casts */
 
@@ -109,24 +128,28 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
         CK(cudaMemset(d_out_t, 0xAA, n));
     }
     void *d_in = dev_copy(x, n * 2);
-    float *d_scale = dev_float(scale), *d_amax = dev_float(0.25f); /* amax accumulates */
-    fp8_cast_cuda(d_out, d_out_t, d_amax, d_in, rows, cols, d_scale, f, s);
+    float *d_scale = dev_float(scale);
+    fp8_cast_stats *d_stats = dev_stats(0.25f, 5, 3); /* all three accumulate */
+    fp8_cast_cuda(d_out, d_out_t, d_stats, d_in, rows, cols, d_scale, f, s);
     CK(cudaStreamSynchronize(s));
 
     uint8_t *out = xmalloc(n), *out_t = xmalloc(n);
     CK(cudaMemcpy(out, d_out, n, cudaMemcpyDeviceToHost));
     if (transpose) CK(cudaMemcpy(out_t, d_out_t, n, cudaMemcpyDeviceToHost));
-    float amax;
-    CK(cudaMemcpy(&amax, d_amax, 4, cudaMemcpyDeviceToHost));
+    const fp8_cast_stats got = host_stats(d_stats);
+    const float amax = got.amax;
 
     size_t bad = 0, bad_t = 0, first_bad = n;
     float want_amax = 0.25f;
+    unsigned long long nonzero = 5, flushed = 3;
     int saw_nan = 0;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             const size_t i = (size_t)r * cols + c;
             const float v = bf16_value(x[i]);
             const uint8_t want = fp8_encode(v * scale, f);
+            nonzero += v != 0.0f;
+            flushed += fp8_flushed(v, scale, f);
             if (out[i] != want) {
                 if (first_bad == n) first_bad = i;
                 bad++;
@@ -154,6 +177,10 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
     snprintf(what, sizeof what, "cast %s %dx%d amax %g (want %s%g)", name_of(f), rows, cols, amax,
              saw_nan ? "NaN, not " : "", want_amax);
     check(saw_nan ? isnan(amax) : amax == want_amax, what);
+    snprintf(what, sizeof what,
+             "cast %s %dx%d scale=%g: %llu nonzero, %llu flushed (model %llu, %llu, from 5 and 3)",
+             name_of(f), rows, cols, scale, got.nonzero, got.flushed, nonzero, flushed);
+    check(got.nonzero == nonzero && got.flushed == flushed, what);
     free(x);
     free(out);
     free(out_t);
@@ -161,7 +188,7 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
     if (d_out_t) CK(cudaFree(d_out_t));
     CK(cudaFree(d_in));
     CK(cudaFree(d_scale));
-    CK(cudaFree(d_amax));
+    CK(cudaFree(d_stats));
 }
 
 /* fp8_cast_batch_cuda of n tensors (rows[j] x cols[j], each with its own
@@ -172,7 +199,8 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
     fp8_cast_job jobs[FP8_CAST_BATCH_MAX];
     void *in[FP8_CAST_BATCH_MAX];
     uint8_t *o[FP8_CAST_BATCH_MAX][4];
-    float *amax[FP8_CAST_BATCH_MAX][2], *scale[FP8_CAST_BATCH_MAX];
+    fp8_cast_stats *stats[FP8_CAST_BATCH_MAX][2];
+    float *scale[FP8_CAST_BATCH_MAX];
     for (int j = 0; j < n; j++) {
         const size_t e = (size_t)rows[j] * cols[j];
         uint16_t *h = xmalloc(e * 2 + 2);
@@ -183,14 +211,16 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
             o[j][k] = NULL;
             if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&o[j][k], e + 1));
         }
-        amax[j][0] = dev_float(0.0f), amax[j][1] = dev_float(0.0f);
-        scale[j] = dev_float(448.0f / (0.1f * (j + 1)));
-        fp8_cast_cuda(o[j][0], o[j][1], amax[j][0], in[j], rows[j], cols[j], scale[j], f, s);
-        jobs[j] = (fp8_cast_job){o[j][2], o[j][3], amax[j][1], in[j], rows[j], cols[j], scale[j]};
+        stats[j][0] = dev_stats(0.0f, 0, 0), stats[j][1] = dev_stats(0.0f, 0, 0);
+        /* the last tensor's scale flushes some of its values */
+        scale[j] = dev_float(j == n - 1 ? 1e-3f : 448.0f / (0.1f * (j + 1)));
+        fp8_cast_cuda(o[j][0], o[j][1], stats[j][0], in[j], rows[j], cols[j], scale[j], f, s);
+        jobs[j] = (fp8_cast_job){o[j][2], o[j][3], stats[j][1], in[j], rows[j], cols[j], scale[j]};
     }
     fp8_cast_batch_cuda(jobs, n, f, s);
     CK(cudaStreamSynchronize(s));
     int same = 1;
+    unsigned long long flushed = 0;
     char shapes[120] = "";
     for (int j = 0; j < n; j++) {
         const size_t e = (size_t)rows[j] * cols[j];
@@ -200,35 +230,36 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
             h[k] = xmalloc(e + 1);
             CK(cudaMemcpy(h[k], o[j][k], e, cudaMemcpyDeviceToHost));
         }
-        float a[2];
-        for (int k = 0; k < 2; k++) CK(cudaMemcpy(&a[k], amax[j][k], 4, cudaMemcpyDeviceToHost));
+        const fp8_cast_stats a[2] = {host_stats(stats[j][0]), host_stats(stats[j][1])};
         same = same && !memcmp(h[0], h[2], e) && (!transpose || !memcmp(h[1], h[3], e)) &&
-               a[0] == a[1] && (e == 0 || a[0] > 0.0f);
+               same_stats(a[0], a[1]) && (e == 0 || (a[0].amax > 0.0f && a[0].nonzero > 0));
+        flushed += a[0].flushed;
         snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), " %dx%d", rows[j],
                  cols[j]);
         for (int k = 0; k < 4; k++) {
             free(h[k]);
             if (o[j][k]) CK(cudaFree(o[j][k]));
         }
-        void *dev[] = {in[j], amax[j][0], amax[j][1], scale[j]};
+        void *dev[] = {in[j], stats[j][0], stats[j][1], scale[j]};
         for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
     }
     char what[200];
-    snprintf(what, sizeof what, "batched cast %s of%s%s: bytes%s and amaxes %s", name_of(f), shapes,
-             transpose ? "" : " (no transpose)", transpose ? ", transposed" : "",
+    snprintf(what, sizeof what,
+             "batched cast %s of%s%s: bytes%s, amaxes and counts (%llu flushed) %s", name_of(f),
+             shapes, transpose ? "" : " (no transpose)", transpose ? ", transposed" : "", flushed,
              same ? "the same as one cast each" : "DIFFER");
-    check(same, what);
+    check(same && flushed > 0, what);
 }
 
 /* Two casts of the same tensor side by side, for the checks of a fused
  * pass against the separate passes it replaces: o[0], o[1] (bytes and
  * transposed copy of the separate passes), o[2], o[3] (the fused pass's),
- * the transposed ones only with transpose, and an amax for each. */
+ * the transposed ones only with transpose, and stats for each. */
 typedef struct {
     size_t n;
     int transpose;
     uint8_t *o[4];
-    float *amax[2];
+    fp8_cast_stats *stats[2];
 } cast_pair;
 
 static void cast_pair_alloc(cast_pair *p, size_t n, int transpose) {
@@ -238,12 +269,12 @@ static void cast_pair_alloc(cast_pair *p, size_t n, int transpose) {
         p->o[k] = NULL;
         if (transpose || k % 2 == 0) CK(cudaMalloc((void **)&p->o[k], n));
     }
-    p->amax[0] = dev_float(0.0f), p->amax[1] = dev_float(0.0f);
+    p->stats[0] = dev_stats(0.0f, 0, 0), p->stats[1] = dev_stats(0.0f, 0, 0);
 }
 
 /* After the stream is done: *same (the bytes agree), *same_t (the
- * transposed copies agree, or were not asked), a[2] (the amaxes); frees p. */
-static void cast_pair_compare(cast_pair *p, int *same, int *same_t, float a[2]) {
+ * transposed copies agree, or were not asked), a[2] (the stats); frees p. */
+static void cast_pair_compare(cast_pair *p, int *same, int *same_t, fp8_cast_stats a[2]) {
     uint8_t *h[4] = {NULL, NULL, NULL, NULL};
     for (int k = 0; k < 4; k++) {
         if (!p->o[k]) continue;
@@ -252,13 +283,13 @@ static void cast_pair_compare(cast_pair *p, int *same, int *same_t, float a[2]) 
     }
     *same = !memcmp(h[0], h[2], p->n);
     *same_t = !p->transpose || !memcmp(h[1], h[3], p->n);
-    for (int k = 0; k < 2; k++) CK(cudaMemcpy(&a[k], p->amax[k], 4, cudaMemcpyDeviceToHost));
+    for (int k = 0; k < 2; k++) a[k] = host_stats(p->stats[k]);
     for (int k = 0; k < 4; k++) {
         free(h[k]);
         if (p->o[k]) CK(cudaFree(p->o[k]));
     }
-    CK(cudaFree(p->amax[0]));
-    CK(cudaFree(p->amax[1]));
+    CK(cudaFree(p->stats[0]));
+    CK(cudaFree(p->stats[1]));
 }
 
 /* The fused GELU forward + cast (fp8_gelu_cast_cuda) against the separate
@@ -274,19 +305,20 @@ static void check_gelu_cast(int rows, int cols, int transpose, cudaStream_t s) {
     cast_pair_alloc(&p, n, transpose);
     float *scale = dev_float(30.0f);
     gelu_forward_cuda(d_g, d_pre, n, s);
-    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], d_g, rows, cols, scale, FP8_E4M3, s);
-    fp8_gelu_cast_cuda(p.o[2], p.o[3], p.amax[1], d_pre, rows, cols, scale, FP8_E4M3, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], d_g, rows, cols, scale, FP8_E4M3, s);
+    fp8_gelu_cast_cuda(p.o[2], p.o[3], p.stats[1], d_pre, rows, cols, scale, FP8_E4M3, s);
     CK(cudaStreamSynchronize(s));
     int same, same_t;
-    float a[2];
+    fp8_cast_stats a[2];
     cast_pair_compare(&p, &same, &same_t, a);
-    const float a1 = a[0], a2 = a[1];
     char what[200];
     snprintf(what, sizeof what,
-             "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g", rows, cols,
-             same ? "same" : "DIFFER", transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1,
-             a2);
-    check(same && same_t && a1 == a2 && a1 > 0.0f, what);
+             "fused GELU forward + cast %dx%d: bytes %s, transposed %s, amax %g/%g, flushed "
+             "%llu/%llu of %llu/%llu",
+             rows, cols, same ? "same" : "DIFFER",
+             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a[0].amax, a[1].amax,
+             a[0].flushed, a[1].flushed, a[0].nonzero, a[1].nonzero);
+    check(same && same_t && same_stats(a[0], a[1]) && a[0].amax > 0.0f, what);
     free(pre);
     void *dev[] = {d_pre, d_g, scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
@@ -322,31 +354,32 @@ static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaS
                                         s);
     else
         layernorm_forward_cuda(ln, stat[0], stat[1], d_a, d_w, d_bias, N, C, s);
-    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], ln, N, C, scale, FP8_E4M3, s);
-    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, p.o[2], p.o[3], p.amax[1], stat[2],
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], ln, N, C, scale, FP8_E4M3, s);
+    layernorm_forward_fp8_cuda(residual ? res[1] : NULL, p.o[2], p.o[3], p.stats[1], stat[2],
                                stat[3], d_a, residual ? d_b : NULL, d_w, d_bias, N, C, scale,
                                FP8_E4M3, s);
     CK(cudaStreamSynchronize(s));
     int same, same_t;
-    float a[2];
+    fp8_cast_stats a[2];
     cast_pair_compare(&p, &same, &same_t, a);
-    const float a1 = a[0], a2 = a[1];
     float *hs = xmalloc((size_t)N * 16);
     for (int k = 0; k < 4; k++)
         CK(cudaMemcpy(hs + (size_t)k * N, stat[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
     uint16_t *hr = xmalloc(n * 4);
     for (int k = 0; k < 2 && residual; k++)
         CK(cudaMemcpy(hr + k * n, res[k], n * 2, cudaMemcpyDeviceToHost));
-    const int same_stats = !memcmp(hs, hs + 2 * (size_t)N, (size_t)N * 8);
+    const int same_ln = !memcmp(hs, hs + 2 * (size_t)N, (size_t)N * 8); /* mean and rstd */
     const int same_res = !residual || !memcmp(hr, hr + n, n * 2);
     char what[240];
     snprintf(what, sizeof what,
-             "LayerNorm%s + cast %dx%d: bytes %s, transposed %s, amax %g/%g, statistics %s, "
-             "residual %s",
+             "LayerNorm%s + cast %dx%d: bytes %s, transposed %s, amax %g/%g, counts %s, "
+             "statistics %s, residual %s",
              residual ? " (residual)" : "", N, C, same ? "same" : "DIFFER",
-             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a1, a2,
-             same_stats ? "same" : "DIFFER", same_res ? "same" : "DIFFER");
-    check(same && same_t && same_stats && same_res && a1 == a2 && a1 > 0.0f, what);
+             transpose ? (same_t ? "same" : "DIFFER") : "not asked", a[0].amax, a[1].amax,
+             same_stats(a[0], a[1]) ? "same" : "DIFFER", same_ln ? "same" : "DIFFER",
+             same_res ? "same" : "DIFFER");
+    check(same && same_t && same_ln && same_res && same_stats(a[0], a[1]) && a[0].amax > 0.0f,
+          what);
     for (int k = 0; k < 4; k++) CK(cudaFree(stat[k]));
     free(ha), free(hb), free(wb), free(hs), free(hr);
     void *dev[] = {d_a, d_b, d_wb, res[0], res[1], ln, scale};
@@ -376,7 +409,7 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     CK(cudaMalloc((void **)&partials, sizeof(float) * chunks * cols));
     /* the separate passes */
     gelu_backward_cuda(d_d2, d_pre, n, s);
-    fp8_cast_cuda(p.o[0], p.o[1], p.amax[0], d_d2, rows, cols, scale, FP8_E5M2, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], d_d2, rows, cols, scale, FP8_E5M2, s);
     CK(cudaStreamSynchronize(s));
     uint16_t *g = xmalloc(n * 2);
     CK(cudaMemcpy(g, d_d2, n * 2, cudaMemcpyDeviceToHost));
@@ -392,11 +425,11 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     bias_partials_add_cuda(d_cs1, partials, chunks, cols, s);
     CK(cudaStreamSynchronize(s));
     /* fused */
-    fp8_gelu_backward_cast_cuda(p.o[2], p.o[3], p.amax[1], d_cs2, partials, d_d, d_pre, rows, cols,
+    fp8_gelu_backward_cast_cuda(p.o[2], p.o[3], p.stats[1], d_cs2, partials, d_d, d_pre, rows, cols,
                                 scale, FP8_E5M2, s);
     CK(cudaStreamSynchronize(s));
     int same, same_t;
-    float a[2];
+    fp8_cast_stats a[2];
     cast_pair_compare(&p, &same, &same_t, a);
     uint16_t *cs1 = xmalloc((size_t)cols * 2), *cs2 = xmalloc((size_t)cols * 2);
     CK(cudaMemcpy(cs1, d_cs1, (size_t)cols * 2, cudaMemcpyDeviceToHost));
@@ -404,11 +437,11 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
     const int same_sums = !memcmp(cs1, cs2, (size_t)cols * 2);
     char what[200];
     snprintf(what, sizeof what,
-             "fused GELU backward + cast %dx%d: bytes %s, transposed %s, amax %g/%g, column sums "
-             "%s",
-             rows, cols, same ? "same" : "DIFFER", same_t ? "same" : "DIFFER", a[0], a[1],
-             same_sums ? "same" : "DIFFER");
-    check(same && same_t && a[0] == a[1] && a[0] > 0.0f && same_sums &&
+             "fused GELU backward + cast %dx%d: bytes %s, transposed %s, amax %g/%g, flushed "
+             "%llu/%llu of %llu/%llu, column sums %s",
+             rows, cols, same ? "same" : "DIFFER", same_t ? "same" : "DIFFER", a[0].amax, a[1].amax,
+             a[0].flushed, a[1].flushed, a[0].nonzero, a[1].nonzero, same_sums ? "same" : "DIFFER");
+    check(same && same_t && same_stats(a[0], a[1]) && a[0].amax > 0.0f && same_sums &&
               memcmp(colsum, cs1, (size_t)cols * 2),
           what);
     free(d), free(pre), free(colsum), free(g), free(part), free(cs1), free(cs2);
@@ -420,9 +453,10 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
 
 /* fp8_scaling_update_cuda against fp8_scale_update over 14 steps for six
  * tensors of both formats, amaxes including 0, NaN, infinity and one too
- * small for a finite scale: scale, dequant and history bit for bit, amax
- * reset; with stride >= 2 also the clipping counts and overshoots against
- * fp8_clipped (the random amaxes clip in some steps and not in others). */
+ * small for a finite scale: scale, dequant and history bit for bit, the
+ * stats reset; with stride >= 2 also the clipping counts and overshoots
+ * against fp8_clipped (the random amaxes clip in some steps and not in
+ * others) and the underflow totals (counts beyond 32 bits). */
 static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     enum { NT = 6, STEPS = 14, MAXS = 4 };
     const uint8_t format[NT] = {FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E4M3};
@@ -430,10 +464,13 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     for (int i = 0; i < NT; i++) scale[i] = 1.0f, dequant[i] = 1.0f;
     for (int i = 0; i < NT * MAXS; i++) strided[i] = 1.0f;
     const size_t bytes = sizeof(float) * NT * stride;
-    fp8_scaling g = {NT, len, margin, stride, NULL, NULL, NULL, NULL, NULL, NULL};
+    fp8_scaling g = {.n = NT, .len = len, .margin = margin, .stride = stride};
     g.scale = dev_copy(strided, bytes);
     g.dequant = dev_copy(strided, bytes);
-    g.amax = dev_copy(strided, bytes);
+    fp8_cast_stats stats[NT];
+    memset(stats, 0, sizeof stats);
+    g.stats = dev_copy(stats, sizeof stats);
+    unsigned long long totals[2 * NT] = {0};
     g.history = dev_copy(hist, sizeof(float) * NT * len);
     g.format = dev_copy(format, sizeof format);
     float clips[NT] = {0}, overshoot[NT] = {0};
@@ -441,6 +478,7 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     if (stride >= 2) {
         for (int i = 0; i < NT * MAXS; i++) strided[i] = 0.0f;
         g.clipped = dev_copy(strided, bytes);
+        g.underflow = dev_copy(totals, sizeof totals);
     }
     int bad = 0;
     char detail[200] = "";
@@ -454,16 +492,25 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
         amax[3] = step == 6 ? INFINITY : amax[3];
         amax[4] = step == 9 ? 1e-40f : amax[4];
         amax[5] = 0.0f; /* never seen anything: the scale stays 1 */
-        for (int i = 0; i < NT; i++) strided[i * stride] = amax[i];
-        CK(cudaMemcpy(g.amax, strided, bytes, cudaMemcpyHostToDevice));
+        for (int i = 0; i < NT; i++) {
+            const unsigned long long nonzero = (3ull << 32) + (unsigned long long)step * 1000 + i;
+            stats[i] = (fp8_cast_stats){amax[i], 0, nonzero, nonzero / (unsigned)(i + 2)};
+            totals[2 * i] += stats[i].nonzero;
+            totals[2 * i + 1] += stats[i].flushed;
+        }
+        CK(cudaMemcpy(g.stats, stats, sizeof stats, cudaMemcpyHostToDevice));
         fp8_scaling_update_cuda(&g, step, s);
         CK(cudaStreamSynchronize(s));
-        float got_scale[NT * MAXS], got_dequant[NT * MAXS], got_amax[NT * MAXS], got_hist[NT * 8],
+        float got_scale[NT * MAXS], got_dequant[NT * MAXS], got_hist[NT * 8],
             got_clipped[NT * MAXS] = {0};
+        fp8_cast_stats got_stats[NT];
+        unsigned long long got_totals[2 * NT] = {0};
+        if (g.underflow)
+            CK(cudaMemcpy(got_totals, g.underflow, sizeof got_totals, cudaMemcpyDeviceToHost));
         if (g.clipped) CK(cudaMemcpy(got_clipped, g.clipped, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_scale, g.scale, bytes, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_dequant, g.dequant, bytes, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(got_amax, g.amax, bytes, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(got_stats, g.stats, sizeof got_stats, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(got_hist, g.history, sizeof(float) * NT * len, cudaMemcpyDeviceToHost));
         for (int i = 0; i < NT; i++) {
             float over = 0.0f;
@@ -480,16 +527,21 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
             if (scale[i] != before) dequant[i] = 1.0f / scale[i];
             const int k = i * stride;
             const int ok = memcmp(&got_scale[k], &scale[i], 4) == 0 &&
-                           memcmp(&got_dequant[k], &dequant[i], 4) == 0 && got_amax[k] == 0.0f &&
+                           memcmp(&got_dequant[k], &dequant[i], 4) == 0 &&
+                           got_stats[i].amax == 0.0f && got_stats[i].nonzero == 0 &&
+                           got_stats[i].flushed == 0 &&
+                           (!g.underflow || (got_totals[2 * i] == totals[2 * i] &&
+                                             got_totals[2 * i + 1] == totals[2 * i + 1])) &&
                            memcmp(got_hist + i * len, hist + i * len, sizeof(float) * len) == 0 &&
                            (!g.clipped || (memcmp(&got_clipped[k], &clips[i], 4) == 0 &&
                                            memcmp(&got_clipped[k + 1], &overshoot[i], 4) == 0));
             if (!ok && bad++ == 0)
                 snprintf(detail, sizeof detail,
                          "step %d tensor %d: scale %a (model %a), dequant %a (%a), amax %g, "
-                         "clipped %g x%g (%g x%g)",
-                         step, i, got_scale[k], scale[i], got_dequant[k], dequant[i], got_amax[k],
-                         got_clipped[k], got_clipped[k + 1], clips[i], overshoot[i]);
+                         "clipped %g x%g (%g x%g), flushed total %llu (%llu)",
+                         step, i, got_scale[k], scale[i], got_dequant[k], dequant[i],
+                         got_stats[i].amax, got_clipped[k], got_clipped[k + 1], clips[i],
+                         overshoot[i], got_totals[2 * i + 1], totals[2 * i + 1]);
         }
     }
     char what[300];
@@ -502,10 +554,11 @@ static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
                  len, clip_events, clean_events);
         check(clip_events > 0 && clean_events > 0, what);
         CK(cudaFree(g.clipped));
+        CK(cudaFree(g.underflow));
     }
     CK(cudaFree(g.scale));
     CK(cudaFree(g.dequant));
-    CK(cudaFree(g.amax));
+    CK(cudaFree(g.stats));
     CK(cudaFree(g.history));
     CK(cudaFree((void *)g.format));
 }

@@ -12,7 +12,10 @@
 #         8.9+): the FP8 products' labels and counts, the floors line's FP8
 #         rate above the BF16 one, and the clipping table (24 tensors; each
 #         row's count within the scale updates, its overshoot past the
-#         format's rounding limit, 464 / 448 at least).
+#         format's rounding limit, 464 / 448 at least) and the underflow
+#         table (the nonzero values counted against the values the casts
+#         saw; each row's counts within its tensor's size times the
+#         forwards, ordered by share, adding up to the total).
 # usage: profile_ops.sh cpu|cuda GPT2_DDP WORK_DIR
 set -euo pipefail
 mode=$1 bin=$(realpath "$2") work=$3

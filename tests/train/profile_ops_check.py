@@ -120,6 +120,45 @@ if a.fp8:
         want(counts == sorted(counts, reverse=True), f"rows not ordered by count: {counts}")
         print(f"clipping: {hit} of {n} tensors in {updates} updates, {len(listed)} listed")
 
+    # underflow: every count within the values the tensor's casts saw (one
+    # cast per forward, the first scale's extra pass not counted)
+    C, T, forwards = a.embd, a.tokens, a.steps * M
+    widths = {"attn.c_attn": (C, 3 * C), "attn.c_proj": (C, C), "mlp.c_fc": (C, 4 * C), "mlp.c_proj": (4 * C, C)}
+    def size(layer, operand):
+        i, o = widths[layer]
+        return {"input": T * i, "weight": i * o, "output gradient": T * o}[operand]
+    all_values = L * forwards * sum(size(l, op) for l in widths for op in ("input", "weight", "output gradient"))
+    head = next((line for line in text if line.startswith("fp8 underflow:")), None)
+    want(head is not None, "no fp8 underflow line")
+    m = re.match(r"fp8 underflow: (\d+) of (\d+) tensors .*; (\d+) of (\d+) nonzero values cast \(([0-9.e+-]+)%\) in all$", head or "")
+    want(m is not None, f"the underflow line does not parse: {head!r}")
+    if m:
+        hit, n, flushed, nonzero = map(int, m.groups()[:4])
+        want(n == 12 * L, f"{n} tensors in the underflow line, want {12 * L}")
+        want(all_values // 2 < nonzero <= all_values,
+             f"{nonzero} nonzero values counted of the {all_values} that the casts saw")
+        want(flushed <= nonzero, f"{flushed} flushed of {nonzero} nonzero")
+        want(abs(float(m.group(5)) - 100 * flushed / nonzero) <= 1e-3 * max(1e-9, 100 * flushed / nonzero),
+             f"the share {m.group(5)}% is not {flushed} / {nonzero}")
+        i = text.index(head)
+        listed, flushed_listed = [], 0
+        for line in text[i + 2 : i + 2 + min(hit, 20)] if hit else []:
+            r = re.match(r"h\.(\d+)\.((?:attn|mlp)\.\w+) (input|weight|output gradient) \((E4M3|E5M2)\)\s+(\d+)\s+(\d+)\s+([0-9.e+-]+)%$", line)
+            want(r is not None, f"an underflow row that does not parse: {line!r}")
+            if not r:
+                continue
+            listed.append(float(r.group(7)))
+            rn, rf = int(r.group(5)), int(r.group(6))
+            flushed_listed += rf
+            want(int(r.group(1)) < L, f"block {r.group(1)} of {L}")
+            want(0 < rf <= rn <= forwards * size(r.group(2), r.group(3)),
+                 f"{line}: counts outside 0 < flushed <= nonzero <= {forwards * size(r.group(2), r.group(3))}")
+        want(len(listed) == min(hit, 20), f"{len(listed)} rows listed for {hit} tensors that flushed")
+        want(listed == sorted(listed, reverse=True), f"rows not ordered by share: {listed}")
+        want(flushed_listed <= flushed and (hit > 20 or flushed_listed == flushed),
+             f"the rows' {flushed_listed} flushed values against the line's {flushed}")
+        print(f"underflow: {hit} of {n} tensors, {flushed} of {nonzero} nonzero values flushed")
+
 print(f"{len(rows)} rows; all ops {all_ops} ms of a {step} ms step")
 if problems:
     print("\n".join("problem: " + p for p in problems))

@@ -97,3 +97,7 @@ bool fp8_clipped(float amax, float scale, fp8_format f, float *overshoot) {
      * in E4M3, and to 65536 (even, past the range) in E5M2 */
     return f == FP8_E4M3 ? scaled > 464.0f : scaled >= 61440.0f;
 }
+
+bool fp8_flushed(float x, float scale, fp8_format f) {
+    return x != 0.0f && (fp8_encode(x * scale, f) & 0x7F) == 0;
+}

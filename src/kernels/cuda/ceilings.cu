@@ -65,14 +65,15 @@ static void *try_alloc(size_t bytes) {
 static double fp8_gemm_rate(cudaStream_t stream, const bf16 *a, const bf16 *w, bf16 *out) {
     const size_t n = (size_t)GEMM_SIZE * GEMM_SIZE;
     uint8_t *a8 = (uint8_t *)try_alloc(n), *w8 = (uint8_t *)try_alloc(n);
-    float *one = (float *)try_alloc(sizeof(float)), *amax = (float *)try_alloc(sizeof(float));
+    float *one = (float *)try_alloc(sizeof(float));
+    auto *stats = (fp8_cast_stats *)try_alloc(sizeof(fp8_cast_stats));
     double rate = 0.0;
-    if (a8 && w8 && one && amax) {
+    if (a8 && w8 && one && stats) {
         const float h_one = 1.0f;
         CUDA_CHECK(cudaMemcpyAsync(one, &h_one, sizeof h_one, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(cudaMemsetAsync(amax, 0, sizeof(float), stream));
-        ops_cuda.fp8_cast(a8, nullptr, amax, a, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
-        ops_cuda.fp8_cast(w8, nullptr, amax, w, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
+        CUDA_CHECK(cudaMemsetAsync(stats, 0, sizeof(fp8_cast_stats), stream));
+        ops_cuda.fp8_cast(a8, nullptr, stats, a, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
+        ops_cuda.fp8_cast(w8, nullptr, stats, w, GEMM_SIZE, GEMM_SIZE, one, FP8_E4M3);
         /* with fast accumulation: the rate the tensor cores reach */
         const fp8_linear_operands q = {a8,      nullptr, w8,  nullptr, nullptr,
                                        nullptr, one,     one, one,     FP8_FAST_ACCUM_ALL};
@@ -84,7 +85,7 @@ static double fp8_gemm_rate(cudaStream_t stream, const bf16 *a, const bf16 *w, b
     cudaFree(a8);
     cudaFree(w8);
     cudaFree(one);
-    cudaFree(amax);
+    cudaFree(stats);
     return rate;
 }
 

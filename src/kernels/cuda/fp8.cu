@@ -8,8 +8,9 @@
  * saturating conversion (cvt.rn.satfinite on sm_89 and newer; cuda_fp8.h
  * emulates it elsewhere). The amax is taken on the bits: |x| as an
  * unsigned integer orders like the value, with NaN above infinity, so an
- * integer max propagates NaN where fmaxf would drop it; one atomic per
- * block.
+ * integer max propagates NaN where fmaxf would drop it; with it the values
+ * not zero and those flushed to zero are counted (the underflow counts);
+ * one thread's atomics per block.
  *
  * The cast is a copy, so it is written for the copy bandwidth: a block
  * takes a 64 x 128 tile, each thread's four 16-byte loads in flight before
@@ -66,14 +67,14 @@ enum cast_mode { CAST_PLAIN, CAST_GELU, CAST_GELU_BWD };
 // from 0, into partials[tile_y * cols + column].
 template <bool TRANSPOSE, cast_mode MODE>
 __device__ __forceinline__ void
-cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__restrict__ amax_bits,
-          const __nv_bfloat16 *__restrict__ in, int rows, int cols,
-          const float *__restrict__ scale_ptr, fp8_format f, int tile_x, int tile_y,
+cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
+          fp8_cast_stats *__restrict__ stats, const __nv_bfloat16 *__restrict__ in, int rows,
+          int cols, const float *__restrict__ scale_ptr, fp8_format f, int tile_x, int tile_y,
           const __nv_bfloat16 *__restrict__ pre = nullptr, float *__restrict__ partials = nullptr) {
     constexpr bool BWD = MODE == CAST_GELU_BWD;
     __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
     __shared__ __align__(16) uint32_t values[BWD ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
-    __shared__ unsigned block_max[CAST_THREADS / 32];
+    __shared__ fp8_block_scratch block_stats;
     const int r0 = tile_y * CAST_ROWS, c0 = tile_x * CAST_COLS;
     // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
     uint4 v[CAST_UNITS], pv[BWD ? CAST_UNITS : 1];
@@ -89,11 +90,11 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__re
                 inside[k] ? *reinterpret_cast<const uint4 *>(pre + at) : make_uint4(0, 0, 0, 0);
     }
     const float scale = *scale_ptr;
-    unsigned mx = 0;
+    fp8_thread_stats seen = {0, 0, 0};
 #pragma unroll
     for (int k = 0; k < CAST_UNITS; k++) {
         const int u = threadIdx.x + k * CAST_THREADS, r = u / 16, c = (u % 16) * 8;
-        uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w}, bits[8];
+        uint32_t w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
         const uint4 pk = pv[BWD ? k : 0];
         const uint32_t pw[4] = {pk.x, pk.y, pk.z, pk.w};
 #pragma unroll
@@ -106,17 +107,17 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__re
                 g = __floats2bfloat162_rn(lo * gelu_grad(__uint_as_float(pw[i] << 16)),
                                           hi * gelu_grad(__uint_as_float(pw[i] & 0xFFFF0000u)));
             if (MODE != CAST_PLAIN) w[i] = *reinterpret_cast<const uint32_t *>(&g);
-            bits[2 * i] = w[i] << 16, bits[2 * i + 1] = w[i] & 0xFFFF0000u;
         }
         if (BWD) // zeros outside
             *reinterpret_cast<uint4 *>(&values[r * (CAST_COLS / 2) + c / 2]) =
                 make_uint4(w[0], w[1], w[2], w[3]);
-        const uint2 packed = fp8_cast8(bits, scale, f, mx); // zeros (gelu(0) = 0) outside
+        // zeros outside (gelu(0) = 0), which count neither as nonzero nor as flushed
+        const uint2 packed = fp8_cast8(w, scale, f, seen);
         if (inside[k]) *reinterpret_cast<uint2 *>(out + (size_t)(r0 + r) * cols + c0 + c) = packed;
         if (TRANSPOSE) *reinterpret_cast<uint2 *>(&tile[swizzled(r, c / 4)]) = packed;
     }
-    if (amax_bits)
-        fp8_block_amax(mx, amax_bits, block_max);
+    if (stats)
+        fp8_block_stats(seen, stats, block_stats);
     else if (TRANSPOSE || BWD)
         __syncthreads();
     if (BWD && threadIdx.x < CAST_COLS && c0 + (int)threadIdx.x < cols) {
@@ -142,10 +143,10 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t, unsigned *__re
 template <bool TRANSPOSE, cast_mode MODE>
 __global__ void __launch_bounds__(CAST_THREADS)
     fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
-                    unsigned *__restrict__ amax_bits, const __nv_bfloat16 *__restrict__ in,
+                    fp8_cast_stats *__restrict__ stats, const __nv_bfloat16 *__restrict__ in,
                     int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f,
                     const __nv_bfloat16 *__restrict__ pre, float *__restrict__ partials) {
-    cast_tile<TRANSPOSE, MODE>(out, out_t, amax_bits, in, rows, cols, scale_ptr, f, blockIdx.x,
+    cast_tile<TRANSPOSE, MODE>(out, out_t, stats, in, rows, cols, scale_ptr, f, blockIdx.x,
                                blockIdx.y, pre, partials);
 }
 
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(CAST_THREADS)
     while (j + 1 < batch.n && (int)blockIdx.x >= batch.first[j + 1]) j++;
     const fp8_cast_job &job = batch.jobs[j];
     const int b = blockIdx.x - batch.first[j], across = tiles_across(job.cols);
-    cast_tile<TRANSPOSE, CAST_PLAIN>(job.out, job.out_t, reinterpret_cast<unsigned *>(job.amax),
+    cast_tile<TRANSPOSE, CAST_PLAIN>(job.out, job.out_t, job.stats,
                                      static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
                                      job.scale, f, b % across, b / across);
 }
@@ -178,9 +179,13 @@ __global__ void fp8_scaling_update_kernel(fp8_scaling s, int slot) {
     if (i >= s.n) return;
     float *h = s.history + (size_t)i * s.len;
     const size_t at = (size_t)i * s.stride;
-    const float amax = s.amax[at], max_finite = s.format[i] == FP8_E4M3 ? 448.0f : 57344.0f;
+    const float amax = s.stats[i].amax, max_finite = s.format[i] == FP8_E4M3 ? 448.0f : 57344.0f;
     h[slot] = amax;
-    s.amax[at] = 0.0f;
+    if (s.underflow) {
+        s.underflow[2 * i] += s.stats[i].nonzero;
+        s.underflow[2 * i + 1] += s.stats[i].flushed;
+    }
+    s.stats[i] = fp8_cast_stats{};
     const float scaled = __fmul_rn(amax, s.scale[at]);
     const bool clipped = s.format[i] == FP8_E4M3 ? scaled > 464.0f : scaled >= 61440.0f;
     if (s.clipped && isfinite(amax) && clipped) { // as fp8_clipped
@@ -203,7 +208,7 @@ __global__ void fp8_scaling_update_kernel(fp8_scaling s, int slot) {
 } // namespace
 
 // fp8_cast_cuda and fp8_gelu_cast_cuda.
-static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, float *amax,
+static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
                  const void *in, int rows, int cols, const float *scale, fp8_format f,
                  cudaStream_t stream) {
     if (rows < 0 || cols < 0 || cols % 8 != 0 || (out_t && rows % 16 != 0))
@@ -216,18 +221,18 @@ static void cast(const char *name, bool gelu, uint8_t *out, uint8_t *out_t, floa
     const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS),
                     (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
     const __nv_bfloat16 *x = static_cast<const __nv_bfloat16 *>(in);
-    unsigned *bits = reinterpret_cast<unsigned *>(amax); // non-negative floats order as integers
     auto kernel =
         out_t ? (gelu ? fp8_cast_kernel<true, CAST_GELU> : fp8_cast_kernel<true, CAST_PLAIN>)
               : (gelu ? fp8_cast_kernel<false, CAST_GELU> : fp8_cast_kernel<false, CAST_PLAIN>);
-    kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, bits, x, rows, cols, scale, f, nullptr,
+    kernel<<<grid, CAST_THREADS, 0, stream>>>(out, out_t, stats, x, rows, cols, scale, f, nullptr,
                                               nullptr);
     CUDA_CHECK_LAUNCH(name);
 }
 
-extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
-                              int cols, const float *scale, fp8_format f, cudaStream_t stream) {
-    cast("fp8_cast_cuda", false, out, out_t, amax, in, rows, cols, scale, f, stream);
+extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in,
+                              int rows, int cols, const float *scale, fp8_format f,
+                              cudaStream_t stream) {
+    cast("fp8_cast_cuda", false, out, out_t, stats, in, rows, cols, scale, f, stream);
 }
 
 extern "C" void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format f,
@@ -261,16 +266,16 @@ extern "C" void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format 
     CUDA_CHECK_LAUNCH("fp8_cast_batch_kernel");
 }
 
-extern "C" void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, const void *pre,
-                                   int rows, int cols, const float *scale, fp8_format f,
-                                   cudaStream_t stream) {
-    cast("fp8_gelu_cast_cuda", true, out, out_t, amax, pre, rows, cols, scale, f, stream);
+extern "C" void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                   const void *pre, int rows, int cols, const float *scale,
+                                   fp8_format f, cudaStream_t stream) {
+    cast("fp8_gelu_cast_cuda", true, out, out_t, stats, pre, rows, cols, scale, f, stream);
 }
 
-extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
-                                            float *partials, const void *d, const void *pre,
-                                            int rows, int cols, const float *scale, fp8_format f,
-                                            cudaStream_t stream) {
+extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                            void *colsum, float *partials, const void *d,
+                                            const void *pre, int rows, int cols, const float *scale,
+                                            fp8_format f, cudaStream_t stream) {
     if (rows < 0 || cols < 0 || cols % 8 != 0 || rows % 16 != 0)
         FAIL("fp8_gelu_backward_cast_cuda: a %d x %d tensor: cols must be a multiple of 8, "
              "rows of 16",
@@ -283,8 +288,8 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, float 
     const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS),
                     (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
     fp8_cast_kernel<true, CAST_GELU_BWD><<<grid, CAST_THREADS, 0, stream>>>(
-        out, out_t, reinterpret_cast<unsigned *>(amax), static_cast<const __nv_bfloat16 *>(d), rows,
-        cols, scale, f, static_cast<const __nv_bfloat16 *>(pre), partials);
+        out, out_t, stats, static_cast<const __nv_bfloat16 *>(d), rows, cols, scale, f,
+        static_cast<const __nv_bfloat16 *>(pre), partials);
     CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");
     if (colsum)
         bias_partials_add_cuda(colsum, partials, (rows + CAST_ROWS - 1) / CAST_ROWS, cols, stream);

@@ -1,7 +1,7 @@
 /* FP8 conversion helpers shared by the kernels that write FP8 (fp8.cu's
  * casts, layernorm.cu's FP8 output): eight values to eight bytes with the
- * hardware's saturating conversion, the block's amax on the bits, and the
- * byte transpose of a 4 x 4 square. */
+ * hardware's saturating conversion, the block's amax and underflow counts,
+ * and the byte transpose of a 4 x 4 square. */
 #ifndef GPT2_KERNELS_CUDA_FP8_CONVERT_CUH
 #define GPT2_KERNELS_CUDA_FP8_CONVERT_CUH
 
@@ -18,42 +18,70 @@ static __device__ __forceinline__ uint16_t fp8_cvt_pair(float lo, float hi, fp8_
                          : __nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E5M2);
 }
 
-/* Eight values as fp32 bits (bits[2i] the low half of word i) times scale
- * (one rounding, no contraction, as the CPU model) cast to 8 bytes; mx =
- * max(mx, |value| as bits): |x| as an unsigned integer orders like the
- * value, with NaN above infinity, so an integer max keeps NaN. */
-static __device__ __forceinline__ uint2 fp8_cast8(const uint32_t bits[8], float scale, fp8_format f,
-                                                  unsigned &mx) {
+/* What one thread's casts have seen, before the block adds it into the
+ * tensor's fp8_cast_stats: the amax as bits (|x| as an unsigned integer
+ * orders like the value, with NaN above infinity, so an integer max keeps
+ * NaN), the values not zero and those of them flushed to +-0. */
+struct fp8_thread_stats {
+    unsigned amax_bits, nonzero, flushed;
+};
+
+/* Eight bf16 values (w[i]: two of them, the first in the low half) times
+ * scale in fp32 (one rounding, no contraction, as the CPU model) cast to 8
+ * bytes, what they were and became added to t. The counts work on whole
+ * words: a half's or byte's magnitude bits plus all ones carry into its
+ * top bit exactly where they are not zero, so one popcount counts the
+ * values not zero before the cast and another those not +-0 after it;
+ * their difference is the flushed ones, since zero casts to +-0 and NaN
+ * and the infinities to values that are not. */
+static __device__ __forceinline__ uint2 fp8_cast8(const uint32_t w[4], float scale, fp8_format f,
+                                                  fp8_thread_stats &t) {
     uint16_t p[4];
+    uint32_t in_mask = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const uint32_t lo = bits[2 * i], hi = bits[2 * i + 1];
-        mx = max(mx, max(lo & 0x7FFFFFFFu, hi & 0x7FFFFFFFu));
-        p[i] = fp8_cvt_pair(__uint_as_float(lo) * scale, __uint_as_float(hi) * scale, f);
+        const uint32_t magnitude = w[i] & 0x7FFF7FFFu;
+        t.amax_bits = max(t.amax_bits, max(magnitude << 16, magnitude & 0xFFFF0000u));
+        p[i] = fp8_cvt_pair(__uint_as_float(w[i] << 16) * scale,
+                            __uint_as_float(w[i] & 0xFFFF0000u) * scale, f);
+        in_mask |= ((magnitude + 0x7FFF7FFFu) & 0x80008000u) >> i; /* bits 15 - i, 31 - i */
     }
-    return make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
+    const uint2 out = make_uint2(p[0] | (uint32_t)p[1] << 16, p[2] | (uint32_t)p[3] << 16);
+    const uint32_t out_mask = (((out.x & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) & 0x80808080u) |
+                              ((((out.y & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) & 0x80808080u) >> 1);
+    const unsigned nonzero = __popc(in_mask);
+    t.nonzero += nonzero;
+    t.flushed += nonzero - __popc(out_mask);
+    return out;
 }
 
-/* The bits of the 8 bf16 of a 16-byte vector as fp32, for fp8_cast8. */
-static __device__ __forceinline__ void fp8_bf16_bits(const uint4 u, uint32_t bits[8]) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) bits[2 * i] = w[i] << 16, bits[2 * i + 1] = w[i] & 0xFFFF0000u;
-}
+/* Shared memory for fp8_block_stats: a word of each per warp. */
+struct fp8_block_scratch {
+    unsigned amax_bits[32], nonzero[32], flushed[32];
+};
 
-/* The block's amax (bits, per thread in mx) into *amax_bits with one atomic;
- * block_max: a word of shared memory per warp. Synchronises the block. */
-static __device__ __forceinline__ void fp8_block_amax(unsigned mx, unsigned *amax_bits,
-                                                      unsigned *block_max) {
+/* The block's threads' stats added into *stats with one thread's atomics.
+ * Synchronises the block. */
+static __device__ __forceinline__ void fp8_block_stats(fp8_thread_stats t, fp8_cast_stats *stats,
+                                                       fp8_block_scratch &shared) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    if ((threadIdx.x & 31) == 0) block_max[threadIdx.x >> 5] = mx;
+    for (int o = 16; o > 0; o >>= 1) {
+        t.amax_bits = max(t.amax_bits, __shfl_xor_sync(0xffffffffu, t.amax_bits, o));
+        t.nonzero += __shfl_xor_sync(0xffffffffu, t.nonzero, o);
+        t.flushed += __shfl_xor_sync(0xffffffffu, t.flushed, o);
+    }
+    const unsigned warp = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0)
+        shared.amax_bits[warp] = t.amax_bits, shared.nonzero[warp] = t.nonzero,
+        shared.flushed[warp] = t.flushed;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned m = 0;
-        for (unsigned w = 0; w < blockDim.x / 32; w++) m = max(m, block_max[w]);
-        atomicMax(amax_bits, m);
-    }
+    if (threadIdx.x != 0) return;
+    unsigned m = 0, nonzero = 0, flushed = 0; /* a block casts far fewer than 2^32 values */
+    for (unsigned w = 0; w < blockDim.x / 32; w++)
+        m = max(m, shared.amax_bits[w]), nonzero += shared.nonzero[w], flushed += shared.flushed[w];
+    atomicMax(reinterpret_cast<unsigned *>(&stats->amax), m);
+    if (nonzero) atomicAdd(&stats->nonzero, (unsigned long long)nonzero);
+    if (flushed) atomicAdd(&stats->flushed, (unsigned long long)flushed);
 }
 
 /* a[i]: 4 bytes (columns 0-3) of row i; col[j] (out): column j's 4 bytes,

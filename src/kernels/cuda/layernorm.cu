@@ -128,15 +128,15 @@ static __host__ __device__ int fp8_row_words(int C) { return (C / 4 + 31) / 32 *
 
 template <int VPL, bool RESIDUAL, bool TRANSPOSE>
 static __global__ void __launch_bounds__(LN_THREADS)
-    layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t, unsigned *amax_bits,
-                                 float *mean, float *rstd, const bf16 *a, const bf16 *b,
-                                 const bf16 *weight, const bf16 *bias, int N, int C,
+    layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t,
+                                 fp8_cast_stats *stats, float *mean, float *rstd, const bf16 *a,
+                                 const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C,
                                  const float *scale_ptr, fp8_format f) {
     extern __shared__ __align__(16) uint32_t fp8_rows[]; /* LN_FP8_ROWS x fp8_row_words(C) */
-    __shared__ unsigned block_max[LN_WARPS];
+    __shared__ fp8_block_scratch block_stats;
     const float scale = *scale_ptr;
     const int warp = threadIdx.x / 32, r0 = blockIdx.x * LN_FP8_ROWS, row_words = fp8_row_words(C);
-    unsigned mx = 0;
+    fp8_thread_stats seen = {0, 0, 0};
     for (int i = 0; i < LN_FP8_ROWS / LN_WARPS; i++) {
         const int r = warp + i * LN_WARPS, row = r0 + r;
         if (row >= N) break;
@@ -145,15 +145,15 @@ static __global__ void __launch_bounds__(LN_THREADS)
         const int swap = r >= 16 ? 16 : 0;
         layernorm_row<VPL, RESIDUAL>(
             row, residual, mean, rstd, a, b, weight, bias, C, [&](int v, const float o[8]) {
-                uint32_t bits[8];
-                fp8_bf16_bits(pack8(o), bits);
-                const uint2 p = fp8_cast8(bits, scale, f, mx);
+                const uint4 u = pack8(o);
+                const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+                const uint2 p = fp8_cast8(w, scale, f, seen);
                 *reinterpret_cast<uint2 *>(out_row + v * 8) = p;
                 if (TRANSPOSE) *reinterpret_cast<uint2 *>(tile_row + ((2 * v) ^ swap)) = p;
             });
     }
-    if (amax_bits)
-        fp8_block_amax(mx, amax_bits, block_max);
+    if (stats)
+        fp8_block_stats(seen, stats, block_stats);
     else if (TRANSPOSE)
         __syncthreads();
     if (!TRANSPOSE) return;
@@ -366,7 +366,7 @@ static int fp8_tile_bytes(int C) { return LN_FP8_ROWS * fp8_row_words(C) * 4; }
  * variant's limit is raised to what its largest C (32 lanes x 8 x V) needs. */
 template <bool RESIDUAL, bool TRANSPOSE>
 static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *out_t,
-                               unsigned *amax_bits, float *mean, float *rstd, const bf16 *a,
+                               fp8_cast_stats *stats, float *mean, float *rstd, const bf16 *a,
                                const bf16 *b, const bf16 *w, const bf16 *bias, int N, int C,
                                const float *scale, fp8_format f, cudaStream_t stream) {
     const unsigned grid = (unsigned)((N + LN_FP8_ROWS - 1) / LN_FP8_ROWS);
@@ -376,8 +376,8 @@ static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *o
         auto kernel = layernorm_forward_fp8_kernel<V, RESIDUAL, TRANSPOSE>;                        \
         static unsigned long long raised = 0; /* devices whose limit is set */                     \
         if (TRANSPOSE) raise_smem_limit(kernel, fp8_tile_bytes(32 * 8 * V), raised);               \
-        kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, amax_bits, mean, rstd, a, \
-                                                   b, w, bias, N, C, scale, f);                    \
+        kernel<<<grid, LN_THREADS, smem, stream>>>(residual, out, out_t, stats, mean, rstd, a, b,  \
+                                                   w, bias, N, C, scale, f);                       \
         break;                                                                                     \
     }
     switch (vpl) {
@@ -395,10 +395,10 @@ static void launch_forward_fp8(int vpl, bf16 *residual, uint8_t *out, uint8_t *o
 }
 
 extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t *out_t,
-                                           float *amax, float *mean, float *rstd, const void *a,
-                                           const void *b, const void *weight, const void *bias,
-                                           int N, int C, const float *scale, fp8_format f,
-                                           cudaStream_t stream) {
+                                           fp8_cast_stats *stats, float *mean, float *rstd,
+                                           const void *a, const void *b, const void *weight,
+                                           const void *bias, int N, int C, const float *scale,
+                                           fp8_format f, cudaStream_t stream) {
     const char *name = "layernorm_forward_fp8_cuda";
     const int vpl = vectors_per_lane(name, C);
     const void *ptrs[] = {residual, out, out_t, a, b, weight, bias};
@@ -409,20 +409,19 @@ extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t
     if (out_t && N % 16 != 0)
         FAIL("%s: %d rows: a multiple of 16 is needed for the transposed copy", name, N);
     if (N <= 0) return;
-    unsigned *bits = reinterpret_cast<unsigned *>(amax); /* non-negative floats order as integers */
     const bf16 *pa = (const bf16 *)a, *pb = (const bf16 *)b, *pw = (const bf16 *)weight,
                *pbias = (const bf16 *)bias;
     if (residual && out_t)
-        launch_forward_fp8<true, true>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa, pb,
+        launch_forward_fp8<true, true>(vpl, (bf16 *)residual, out, out_t, stats, mean, rstd, pa, pb,
                                        pw, pbias, N, C, scale, f, stream);
     else if (residual)
-        launch_forward_fp8<true, false>(vpl, (bf16 *)residual, out, out_t, bits, mean, rstd, pa, pb,
-                                        pw, pbias, N, C, scale, f, stream);
+        launch_forward_fp8<true, false>(vpl, (bf16 *)residual, out, out_t, stats, mean, rstd, pa,
+                                        pb, pw, pbias, N, C, scale, f, stream);
     else if (out_t)
-        launch_forward_fp8<false, true>(vpl, nullptr, out, out_t, bits, mean, rstd, pa, pb, pw,
+        launch_forward_fp8<false, true>(vpl, nullptr, out, out_t, stats, mean, rstd, pa, pb, pw,
                                         pbias, N, C, scale, f, stream);
     else
-        launch_forward_fp8<false, false>(vpl, nullptr, out, out_t, bits, mean, rstd, pa, pb, pw,
+        launch_forward_fp8<false, false>(vpl, nullptr, out, out_t, stats, mean, rstd, pa, pb, pw,
                                          pbias, N, C, scale, f, stream);
 }
 

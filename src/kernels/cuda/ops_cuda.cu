@@ -305,16 +305,17 @@ static void cuda_matmul_backward_gelu(void *dinp, void *dweight, void *dbias, co
                          bytes ? scratch(bytes) : NULL, bytes, NULL, &g.lt, g.stream);
 }
 
-static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *in, int rows,
-                          int cols, const float *scale, fp8_format format) {
-    fp8_cast_cuda(out, out_t, amax, in, rows, cols, scale, format, g.stream);
+static void cuda_fp8_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *in,
+                          int rows, int cols, const float *scale, fp8_format format) {
+    fp8_cast_cuda(out, out_t, stats, in, rows, cols, scale, format, g.stream);
 }
 
-static void cuda_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t, float *amax,
-                                       float *mean, float *rstd, const void *a, const void *b,
-                                       const void *weight, const void *bias, int N, int C,
-                                       const float *scale, fp8_format format) {
-    layernorm_forward_fp8_cuda(residual, out, out_t, amax, mean, rstd, a, b, weight, bias, N, C,
+static void cuda_layernorm_forward_fp8(void *residual, uint8_t *out, uint8_t *out_t,
+                                       fp8_cast_stats *stats, float *mean, float *rstd,
+                                       const void *a, const void *b, const void *weight,
+                                       const void *bias, int N, int C, const float *scale,
+                                       fp8_format format) {
+    layernorm_forward_fp8_cuda(residual, out, out_t, stats, mean, rstd, a, b, weight, bias, N, C,
                                scale, format, g.stream);
 }
 
@@ -322,16 +323,16 @@ static void cuda_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format form
     fp8_cast_batch_cuda(jobs, n, format, g.stream);
 }
 
-static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, float *amax, const void *pre, int rows,
-                               int cols, const float *scale, fp8_format format) {
-    fp8_gelu_cast_cuda(out, out_t, amax, pre, rows, cols, scale, format, g.stream);
+static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, const void *pre,
+                               int rows, int cols, const float *scale, fp8_format format) {
+    fp8_gelu_cast_cuda(out, out_t, stats, pre, rows, cols, scale, format, g.stream);
 }
 
-static void cuda_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, float *amax, void *colsum,
-                                        const void *d, const void *pre, int rows, int cols,
-                                        const float *scale, fp8_format format) {
+static void cuda_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                        void *colsum, const void *d, const void *pre, int rows,
+                                        int cols, const float *scale, fp8_format format) {
     const size_t bytes = (size_t)((rows + 63) / 64) * cols * sizeof(float);
-    fp8_gelu_backward_cast_cuda(out, out_t, amax, colsum, (float *)scratch(bytes), d, pre, rows,
+    fp8_gelu_backward_cast_cuda(out, out_t, stats, colsum, (float *)scratch(bytes), d, pre, rows,
                                 cols, scale, format, g.stream);
 }
 
