@@ -6,6 +6,9 @@
  * PyTorch's the same way). Prints, for the default kernels and (on Hopper)
  * their deterministic mode and the mma.sync kernels, one comparable line
  *   BENCH attention impl=<wgmma|mma.sync> B= H= T= D= fwd_ms= fwdbwd_ms=
+ * (attention alone, as the PyTorch peers run it), and the default kernels
+ * once more with dqkv's column sums, as the trainer runs them
+ * (impl=<...>+colsum)
  * and a readable one with TFLOP/s on causal FLOPs (forward 4*B*NH*T*T*HS/2,
  * backward 2.5x forward). bench/bench_attention.sh puts them beside PyTorch
  * SDPA's. Tuning builds (GPT2_ATTN_TUNING) first time every variant of the
@@ -38,6 +41,7 @@ static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {
 struct bench_bufs {
     int B, T, C, NH;
     void *qkv, *dout, *out, *dqkv, *ws;
+    void *colsum; // NULL, or dqkv's column sums (3C), as the trainer asks for them
     float *lse;
     const attention_cuda_options *opt;     // the production kernels these select
     const char *fwd_variant, *bwd_variant; // or tuning variants in their place (NULL: none)
@@ -57,12 +61,12 @@ static void run_fwd_bwd(const bench_bufs &b, cudaStream_t s) {
 #ifdef GPT2_ATTN_TUNING
     if (b.bwd_variant) {
         attention_backward_cuda_variant(b.bwd_variant, b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B,
-                                        b.T, b.C, b.NH, b.ws, s);
+                                        b.T, b.C, b.NH, nullptr, b.ws, s);
         return;
     }
 #endif
-    attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.ws, b.opt,
-                            s);
+    attention_backward_cuda(b.dqkv, b.dout, b.qkv, b.out, b.lse, b.B, b.T, b.C, b.NH, b.colsum,
+                            b.ws, b.opt, s);
 }
 
 // median over `samples` of the mean ms of `calls` back-to-back calls of fn,
@@ -163,6 +167,14 @@ int main(int argc, char **argv) {
                t_fwd, fwd_flop / t_fwd * 1e-9, t_all, all_flop / t_all * 1e-9, t_all - t_fwd,
                2.5 * fwd_flop / (t_all - t_fwd) * 1e-9);
     }
+    // as the trainer runs it: with dqkv's column sums (c_attn's bias gradient)
+    CK(cudaMalloc(&b.colsum, (size_t)3 * b.C * 2));
+    CK(cudaMemset(b.colsum, 0, (size_t)3 * b.C * 2));
+    b.opt = &passes[0];
+    const double t_fwd = time_median(run_fwd, b, s), t_all = time_median(run_fwd_bwd, b, s);
+    printf("BENCH attention impl=%s+colsum B=%d H=%d T=%d D=%d fwd_ms=%.4f fwdbwd_ms=%.4f\n",
+           hopper ? "wgmma" : "mma.sync", b.B, b.NH, b.T, HS, t_fwd, t_all);
+    CK(cudaFree(b.colsum));
     CK(cudaFree(b.qkv));
     CK(cudaFree(b.dqkv));
     CK(cudaFree(b.dout));

@@ -183,6 +183,19 @@ int main(int argc, char **argv) {
     }
     matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
 
+    /* the same products without their bias gradients: the difference is
+     * what the deterministic column sums cost (c_attn's dbias over dqkv,
+     * c_fc's over d(fch)) */
+    snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
+    line_gemm("qkv bwd no dbias", shape,
+              time_us([&] { G->matmul_backward(out, dw, NULL, big, x, w, N, C, 3 * C); }),
+              4.0 * N * C * 3 * C);
+    snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
+    line_gemm("fc_proj bwd no colsum", shape, time_us([&] {
+                  G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, 4 * C, C, NULL);
+              }),
+              4.0 * N * C * 4 * C);
+
     /* lm head and classifier, in the model's chunk of rows (64 MiB of logits) and at 8192 */
     const int chunk = (int)((64u << 20) / ((size_t)Vp * 2));
     void *logits = G->alloc((size_t)8192 * Vp * 2);

@@ -16,10 +16,11 @@ mkdir -p "$OUT"
 FLAGS=(-std=c++17 -O3 "-gencode=arch=compute_${ARCH},code=sm_${ARCH}" -Isrc
        --expt-relaxed-constexpr -Werror=all-warnings -DGPT2_ATTN_STANDALONE ${EXTRA:-})
 [ "$ARCH" = 90a ] && FLAGS+=(-DGPT2_HAVE_SM90A=1) # the wgmma kernels have bodies
-# every attention translation unit: the dispatcher and one per kernel family
+# every attention translation unit (the dispatcher and one per kernel
+# family) and the fixed-order sum of the backward's column-sum partials
 objs=()
 : > "$OUT/ptxas.txt"
-for tu in src/kernels/cuda/attention*.cu; do
+for tu in src/kernels/cuda/attention*.cu src/kernels/cuda/column_sums.cu; do
   obj="$OUT/$(basename "$tu" .cu).o"
   "$NVCC" "${FLAGS[@]}" -Xptxas -v -c "$tu" -o "$obj" 2>> "$OUT/ptxas.txt" ||
     { cat "$OUT/ptxas.txt"; exit 1; }

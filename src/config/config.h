@@ -91,9 +91,10 @@ typedef struct {
     int fp8_margin;         /* fp8: binades of headroom under the format's largest value */
     char fp8_fast_accum[8]; /* fp8: none | forward | all: products with fast accumulation */
     bool memory_preflight;  /* GPUs: refuse a run whose estimate does not fit the free memory */
-    bool profile_ops;      /* time every kernel-table op; rank 0 prints a per-op table at the end */
-    bool matmul_autotune;  /* device=cuda: GEMM algorithms chosen by timing the candidates */
-    bool attention_hopper; /* device=cuda: wgmma attention where the build and GPU have it */
+    bool profile_ops; /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    char profile_ops_timing[8];   /* sync | stream: how profile_ops times an op */
+    bool matmul_autotune;         /* device=cuda: GEMM algorithms chosen by timing the candidates */
+    bool attention_hopper;        /* device=cuda: wgmma attention where the build and GPU have it */
     bool attention_deterministic; /* device=cuda: dq added in a fixed order (wgmma kernels) */
     bool save_init;               /* write the initial weights to out_dir/run_name/init.h5 */
 

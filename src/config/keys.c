@@ -46,6 +46,7 @@
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
+static const char *const op_timings[] = {"sync", "stream", NULL};
 static const char *const async_modes[] = {"auto", "true", "false", NULL};
 
 /* Defaults are the GPT-2 124M recipe (llm.c / nanoGPT), so that a short
@@ -177,6 +178,11 @@ const config_key config_keys[] = {
              "time every kernel op (synchronizing around each, so steps run slower) and print "
              "a per-op table (calls, ms and % per step, floor on this device) at the end of "
              "the run"),
+    ENUM_KEY("run", profile_ops_timing, "sync", op_timings,
+             "how profile_ops times an op: sync (between two synchronizes: the op alone) or "
+             "stream (device=cuda: by events on the compute stream, nothing synchronized "
+             "between ops: each op as it runs in the step, beside the communication of several "
+             "ranks)"),
     BOOL_KEY("run", matmul_autotune, "true",
              "device=cuda: time cuBLASLt's candidate algorithms once per GEMM shape at start-up "
              "and keep the fastest (false: the heuristic's first choice)"),

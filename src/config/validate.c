@@ -167,12 +167,22 @@ static void validate_fp8(const config *cfg) {
                         cfg->micro_batch, cfg->seq_len);
 }
 
+/* Stream timing needs the GPU's stream; the CPU backend has none. */
+static void validate_profile(const config *cfg) {
+    if (cfg->profile_ops && strcmp(cfg->profile_ops_timing, "stream") == 0 &&
+        strcmp(cfg->device, "cpu") == 0)
+        fail_collective(EXIT_USAGE,
+                        "profile_ops_timing = stream times ops by events on the GPU's stream; "
+                        "device=cpu has none: use profile_ops_timing = sync");
+}
+
 void config_validate(config *cfg, int launched_world) {
     if (launched_world < 1) FAIL("config_validate: world size %d", launched_world);
     validate_keys(cfg);
     cfg->world = cfg->dry_run && cfg->dry_run_ranks > 0 ? cfg->dry_run_ranks : launched_world;
     validate_model(cfg);
     validate_batch(cfg);
+    validate_profile(cfg);
     validate_schedule(cfg);
     validate_run(cfg);
     validate_fp8(cfg);

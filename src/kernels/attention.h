@@ -53,15 +53,19 @@ bool attention_cuda_options_supported(const attention_cuda_options *opt);
 void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                             const attention_cuda_options *opt, cudaStream_t stream);
 /* Device scratch the backward needs: an fp32 dq accumulator (B,T,C), the
- * row sums D = rowsum(dout * out) (B,NH,T) and the deterministic mode's
- * counters (4 per 64 positions of each head). */
+ * row sums D = rowsum(dout * out) (B,NH,T), partial column sums of dqkv
+ * (11 C floats per 64 positions) and the deterministic mode's counters (4 per 64
+ * positions of each head). */
 size_t attention_backward_workspace_bytes(int B, int T, int C, int NH);
-/* dqkv (B,T,3C) bf16 is overwritten; workspace holds at least
- * attention_backward_workspace_bytes(B, T, C, NH) bytes, 16-byte aligned, and
- * need not be initialised. */
+/* dqkv (B,T,3C) bf16 is overwritten; dqkv_colsum (3C bf16, may be NULL) +=
+ * dqkv's column sums (of the stored values, in a fixed order): the qkv
+ * projection's bias gradient, summed on the way instead of in another pass
+ * over dqkv. workspace holds at least attention_backward_workspace_bytes(B,
+ * T, C, NH) bytes, 16-byte aligned, and need not be initialised. */
 void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, const void *out,
-                             const float *lse, int B, int T, int C, int NH, void *workspace,
-                             const attention_cuda_options *opt, cudaStream_t stream);
+                             const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
+                             void *workspace, const attention_cuda_options *opt,
+                             cudaStream_t stream);
 #ifdef GPT2_ATTN_TUNING
 /* Tuning builds only (CMake -DGPT2_ATTN_TUNING=ON), for bench_attention and
  * test_attention_cuda: the tile shapes measured against the production
@@ -87,7 +91,8 @@ void attention_forward_cuda_variant(const char *name, void *out, float *lse, con
  * main kernel; the passes around it stay. Ends the program as above. */
 void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
                                      const void *qkv, const void *out, const float *lse, int B,
-                                     int T, int C, int NH, void *workspace, cudaStream_t stream);
+                                     int T, int C, int NH, void *dqkv_colsum, void *workspace,
+                                     cudaStream_t stream);
 #endif
 #ifdef __cplusplus
 }

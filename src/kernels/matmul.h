@@ -60,9 +60,10 @@ void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream
  * without the DGELU epilogue. */
 void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStream_t stream);
 /* dst (cols, bf16) += the sums over chunks of partials (chunks x cols fp32),
- * chunk by chunk in order: the second half of the deterministic column sum
- * whose first half (per-chunk sums of BIAS_ROWS = 64 rows in row order)
- * fp8_gelu_backward_cast_cuda computes on the way. */
+ * in a fixed order (kernels/cuda/column_sums.cu): the second half of the
+ * deterministic column sums whose first half (per-chunk sums) the matmul
+ * backward, fp8_gelu_backward_cast_cuda and the attention backward compute
+ * on the way. */
 void bias_partials_add_cuda(void *dst, const float *partials, int chunks, int cols,
                             cudaStream_t stream);
 /* Scratch matmul_backward_cuda needs (column-sum staging for dbias and

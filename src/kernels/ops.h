@@ -11,6 +11,8 @@
 
 #include "kernels/fp8.h"
 
+enum { OPS_MARKS = 4096 }; /* kernel_ops.mark_record's marks */
+
 typedef struct kernel_ops {
     const char *name;  /* "cpu" | "cuda" */
     size_t elem_bytes; /* storage of params/grads/activations: 4 (fp32) or 2 (bf16) */
@@ -34,6 +36,14 @@ typedef struct kernel_ops {
     void (*upload_f32)(void *dst, const float *src_host, size_t n);
     void (*download_f32)(float *dst_host, const void *src, size_t n);
     void (*synchronize)(void);
+    /* Points in the compute stream's work, for timing ops as they run,
+     * without synchronizing (profile_ops_timing = stream); NULL in a
+     * backend without a stream (the CPU). mark_record(i), i < OPS_MARKS:
+     * mark i is reached once the work queued before it is done;
+     * marks_read(ms, n) waits for marks 0..n-1 and writes each one's time
+     * after mark 0. */
+    void (*mark_record)(int i);
+    void (*marks_read)(double *ms, int n);
 
     void (*encoder_forward)(void *out, const int32_t *inp, const void *wte, const void *wpe, int B,
                             int T, int C);
@@ -68,8 +78,11 @@ typedef struct kernel_ops {
                                  const void *inp, const void *weight, const void *pre, int N, int C,
                                  int OC, void *dpre_colsum);
     void (*attention_forward)(void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
+    /* dqkv is overwritten; dqkv_colsum (3C, may be NULL) += its column sums:
+     * the bias gradient of the qkv projection (attn.c_attn), summed while
+     * the kernels have the values instead of in another pass over dqkv. */
     void (*attention_backward)(void *dqkv, const void *dout, const void *qkv, const void *out,
-                               const float *lse, int B, int T, int C, int NH);
+                               const float *lse, int B, int T, int C, int NH, void *dqkv_colsum);
     void (*classifier_forward_backward)(void *logits, float *losses, const int32_t *targets, int N,
                                         int V, int Vp, float dloss);
     /* acc[i] += losses[i] for i < N, fp32 on the backend: the losses of

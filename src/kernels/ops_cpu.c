@@ -80,8 +80,10 @@ static void cpu_attention_forward(void *out, float *lse, const void *qkv, int B,
     attention_forward_cpu(out, lse, qkv, B, T, C, NH);
 }
 static void cpu_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                   const float *lse, int B, int T, int C, int NH) {
+                                   const float *lse, int B, int T, int C, int NH,
+                                   void *dqkv_colsum) {
     attention_backward_cpu(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (dqkv_colsum) bias_grad_cpu(dqkv_colsum, dqkv, B * T, 3 * C);
 }
 static void cpu_classifier(void *logits, float *losses, const int32_t *targets, int N, int V,
                            int Vp, float dloss) {

@@ -1,5 +1,6 @@
 /* Per-op timing of a kernel table (see ops_profile.h). Each timed op is one
- * wrapper: synchronize, clock, the wrapped op, synchronize, clock; its time
+ * wrapper: synchronize, clock, the wrapped op, synchronize, clock (or, timed
+ * on the stream, a mark before and after it, read once a step); its time
  * goes to an entry keyed by the op's name (matmuls also by shape, since the
  * classifier's and the MLP's GEMMs differ by 10x). Times collect in a pending
  * column and are committed per step, so that the warm-up step and whatever
@@ -29,11 +30,20 @@ typedef struct {
     double fp8_flops, pending_fp8_flops;               /* FLOPs of FP8 products */
 } op_entry;
 
+/* A timed op on the stream: its entry and its first mark (the next is its end). */
+typedef struct {
+    int entry, mark;
+} marked_op;
+
 static struct {
     const kernel_ops *inner;
     kernel_ops table;
+    bool on_stream; /* ops timed by the backend's stream marks, not synchronizes */
     op_entry entries[MAX_ENTRIES];
     int n_entries;
+    marked_op marked[OPS_MARKS / 2]; /* on_stream: the ops marked since the last read */
+    int n_marks;
+    double mark_ms[OPS_MARKS];
     int marks;           /* step ends seen; steps counted = marks - 1 */
     double last_mark_ms; /* clock at the previous step end */
     double step_ms;      /* wall time of the counted steps */
@@ -48,16 +58,40 @@ static op_entry *entry(const char *label) {
     return e;
 }
 
-/* The queue is drained first, so the clock then measures this op alone. */
+/* On the stream: the marks so far are read (waiting for the last one) and
+ * each marked op's time goes to its entry's pending column. */
+static void read_marks(void) {
+    if (prof.n_marks == 0) return;
+    prof.inner->marks_read(prof.mark_ms, prof.n_marks);
+    for (int i = 0; i < prof.n_marks / 2; i++) {
+        const marked_op *m = &prof.marked[i];
+        prof.entries[m->entry].pending_ms += prof.mark_ms[m->mark + 1] - prof.mark_ms[m->mark];
+    }
+    prof.n_marks = 0;
+}
+
+/* Synchronized, the queue is drained first, so the clock then measures this
+ * op alone; on the stream, the op's first mark (its index). */
 static double op_begin(void) {
+    if (prof.on_stream) {
+        if (prof.n_marks + 2 > OPS_MARKS) read_marks();
+        prof.inner->mark_record(prof.n_marks);
+        return (double)prof.n_marks++;
+    }
     prof.inner->synchronize();
     return clock_ms();
 }
 
 static void op_end(const char *label, double t0, double flops, double fp8_flops, double bytes) {
-    prof.inner->synchronize();
     op_entry *e = entry(label);
-    e->pending_ms += clock_ms() - t0;
+    if (prof.on_stream) {
+        prof.inner->mark_record(prof.n_marks);
+        prof.marked[prof.n_marks / 2] = (marked_op){(int)(e - prof.entries), (int)t0};
+        prof.n_marks++;
+    } else {
+        prof.inner->synchronize();
+        e->pending_ms += clock_ms() - t0;
+    }
     e->pending_calls++;
     e->pending_flops += flops;
     e->pending_fp8_flops += fp8_flops;
@@ -280,11 +314,11 @@ static void p_attention_forward(void *out, float *lse, const void *qkv, int B, i
 }
 
 static void p_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                 const float *lse, int B, int T, int C, int NH) {
+                                 const float *lse, int B, int T, int C, int NH, void *dqkv_colsum) {
     /* five products (scores again, dV, dP, dQ, dK) over half the scores */
     TIMED_COST("attention_backward", 5.0 * B * (double)T * T * C,
-               st(8.0 * B * T * C) + 4.0 * B * NH * T,
-               prof.inner->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH));
+               st(8.0 * B * T * C + (dqkv_colsum ? 6.0 * C : 0.0)) + 4.0 * B * NH * T,
+               prof.inner->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum));
 }
 
 static void p_classifier_forward_backward(void *logits, float *losses, const int32_t *targets,
@@ -328,12 +362,17 @@ static void p_adamw_update(void *params, float *master, const void *grad, float 
                                         beta2, eps, weight_decay, grad_scale, t));
 }
 
-const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
+const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
     if (prof.inner) {
-        CHECK(prof.inner == inner, "ops profile already wraps the %s backend", prof.inner->name);
+        CHECK(prof.inner == inner && prof.on_stream == on_stream,
+              "ops profile already wraps the %s backend, timed %s", prof.inner->name,
+              prof.on_stream ? "on the stream" : "by synchronizing");
         return &prof.table;
     }
+    CHECK(!on_stream || (inner->mark_record && inner->marks_read),
+          "the %s backend has no stream to time ops on: profile_ops_timing = sync", inner->name);
     prof.inner = inner;
+    prof.on_stream = on_stream;
     /* Memory management and synchronize pass through: they are set-up, or
      * the profiler's own tool. */
     prof.table = *inner;
@@ -376,6 +415,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner) {
 }
 
 void ops_profile_step_done(void) {
+    if (prof.on_stream) read_marks(); /* waits for the step's last op */
     const double now = clock_ms();
     const int counted = prof.marks > 0; /* the first step is warm-up */
     for (int i = 0; i < prof.n_entries; i++) {
@@ -413,10 +453,11 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double fp8_flops_per_
     const double step = prof.step_ms / steps;
     const int floors = gemm_flops_per_s > 0.0 && bytes_per_s > 0.0;
     if (fp8_flops_per_s <= 0.0) fp8_flops_per_s = gemm_flops_per_s; /* not measured */
-    fprintf(out,
-            "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; each op "
-            "timed between two synchronizes\n",
-            prof.inner->name, steps);
+    fprintf(out, "per-op profile (%s backend): mean of %d step(s) after 1 warm-up step; %s\n",
+            prof.inner->name, steps,
+            prof.on_stream ? "each op timed on the stream as it ran (marks before and after it, "
+                             "no synchronize between ops)"
+                           : "each op timed between two synchronizes");
     if (floors)
         fprintf(out,
                 "floor = max(matrix FLOPs / %.0f TFLOP/s (FP8 products: / %.0f), least bytes / "
@@ -452,8 +493,9 @@ void ops_profile_print(FILE *out, double gemm_flops_per_s, double fp8_flops_per_
     fprintf(out, "%-44s %10.1f %10.3f %9.1f", "all ops", calls, ops_ms, 100.0 * ops_ms / step);
     if (floors) fprintf(out, " %9.3f %8.2f", floor_ms, ops_ms / floor_ms);
     fprintf(out, "\n");
-    fprintf(out, "%-44s %10s %10.3f %9.1f\n", "untimed (host work between ops)", "", step - ops_ms,
-            100.0 * (step - ops_ms) / step);
+    fprintf(out, "%-44s %10s %10.3f %9.1f\n",
+            prof.on_stream ? "between ops (waits, idle stream)" : "untimed (host work between ops)",
+            "", step - ops_ms, 100.0 * (step - ops_ms) / step);
     fprintf(out, "%-44s %10s %10.3f %9.1f\n", "step (profiled)", "", step, 100.0);
     fflush(out);
 }

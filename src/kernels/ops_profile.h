@@ -1,19 +1,27 @@
 /* Per-op timing of a kernel table (config key profile_ops): a table whose
  * every op runs the wrapped backend's op between two synchronize() + clock
- * reads, and a per-step report of where the time went. Host timing with a
- * synchronize on both sides works for any backend; the cost is that each op
- * also pays its launch latency, so a profiled step is a little slower than an
- * unprofiled one (the report gives both the op total and the step time). */
+ * reads (or, profile_ops_timing = stream, between two marks on the
+ * backend's stream), and a per-step report of where the time went. Host
+ * timing with a synchronize on both sides works for any backend; the cost is
+ * that each op also pays its launch latency, so a profiled step is a little
+ * slower than an unprofiled one (the report gives both the op total and the
+ * step time). Stream marks leave the ops queued ahead as in an unprofiled
+ * run, overlapped with the communication of several ranks. */
 #ifndef GPT2_KERNELS_OPS_PROFILE_H
 #define GPT2_KERNELS_OPS_PROFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "kernels/ops.h"
 
 /* The timing table over inner (one per process: later calls return the same
- * table, which must then wrap the same inner). */
-const kernel_ops *ops_profile_wrap(const kernel_ops *inner);
+ * table, which must then wrap the same inner the same way). on_stream: each
+ * op is timed by the backend's stream marks (kernel_ops.mark_record), read
+ * once a step, instead of between synchronizes: ops run as they do
+ * unprofiled, overlapped with whatever else the device runs (several
+ * ranks' communication), and an op's time is what it took there. */
+const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream);
 
 /* Marks the end of one training step. The first step is warm-up (autotuning,
  * scratch growth) and is discarded; ops run after the last mark (final

@@ -349,9 +349,10 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         /* Attention: dres is now d(res2). */
         linear_backward(m, l, FP8_ATTPROJ, m->dln, G(o->attproj_w), NULL, m->dres, a->atty,
                         P(o->attproj_w), NULL, N, C, C, NULL);
-        ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH);
-        linear_backward(m, l, FP8_QKV, m->dln, G(o->qkv_w), G(o->qkv_b), m->dqkv, a->ln1,
-                        P(o->qkv_w), NULL, N, C, 3 * C, NULL);
+        /* c_attn's bias gradient (dqkv's column sums) comes with it */
+        ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH, G(o->qkv_b));
+        linear_backward(m, l, FP8_QKV, m->dln, G(o->qkv_w), NULL, m->dqkv, a->ln1, P(o->qkv_w),
+                        NULL, N, C, 3 * C, NULL);
         ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
                                 a->ln1_mean, a->ln1_rstd, N, C,
                                 l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);

@@ -109,7 +109,8 @@ static void run_open_backend(run_state *r) {
     signals_install();
     r->ops = backend_select(cfg, r->dist);
     preflight_check(cfg, &r->lay, r->dist, r->ops);
-    if (cfg->profile_ops) r->ops = ops_profile_wrap(r->ops);
+    if (cfg->profile_ops)
+        r->ops = ops_profile_wrap(r->ops, strcmp(cfg->profile_ops_timing, "stream") == 0);
     r->peak_flops = backend_peak_flops(cfg, r->dist);
     r->flops_per_token = layout_flops_per_token(&r->lay, cfg->seq_len);
 }

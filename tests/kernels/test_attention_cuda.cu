@@ -187,7 +187,12 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         cached = tc;
     }
 
-    void *d_qkv, *d_dout, *d_out, *d_dqkv, *d_ws;
+    // dqkv's column sums are added (+=) to these starting values
+    std::vector<uint16_t> h_colsum0(3 * (size_t)C);
+    for (size_t j = 0; j < h_colsum0.size(); j++)
+        h_colsum0[j] = f2bf(0.25f * (float)(j % 7) - 0.75f);
+
+    void *d_qkv, *d_dout, *d_out, *d_dqkv, *d_ws, *d_colsum;
     float *d_lse;
     const size_t ws = attention_backward_workspace_bytes(B, T, C, NH);
     CK(cudaMalloc(&d_qkv, n_qkv * 2));
@@ -196,6 +201,8 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
     CK(cudaMalloc(&d_dqkv, n_qkv * 2));
     CK(cudaMalloc(&d_lse, n_lse * 4));
     CK(cudaMalloc(&d_ws, ws));
+    CK(cudaMalloc(&d_colsum, 3 * (size_t)C * 2));
+    CK(cudaMemcpy(d_colsum, h_colsum0.data(), 3 * (size_t)C * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_qkv, h_qkv.data(), n_qkv * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_dout, h_dout.data(), n_out * 2, cudaMemcpyHostToDevice));
     // poison: 0xFF bytes are NaN in bf16 and fp32
@@ -217,12 +224,15 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
 #ifdef GPT2_ATTN_TUNING
     if (variant_bwd)
         attention_backward_cuda_variant(variant, d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH,
-                                        d_ws, 0);
+                                        d_colsum, d_ws, 0);
     else
 #endif
-        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, opt, 0);
+        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_colsum, d_ws,
+                                opt, 0);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> g_colsum(3 * (size_t)C);
+    CK(cudaMemcpy(g_colsum.data(), d_colsum, 3 * (size_t)C * 2, cudaMemcpyDeviceToHost));
 
     std::vector<uint16_t> g_out(n_out), g_dqkv(n_qkv);
     int repeats = 1; // deterministic mode: a second backward gives the same bits
@@ -230,10 +240,15 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         std::vector<uint16_t> first(n_qkv);
         CK(cudaMemcpy(first.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
         CK(cudaMemset(d_dqkv, 0xFF, n_qkv * 2));
-        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_ws, opt, 0);
+        CK(cudaMemcpy(d_colsum, h_colsum0.data(), 3 * (size_t)C * 2, cudaMemcpyHostToDevice));
+        attention_backward_cuda(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, d_colsum, d_ws,
+                                opt, 0);
         CK(cudaGetLastError());
         CK(cudaMemcpy(g_dqkv.data(), d_dqkv, n_qkv * 2, cudaMemcpyDeviceToHost));
-        repeats = memcmp(first.data(), g_dqkv.data(), n_qkv * 2) == 0;
+        std::vector<uint16_t> again(3 * (size_t)C);
+        CK(cudaMemcpy(again.data(), d_colsum, 3 * (size_t)C * 2, cudaMemcpyDeviceToHost));
+        repeats = memcmp(first.data(), g_dqkv.data(), n_qkv * 2) == 0 &&
+                  memcmp(again.data(), g_colsum.data(), 3 * (size_t)C * 2) == 0;
     }
     std::vector<float> g_lse(n_lse), f_out(n_out), f_dqkv(n_qkv);
     CK(cudaMemcpy(g_out.data(), d_out, n_out * 2, cudaMemcpyDeviceToHost));
@@ -247,6 +262,29 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
     CK(cudaFree(d_dqkv));
     CK(cudaFree(d_lse));
     CK(cudaFree(d_ws));
+    CK(cudaFree(d_colsum));
+
+    // the column sums against the stored dqkv's, summed here in double: off
+    // by the final bf16 rounding and the kernels' fp32 sums at most
+    const size_t W = 3 * (size_t)C;
+    std::vector<double> want(W), mag(W);
+    for (size_t j = 0; j < W; j++) {
+        want[j] = bf2f(h_colsum0[j]);
+        mag[j] = fabs(want[j]);
+    }
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (size_t j = 0; j < W; j++) {
+            want[j] += f_dqkv[r * W + j];
+            mag[j] += fabs(f_dqkv[r * W + j]);
+        }
+    double colsum_err = 0.0; // the worst error over its bound (a NaN: infinite)
+    size_t colsum_worst = 0;
+    for (size_t j = 0; j < W; j++) {
+        double err =
+            fabs(bf2f(g_colsum[j]) - want[j]) / (0.0079 * fabs(want[j]) + 1e-5 * mag[j] + 1e-30);
+        if (err != err) err = INFINITY;
+        if (err > colsum_err) colsum_err = err, colsum_worst = j;
+    }
 
     const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
     cmp_result res[5];
@@ -266,6 +304,10 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         printf(" %s %.2e%s", names[k], res[k].rel, good ? "" : "!");
         if (res[k].nonfinite) printf("(%zu unwritten)", res[k].nonfinite);
     }
+    const int colsum_ok = colsum_err <= 1.0;
+    printf(" colsum %.2f%s", colsum_err, colsum_ok ? "" : "!");
+    ok &= colsum_ok;
+    if (!colsum_ok) printf(" (column %zu: %g)", colsum_worst, (double)bf2f(g_colsum[colsum_worst]));
     if (deterministic) {
         printf(" dqkv %s", repeats ? "repeats" : "differs between runs!");
         ok &= repeats;

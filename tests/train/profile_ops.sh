@@ -6,8 +6,11 @@
 # block and micro-step under its N x C -> OC label), the ops' times summing
 # to "all ops" and fitting in the profiled step.
 #   cpu   the CPU backend (no floors)
+#         The CPU has no stream to time ops on: profile_ops_timing=stream
+#         there exits 2 naming the key.
 #   cuda  the CUDA backend (label gpu; exit 77 without a GPU): also the
-#         floors line and an x floor on every matrix product; then fp8=1
+#         floors line and an x floor on every matrix product; the same
+#         table timed on the stream (profile_ops_timing=stream); then fp8=1
 #         with fp8_amax_history=1 where the GPU has FP8 (compute capability
 #         8.9+): the FP8 products' labels and counts, the floors line's FP8
 #         rate above the BF16 one, and the clipping table (24 tensors; each
@@ -35,6 +38,18 @@ check() { python3 tests/train/profile_ops_check.py "$@"; }
 sed -n '/^per-op profile/,/^step (profiled)/p' "$work/bf16.log"
 check "$work/bf16.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 \
   $([ "$mode" = cuda ] && echo --floors) || fail "the bf16 table" "$work/bf16.log"
+
+if [ "$mode" = cpu ]; then
+  rc=0; "$bin" "${args[@]}" profile_ops_timing=stream run_name=stream >"$work/stream.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] && grep -q "profile_ops_timing = stream .*device=cpu" "$work/stream.log" \
+    || fail "profile_ops_timing=stream on the CPU: exit $rc, want 2 and the key named" "$work/stream.log"
+else
+  "$bin" "${args[@]}" profile_ops_timing=stream run_name=stream >"$work/stream.log" 2>&1 \
+    || fail "profile_ops_timing=stream run" "$work/stream.log"
+  sed -n '/^per-op profile/,/^step (profiled)/p' "$work/stream.log"
+  check "$work/stream.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 --floors \
+    --stream || fail "the stream-timed table" "$work/stream.log"
+fi
 
 if [ "$mode" = cuda ]; then
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)

@@ -13,6 +13,7 @@ p.add_argument("--tokens", type=int, required=True, help="tokens per micro-step"
 p.add_argument("--steps", type=int, required=True, help="the run's max_steps")
 p.add_argument("--floors", action="store_true", help="the GPU's floors columns")
 p.add_argument("--fp8", action="store_true", help="fp8=1: FP8 products and clipping")
+p.add_argument("--stream", action="store_true", help="profile_ops_timing=stream: ops timed on the stream")
 a = p.parse_args()
 
 text = open(a.log).read().splitlines()
@@ -36,7 +37,7 @@ for line in text[start + 1 :]:
     if line.startswith("op "):
         continue
     m = re.match(r"(.+?)\s{2,}([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)(.*)$", line)
-    if line.startswith("untimed") or line.startswith("step (profiled)"):
+    if line.startswith(("untimed", "between ops", "step (profiled)")):
         totals[line.split("  ")[0]] = float(line.split()[-2])
         if line.startswith("step (profiled)"):
             break
@@ -45,6 +46,12 @@ for line in text[start + 1 :]:
         problems.append(f"a row that does not parse: {line!r}")
         continue
     rows[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)), m.group(5).split())
+
+head = text[start]
+want(("timed on the stream" in head) == a.stream, f"the header says how ops were timed: {head!r}")
+want(("untimed (host work between ops)" in totals) != a.stream and
+     ("between ops (waits, idle stream)" in totals) == a.stream,
+     f"the line after 'all ops' names what is left out: {sorted(totals)}")
 
 L, M, C, N = a.layers, a.micro_steps, a.embd, a.tokens
 per_block = L * M

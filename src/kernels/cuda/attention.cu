@@ -14,8 +14,13 @@
  * dQ accumulator zeroed (attn_bwd_prep_kernel, here); (2) the family's main
  * kernel: dK, dV, and dQ added into the accumulator; (3) dQ * scale -> bf16
  * into dqkv (attn_dq_convert_kernel, here), reading the accumulator in the
- * layout of the family that filled it. The workspace holds the accumulator,
- * D and the deterministic mode's counters.
+ * layout of the family that filled it. Asked for dqkv's column sums (the
+ * bias gradient of the qkv projection, which would otherwise cost its
+ * matmul backward another pass over dqkv), (2) and (3) also write partial
+ * sums per 64 positions (the wgmma main kernel those of dK and dV, per warp
+ * from its registers, which (3) folds; for the mma.sync family a pass over
+ * them here), and a last pass adds the partials up in a fixed order. The workspace holds the
+ * accumulator, D, the partial sums and the deterministic mode's counters.
  *
  * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
  * by name in place of the production kernel (attention_forward_cuda_variant,
@@ -30,6 +35,7 @@
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/matmul.h" // bias_partials_add_cuda: the fixed-order sum of the partials
 
 namespace {
 
@@ -76,29 +82,71 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
     }
 }
 
-// dqkv's q part = bf16(dq_acc * scale), 8 elements per thread.
+// dqkv's q part = bf16(dq_acc * scale). A block converts SUM_ROWS positions
+// of one sequence (its chunk, blockIdx.x = b * ceil(T / SUM_ROWS) + t /
+// SUM_ROWS) for 32 8-column groups (blockIdx.y): thread (rl, g) = (tid / 32,
+// tid % 32) takes positions rl, rl + 8, ... of the chunk. With partials, the
+// column sums of the stored (rounded) values over the chunk go to columns
+// [0, C) of the chunk's row of partials (attention_backward_cuda's layout),
+// the 8 row lanes' sums added in lane order.
 // WGMMA_LAYOUT: dq_acc is the wgmma backward's (dq_wgmma_index), else [B * T][C].
+// kv_part (not NULL with partials): the wgmma main kernel's dK, dV sums per
+// warp (AttnBwdArgs), folded here into the chunk's columns [C, 3C), warp 0
+// to 3 in order, the columns split among the chunk's blocks.
 template <bool WGMMA_LAYOUT>
-static __global__ void attn_dq_convert_kernel(bf16 *__restrict__ dqkv,
-                                              const float *__restrict__ dq_acc, size_t n8, int C,
-                                              float scale, int T, int NH) {
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n8) return;
-    const size_t e = i * 8, row = e / C, c = e % C;
-    size_t src = e; // 8 consecutive dims stay one 8-float chunk in either layout
-    if constexpr (WGMMA_LAYOUT) {
-        const int HS = C / NH;
-        src =
-            dq_wgmma_index((int)(row / T), (int)(c / HS), (int)(row % T), (int)(c % HS), NH, T, HS);
-    }
-    const float4 a = reinterpret_cast<const float4 *>(dq_acc + src)[0];
-    const float4 d = reinterpret_cast<const float4 *>(dq_acc + src)[1];
-    uint4 v;
-    v.x = pack_bf16(a.x * scale, a.y * scale);
-    v.y = pack_bf16(a.z * scale, a.w * scale);
-    v.z = pack_bf16(d.x * scale, d.y * scale);
-    v.w = pack_bf16(d.z * scale, d.w * scale);
-    *reinterpret_cast<uint4 *>(dqkv + row * 3 * C + c) = v;
+static __global__ void __launch_bounds__(256)
+    attn_dq_convert_kernel(bf16 *__restrict__ dqkv, float *__restrict__ partials,
+                           const float *__restrict__ kv_part, const float *__restrict__ dq_acc,
+                           int C, float scale, int T, int NH) {
+    const int chunks_per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
+    const int chunk = blockIdx.x, b = chunk / chunks_per_seq;
+    const int t0 = (chunk % chunks_per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
+    const int lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
+    const int c = (blockIdx.y * 32 + lane) * 8; // this thread's 8 columns
+    float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (c < C)
+        for (int t = t0 + rl; t < t1; t += 8) {
+            const size_t row = (size_t)b * T + t;
+            size_t src = row * C + c; // 8 consecutive dims stay one 8-float chunk in either layout
+            if constexpr (WGMMA_LAYOUT) {
+                const int HS = C / NH;
+                src = dq_wgmma_index(b, c / HS, t, c % HS, NH, T, HS);
+            }
+            const float4 a = reinterpret_cast<const float4 *>(dq_acc + src)[0];
+            const float4 d = reinterpret_cast<const float4 *>(dq_acc + src)[1];
+            uint4 v;
+            v.x = pack_bf16(a.x * scale, a.y * scale);
+            v.y = pack_bf16(a.z * scale, a.w * scale);
+            v.z = pack_bf16(d.x * scale, d.y * scale);
+            v.w = pack_bf16(d.z * scale, d.w * scale);
+            *reinterpret_cast<uint4 *>(dqkv + row * 3 * C + c) = v;
+            if (partials) add_bf16x8(sum, v);
+        }
+    if (!partials) return;
+    sum_row_lanes(partials + (size_t)chunk * 3 * C, sum, C, blockIdx.y * 256);
+    if (!kv_part) return;
+    const float *kv = kv_part + (size_t)chunk * 4 * 2 * C;
+    for (int j = blockIdx.y * 256 + threadIdx.x; j < 2 * C; j += gridDim.y * 256)
+        partials[(size_t)chunk * 3 * C + C + j] =
+            kv[j] + kv[2 * C + j] + kv[4 * C + j] + kv[6 * C + j];
+}
+
+// For main kernels that leave them out (the mma.sync family): the partials'
+// columns [C, 3C), the column sums of dqkv's k and v parts per chunk, laid
+// out as attn_dq_convert_kernel's (blockIdx.y: groups of 256 of the 2C columns).
+static __global__ void __launch_bounds__(256)
+    attn_kv_sums_kernel(float *__restrict__ partials, const bf16 *__restrict__ dqkv, int C, int T) {
+    const int chunks_per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
+    const int chunk = blockIdx.x, b = chunk / chunks_per_seq;
+    const int t0 = (chunk % chunks_per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
+    const int lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
+    const int c = (blockIdx.y * 32 + lane) * 8; // of the 2C columns after the q part
+    float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (c < 2 * C)
+        for (int t = t0 + rl; t < t1; t += 8)
+            add_bf16x8(
+                sum, *reinterpret_cast<const uint4 *>(dqkv + ((size_t)b * T + t) * 3 * C + C + c));
+    sum_row_lanes(partials + (size_t)chunk * 3 * C + C, sum, 2 * C, blockIdx.y * 256);
 }
 
 // ---------------------------------------------------------------------------
@@ -124,9 +172,15 @@ size_t dq_order_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
-// The arguments of a backward main kernel, its scratch carved out of workspace.
+size_t round_up4(size_t n) { return (n + 3) / 4 * 4; }
+
+// Chunks of SUM_ROWS positions: the rows of the column sums' partials.
+int sum_chunks(int B, int T) { return B * ((T + SUM_ROWS - 1) / SUM_ROWS); }
+
+// The arguments of a backward main kernel, its scratch carved out of
+// workspace (the partials only when colsum is asked for).
 AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse, int B,
-                          int T, int C, int NH, void *workspace, bool deterministic) {
+                          int T, int C, int NH, void *workspace, bool deterministic, bool colsum) {
     AttnBwdArgs a;
     a.dqkv = static_cast<bf16 *>(dqkv);
     a.dout = static_cast<const bf16 *>(dout);
@@ -135,15 +189,23 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
     a.B = B, a.T = T, a.NH = NH, a.HS = head_size(C, NH);
     a.dq_acc = static_cast<float *>(workspace);
     a.dsum = a.dq_acc + (size_t)B * T * C;
-    a.dq_order =
-        deterministic ? reinterpret_cast<unsigned *>(a.dsum + (size_t)B * T * NH) : nullptr;
+    // the partials 16-byte aligned (the main kernel stores float2s there)
+    float *part = a.dsum + round_up4((size_t)B * T * NH),
+          *kv = part + (size_t)sum_chunks(B, T) * 3 * C;
+    a.colsum_part = colsum ? part : nullptr;
+    a.kv_part = colsum ? kv : nullptr;
+    a.dq_order = deterministic
+                     ? reinterpret_cast<unsigned *>(kv + (size_t)sum_chunks(B, T) * 4 * 2 * C)
+                     : nullptr;
     return a;
 }
 
-// (1), the main kernel, (3). wgmma_layout: main is a wgmma kernel, whose
-// accumulator layout (dq_wgmma_index) the conversion reads.
+// (1), the main kernel, (3), and with colsum (not NULL) the column sums.
+// wgmma_layout: main is a wgmma kernel, whose accumulator layout
+// (dq_wgmma_index) the conversion reads, and which writes the k and v
+// partials itself.
 void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool wgmma_layout,
-                  cudaStream_t stream) {
+                  void *colsum, cudaStream_t stream) {
     const int C = a.NH * a.HS, BT = a.B * a.T;
     const bf16 *o = static_cast<const bf16 *>(out);
     if (a.dq_order)
@@ -154,12 +216,19 @@ void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool 
 
     main(a, stream);
 
-    const size_t n8 = (size_t)BT * C / 8;
-    const unsigned blocks = (unsigned)((n8 + 255) / 256);
+    const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
     const float scale = 1.f / sqrtf((float)a.HS);
     auto convert = wgmma_layout ? attn_dq_convert_kernel<true> : attn_dq_convert_kernel<false>;
-    convert<<<blocks, 256, 0, stream>>>(a.dqkv, a.dq_acc, n8, C, scale, a.T, a.NH);
+    convert<<<dim3(chunks, (C + 255) / 256), 256, 0, stream>>>(
+        a.dqkv, a.colsum_part, wgmma_layout ? a.kv_part : nullptr, a.dq_acc, C, scale, a.T, a.NH);
     CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
+    if (!colsum) return;
+    if (!wgmma_layout) {
+        attn_kv_sums_kernel<<<dim3(chunks, (2 * C + 255) / 256), 256, 0, stream>>>(a.colsum_part,
+                                                                                   a.dqkv, C, a.T);
+        CUDA_CHECK_LAUNCH("attn_kv_sums_kernel");
+    }
+    bias_partials_add_cuda(colsum, a.colsum_part, (int)chunks, 3 * C, stream);
 }
 
 } // namespace
@@ -186,13 +255,15 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
 }
 
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {
-    return sizeof(float) * ((size_t)B * T * C + (size_t)B * NH * T) + dq_order_bytes(B, T, NH);
+    return sizeof(float) * ((size_t)B * T * C + round_up4((size_t)B * NH * T) +
+                            (size_t)sum_chunks(B, T) * (3 + 8) * C) +
+           dq_order_bytes(B, T, NH);
 }
 
 extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,
                                         const void *out, const float *lse, int B, int T, int C,
-                                        int NH, void *workspace, const attention_cuda_options *opt,
-                                        cudaStream_t stream) {
+                                        int NH, void *dqkv_colsum, void *workspace,
+                                        const attention_cuda_options *opt, cudaStream_t stream) {
     if (B <= 0 || T <= 0) return;
     const bool wgmma = use_wgmma(opt), deterministic = opt && opt->deterministic;
     if (deterministic && !wgmma)
@@ -200,9 +271,10 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
                 "attention (cuda): deterministic backward asked of the %s kernels, which have "
                 "no such mode (attention_cuda_options_supported says so beforehand)",
                 ATTN_FAMILY_MMA);
-    const AttnBwdArgs a =
-        backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, deterministic);
-    run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma, stream);
+    const AttnBwdArgs a = backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, deterministic,
+                                        dqkv_colsum != nullptr);
+    run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma,
+                 dqkv_colsum, stream);
 }
 
 #ifdef GPT2_ATTN_TUNING
@@ -256,11 +328,12 @@ extern "C" void attention_forward_cuda_variant(const char *name, void *out, floa
 
 extern "C" void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
                                                 const void *qkv, const void *out, const float *lse,
-                                                int B, int T, int C, int NH, void *workspace,
-                                                cudaStream_t stream) {
+                                                int B, int T, int C, int NH, void *dqkv_colsum,
+                                                void *workspace, cudaStream_t stream) {
     const AttnVariant &v = find_variant(name, head_size(C, NH), true);
     if (B <= 0 || T <= 0) return;
-    const AttnBwdArgs a = backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, false);
-    run_backward(a, out, v.backward, v.wgmma, stream);
+    const AttnBwdArgs a =
+        backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, false, dqkv_colsum != nullptr);
+    run_backward(a, out, v.backward, v.wgmma, dqkv_colsum, stream);
 }
 #endif

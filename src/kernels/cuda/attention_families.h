@@ -32,6 +32,12 @@ struct AttnBwdArgs {
     int B, T, NH, HS;
     unsigned *dq_order; // wgmma only: NULL, or B * NH * ceil(T / 64) * 4 zeroed
                         // counters: the deterministic mode, dQ added in key-block order
+    // NULL, or dqkv's column sums per chunk of positions (attention_tiles.cuh,
+    // SUM_ROWS), which the dispatcher's passes write; a wgmma main kernel
+    // writes the dK, dV sums of each warp's 16 keys into kv_part (2C columns,
+    // row 4 chunk + warp), which the dQ conversion folds into colsum_part
+    // (the mma.sync family leaves kv_part alone: the dispatcher sums dK, dV)
+    float *colsum_part, *kv_part;
 };
 
 // A forward of one tile shape (its head size fixed), and a backward main kernel.

@@ -680,7 +680,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
                           const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                           const float *__restrict__ lse, const float *__restrict__ dsum, int T,
                           int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order,
-                          int group, const __grid_constant__ CUtensorMap qkv_map,
+                          float *__restrict__ kv_part, int group,
+                          const __grid_constant__ CUtensorMap qkv_map,
                           const __grid_constant__ CUtensorMap dout_map) {
     // the shape under the body's names (unused where the body is __trap())
     [[maybe_unused]] constexpr int HS = Shape::HS, NST = Shape::STAGES, SPLIT = Shape::SPLIT;
@@ -963,6 +964,38 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
             }
         }
     }
+    if (kv_part) { // the column sums of the dK, dV just stored (rounded) over the warp's 16 keys
+        // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
+        float v[4 * NO];
+#pragma unroll
+        for (int n = 0; n < NO; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float sk = 0.f, sv = 0.f;
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    if (kw0 + g + 8 * r < T) {
+                        sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
+                        sv += round_bf16(dv[4 * n + 2 * r + e]);
+                    }
+                v[(n * 2 + e) * 2] = sk;
+                v[(n * 2 + e) * 2 + 1] = sv;
+            }
+        // summed over the warp's 8 key rows (lanes g) by halving: at each
+        // step a lane keeps the half of the columns its bit of g selects and
+        // adds its partner's sums of them, so that lane (g, t4) ends with
+        // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
+        reduce_scatter_rows<4 * NO>(v, lane);
+        float *dst = kv_part +
+                     ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + k0 / SUM_ROWS) * 4 * 2 * C +
+                     (size_t)warp * 2 * C + (size_t)h * HS + 2 * t4;
+#pragma unroll
+        for (int q = 0; q < NO / 8; q++) {
+            const int n = g * (NO / 8) + q;
+            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
+            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
+        }
+    }
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1098,9 +1131,10 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     raise_smem_limit(kernel, SMEM, smem_done[a.dq_order != nullptr]);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
+    static_assert(BWD_BN == SUM_ROWS, "a block's dK, dV column sums are one chunk's");
     kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH,
-                                        scale, scale * LOG2E, a.dq_order, Shape::GROUP, qkv_map,
-                                        dout_map);
+                                        scale, scale * LOG2E, a.dq_order, a.kv_part, Shape::GROUP,
+                                        qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
 

@@ -289,6 +289,7 @@ static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbi
     const int width = nsum * C;
     float acc = 0.f;
     if (j < width)
+#pragma unroll 8 // the loads issued together, the adds still in block order
         for (int b = threadIdx.y; b < nblocks; b += RED_Y) acc += partials[(size_t)b * width + j];
     sh[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();

@@ -56,8 +56,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gelu.cuh"
 
-enum { BIAS_ROWS = 64 };         /* rows per chunk of the fallback column sum */
-enum { RED_X = 32, RED_Y = 16 }; /* column-sum reduce: columns x chunk stripes */
+enum { BIAS_ROWS = 64 }; /* rows per chunk of the fallback column sum */
 enum { MAX_PLANS = 96 };
 enum { MAX_CANDIDATES = 8, TUNE_REPS = 5 }; /* algorithms tried per plan; timed runs of each */
 static const float TUNE_MARGIN = 0.02f;     /* a challenger must be 2% faster */
@@ -107,40 +106,10 @@ static __global__ void bias_partial_kernel(float *partials, const bf16 *dout, in
     for (int k = 0; k < 8; k++) p[k] = acc[k];
 }
 
-/* dst[j] += sum over r < nrows of src[r, j], r in a fixed order (stripes of
- * RED_Y, then the stripes in order). */
-static __global__ void column_sum_add_kernel(bf16 *dst, const float *src, int nrows, int ncols) {
-    __shared__ float sh[RED_Y][RED_X + 1];
-    const int j = blockIdx.x * RED_X + threadIdx.x;
-    float acc = 0.f;
-    if (j < ncols)
-        for (int r = threadIdx.y; r < nrows; r += RED_Y) acc += src[(size_t)r * ncols + j];
-    sh[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && j < ncols) {
-        float total = 0.f;
-#pragma unroll
-        for (int y = 0; y < RED_Y; y++) total += sh[y][threadIdx.x];
-        dst[j] = __float2bfloat16_rn(__bfloat162float(dst[j]) + total);
-    }
-}
-
 /* dst[j] += src[j] */
 static __global__ void add_bf16_kernel(bf16 *dst, const bf16 *src, int n) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j < n) dst[j] = __float2bfloat16_rn(__bfloat162float(dst[j]) + __bfloat162float(src[j]));
-}
-
-static void column_sum_add(bf16 *dst, const float *src, int nrows, int ncols, cudaStream_t stream) {
-    column_sum_add_kernel<<<(ncols + RED_X - 1) / RED_X, dim3(RED_X, RED_Y), 0, stream>>>(
-        dst, src, nrows, ncols);
-    CUDA_CHECK_LAUNCH("column_sum_add_kernel");
-}
-
-extern "C" void bias_partials_add_cuda(void *dst, const float *partials, int chunks, int cols,
-                                       cudaStream_t stream) {
-    if (chunks <= 0 || cols <= 0) return;
-    column_sum_add((bf16 *)dst, partials, chunks, cols, stream);
 }
 
 extern "C" void gelu_backward_cuda(void *d, const void *pre, size_t n, cudaStream_t stream) {
@@ -593,7 +562,7 @@ static void column_sums_add(bf16 *dst, const bf16 *src, int nrows, int ncols, fl
     const dim3 grid(blocks_for(ncols / 8, 128), (unsigned)bias_chunks(nrows));
     bias_partial_kernel<<<grid, 128, 0, stream>>>(partials, src, nrows, ncols);
     CUDA_CHECK_LAUNCH("bias_partial_kernel");
-    column_sum_add(dst, partials, bias_chunks(nrows), ncols, stream);
+    bias_partials_add_cuda(dst, partials, bias_chunks(nrows), ncols, stream);
 }
 
 /* The DGELU GEMM with dpre_colsum from its epilogue (DGELU_BGRAD), its
@@ -603,7 +572,7 @@ static int dgelu_bgrad_gemm(const cublaslt_ctx *lt, cudaStream_t stream, bf16 *d
                             const void *pre, int N, int C, int OC, void *workspace) {
     if (lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
                 CUBLASLT_EPILOGUE_DGELU_BGRAD, workspace, CUDA_R_32F, pre, C)) {
-        column_sum_add(dpre_colsum, (const float *)workspace, 1, C, stream);
+        bias_partials_add_cuda(dpre_colsum, (const float *)workspace, 1, C, stream);
         return 1;
     }
     if (lt_gemm(lt, stream, 0, 0, C, N, OC, weight, C, dout, OC, dinp, C, 0.0f,
@@ -671,7 +640,7 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
         bias_done = lt_gemm(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,
                             CUBLASLT_EPILOGUE_BGRADB, bias_f32, CUDA_R_32F, nullptr, 0);
         if (bias_done) {
-            column_sum_add((bf16 *)dbias, bias_f32, 1, OC, stream);
+            bias_partials_add_cuda(dbias, bias_f32, 1, OC, stream);
         } else {
             bf16 *bias_bf16 = (bf16 *)workspace;
             bias_done = lt_gemm(lt, stream, 0, 1, C, OC, N, inp, C, dout, OC, dweight, C, 1.0f,

@@ -44,6 +44,7 @@ static struct {
     size_t scratch_bytes;
     float *staging;
     double *norm_partials;
+    cudaEvent_t marks[OPS_MARKS]; /* mark_record's, created on first use */
 } g;
 
 /* ---------------------------------------------------------- conversions */
@@ -248,6 +249,26 @@ static void cuda_synchronize(void) {
     CUDA_CHECK(cudaStreamSynchronize(g.stream));
 }
 
+static void cuda_mark_record(int i) {
+    need_init();
+    if (i < 0 || i >= OPS_MARKS) FAIL("mark_record(%d): marks are 0..%d", i, OPS_MARKS - 1);
+    if (!g.marks[i]) CUDA_CHECK(cudaEventCreate(&g.marks[i]));
+    CUDA_CHECK(cudaEventRecord(g.marks[i], g.stream));
+}
+
+static void cuda_marks_read(double *ms, int n) {
+    need_init();
+    if (n <= 0) return;
+    if (n > OPS_MARKS) FAIL("marks_read(%d): there are %d marks", n, OPS_MARKS);
+    CUDA_CHECK(cudaEventSynchronize(g.marks[n - 1]));
+    ms[0] = 0.0;
+    for (int i = 1; i < n; i++) {
+        float t = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&t, g.marks[0], g.marks[i]));
+        ms[i] = t;
+    }
+}
+
 /* ---------------------------------------------------------- ops */
 
 static void cuda_encoder_forward(void *out, const int32_t *inp, const void *wte, const void *wpe,
@@ -359,9 +380,10 @@ static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B
 }
 
 static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
-                                    const float *lse, int B, int T, int C, int NH) {
+                                    const float *lse, int B, int T, int C, int NH,
+                                    void *dqkv_colsum) {
     const size_t bytes = attention_backward_workspace_bytes(B, T, C, NH);
-    attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, scratch(bytes),
+    attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, scratch(bytes),
                             &g.opt.attention, g.stream);
 }
 
@@ -423,6 +445,8 @@ extern "C" const kernel_ops ops_cuda = {
     .upload_f32 = cuda_upload_f32,
     .download_f32 = cuda_download_f32,
     .synchronize = cuda_synchronize,
+    .mark_record = cuda_mark_record,
+    .marks_read = cuda_marks_read,
     .encoder_forward = cuda_encoder_forward,
     .encoder_backward = cuda_encoder_backward,
     .layernorm_forward = cuda_layernorm_forward,
