@@ -31,14 +31,14 @@
 #include "kernels/layernorm.h"
 
 #include "kernels/cuda/bf16_vec.cuh"
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
-enum { LN_FP8_ROWS = 32 };       /* rows per block of the FP8-output forward */
-enum { RED_X = 32, RED_Y = 16 }; /* reduce kernel: channels x block-stripes */
+enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
 
 /* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
  * to bf16, normalised as rounded), mean and rstd saved (where non-NULL),
@@ -277,26 +277,15 @@ static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3   ? 3
     }
 }
 
-/* Column j of the (nblocks, nsum C) partials summed over blocks in a fixed
- * order: stripe y of RED_Y takes blocks y, y + RED_Y, ..., then stripe sums
- * are added in y order. Columns [0, C) go to dbias, [C, 2C) to dweight,
- * [2C, 3C) (nsum 3) to colsum. */
+/* Column j of the (nblocks, nsum C) partials summed over blocks in
+ * column_sum_fixed_order's order. Columns [0, C) go to dbias, [C, 2C) to
+ * dweight, [2C, 3C) (nsum 3) to colsum. */
 static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias, bf16 *colsum,
                                                         const float *partials, int nblocks, int C,
                                                         int nsum) {
-    __shared__ float sh[RED_Y][RED_X + 1];
-    const int j = blockIdx.x * RED_X + threadIdx.x;
-    const int width = nsum * C;
-    float acc = 0.f;
-    if (j < width)
-#pragma unroll 8 // the loads issued together, the adds still in block order
-        for (int b = threadIdx.y; b < nblocks; b += RED_Y) acc += partials[(size_t)b * width + j];
-    sh[threadIdx.y][threadIdx.x] = acc;
-    __syncthreads();
+    const int width = nsum * C, j = blockIdx.x * COLSUM_X + threadIdx.x;
+    const float total = column_sum_fixed_order(partials, nblocks, (size_t)width, width);
     if (threadIdx.y == 0 && j < width) {
-        float total = 0.f;
-#pragma unroll
-        for (int y = 0; y < RED_Y; y++) total += sh[y][threadIdx.x];
         bf16 *dst = j < C ? dbias + j : j < 2 * C ? dweight + (j - C) : colsum + (j - 2 * C);
         *dst = __float2bfloat16_rn(__bfloat162float(*dst) + total);
     }
@@ -515,9 +504,9 @@ extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, 
                     : launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
                                              (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N,
                                              C, stream);
-    const dim3 block(RED_X, RED_Y);
+    const dim3 block(COLSUM_X, COLSUM_Y);
     const int nsum = dinp_colsum ? 3 : 2;
-    layernorm_backward_reduce_kernel<<<(nsum * C + RED_X - 1) / RED_X, block, 0, stream>>>(
+    layernorm_backward_reduce_kernel<<<(nsum * C + COLSUM_X - 1) / COLSUM_X, block, 0, stream>>>(
         (bf16 *)dweight, (bf16 *)dbias, (bf16 *)dinp_colsum, partials, nblocks, C, nsum);
     CUDA_CHECK_LAUNCH("layernorm_backward_reduce_kernel");
 }
