@@ -19,8 +19,9 @@
  * matmul backward another pass over dqkv), (2) and (3) also write partial
  * sums per 64 positions (the wgmma main kernel those of dK and dV, per warp
  * from its registers, which (3) folds; for the mma.sync family a pass over
- * them here), and a last pass adds the partials up in a fixed order. The workspace holds the
- * accumulator, D, the partial sums and the deterministic mode's counters.
+ * them here), and a last pass adds the partials up in a fixed order. The
+ * workspace holds the accumulator, D, the partial sums and the
+ * deterministic mode's counters.
  *
  * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
  * by name in place of the production kernel (attention_forward_cuda_variant,
@@ -84,8 +85,8 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
 
 // dqkv's q part = bf16(dq_acc * scale). A block converts SUM_ROWS positions
 // of one sequence (its chunk, blockIdx.x = b * ceil(T / SUM_ROWS) + t /
-// SUM_ROWS) for 32 8-column groups (blockIdx.y): thread (rl, g) = (tid / 32,
-// tid % 32) takes positions rl, rl + 8, ... of the chunk. With partials, the
+// SUM_ROWS) for 32 8-column groups (blockIdx.y): thread (rl, lane) = (tid /
+// 32, tid % 32) takes positions rl, rl + 8, ... of the chunk. With partials, the
 // column sums of the stored (rounded) values over the chunk go to columns
 // [0, C) of the chunk's row of partials (attention_backward_cuda's layout),
 // the 8 row lanes' sums added in lane order.
@@ -172,6 +173,7 @@ size_t dq_order_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
+// n rounded up to a multiple of 4 (floats: 16 bytes).
 size_t round_up4(size_t n) { return (n + 3) / 4 * 4; }
 
 // Chunks of SUM_ROWS positions: the rows of the column sums' partials.

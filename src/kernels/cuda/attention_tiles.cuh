@@ -188,11 +188,6 @@ __device__ __forceinline__ float select_f32(bool p, float a, float b) {
     return r;
 }
 
-// Sums over the 8 lanes of a warp that share lane % 4 (the row groups g =
-// lane / 4 of the mma fragment layout) of NV values each, ordered in 8
-// equal parts: three halving steps, in each a lane keeps the half its bit of
-// g selects and adds its partner's values of that half; lane (g, t4) ends
-// with part g in v[0 .. NV / 8) (the rest is garbage). 7 NV / 8 shuffles.
 // One step: v[0 .. HALF) += the partner's (lane ^ m) values of the half
 // this lane keeps (the upper one where lane & m).
 template <int HALF, int NV>
@@ -205,6 +200,11 @@ __device__ __forceinline__ void reduce_scatter_step(float (&v)[NV], int lane, in
             select_f32(upper, hi, lo) + __shfl_xor_sync(0xffffffffu, select_f32(upper, lo, hi), m);
     }
 }
+// Sums over the 8 lanes of a warp that share lane % 4 (the row groups g =
+// lane / 4 of the mma fragment layout) of NV values each, ordered in 8
+// equal parts: three halving steps, in each a lane keeps the half its bit of
+// g selects and adds its partner's values of that half; lane (g, t4) ends
+// with part g in v[0 .. NV / 8) (the rest is garbage). 7 NV / 8 shuffles.
 template <int NV> __device__ __forceinline__ void reduce_scatter_rows(float (&v)[NV], int lane) {
     static_assert(NV % 8 == 0, "eight parts");
     reduce_scatter_step<NV / 2>(v, lane, 16);
