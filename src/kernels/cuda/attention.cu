@@ -83,10 +83,8 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
     }
 }
 
-// dqkv's q part = bf16(dq_acc * scale). A block converts SUM_ROWS positions
-// of one sequence (its chunk, blockIdx.x = b * ceil(T / SUM_ROWS) + t /
-// SUM_ROWS) for 32 8-column groups (blockIdx.y): thread (rl, lane) = (tid /
-// 32, tid % 32) takes positions rl, rl + 8, ... of the chunk. With partials, the
+// dqkv's q part = bf16(dq_acc * scale). A block converts one chunk of
+// SUM_ROWS positions for 32 8-column groups (SumChunk). With partials, the
 // column sums of the stored (rounded) values over the chunk go to columns
 // [0, C) of the chunk's row of partials (attention_backward_cuda's layout),
 // the 8 row lanes' sums added in lane order.
@@ -99,14 +97,11 @@ static __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(bf16 *__restrict__ dqkv, float *__restrict__ partials,
                            const float *__restrict__ kv_part, const float *__restrict__ dq_acc,
                            int C, float scale, int T, int NH) {
-    const int chunks_per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
-    const int chunk = blockIdx.x, b = chunk / chunks_per_seq;
-    const int t0 = (chunk % chunks_per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
-    const int lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
-    const int c = (blockIdx.y * 32 + lane) * 8; // this thread's 8 columns
+    const SumChunk k(T);
+    const int chunk = k.chunk, b = k.b, c = k.c; // c: this thread's 8 columns
     float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (c < C)
-        for (int t = t0 + rl; t < t1; t += 8) {
+        for (int t = k.t0 + k.rl; t < k.t1; t += 8) {
             const size_t row = (size_t)b * T + t;
             size_t src = row * C + c; // 8 consecutive dims stay one 8-float chunk in either layout
             if constexpr (WGMMA_LAYOUT) {
@@ -137,17 +132,13 @@ static __global__ void __launch_bounds__(256)
 // out as attn_dq_convert_kernel's (blockIdx.y: groups of 256 of the 2C columns).
 static __global__ void __launch_bounds__(256)
     attn_kv_sums_kernel(float *__restrict__ partials, const bf16 *__restrict__ dqkv, int C, int T) {
-    const int chunks_per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
-    const int chunk = blockIdx.x, b = chunk / chunks_per_seq;
-    const int t0 = (chunk % chunks_per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
-    const int lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
-    const int c = (blockIdx.y * 32 + lane) * 8; // of the 2C columns after the q part
+    const SumChunk k(T); // k.c: of the 2C columns after the q part
     float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (c < 2 * C)
-        for (int t = t0 + rl; t < t1; t += 8)
-            add_bf16x8(
-                sum, *reinterpret_cast<const uint4 *>(dqkv + ((size_t)b * T + t) * 3 * C + C + c));
-    sum_row_lanes(partials + (size_t)chunk * 3 * C + C, sum, 2 * C, blockIdx.y * 256);
+    if (k.c < 2 * C)
+        for (int t = k.t0 + k.rl; t < k.t1; t += 8)
+            add_bf16x8(sum, *reinterpret_cast<const uint4 *>(dqkv + ((size_t)k.b * T + t) * 3 * C +
+                                                             C + k.c));
+    sum_row_lanes(partials + (size_t)k.chunk * 3 * C + C, sum, 2 * C, blockIdx.y * 256);
 }
 
 // ---------------------------------------------------------------------------

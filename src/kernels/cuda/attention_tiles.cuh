@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/cuda/bf16_vec.cuh" // unpack8
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ptx.cuh"
 #include "kernels/cuda/smem_limit.cuh" /* raise_smem_limit, for the launchers */
@@ -168,14 +169,27 @@ constexpr int SUM_ROWS = 64;
 
 // sum[k] += the k-th of the 8 bf16 values in v.
 __device__ __forceinline__ void add_bf16x8(float (&sum)[8], uint4 v) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    float f[8];
+    unpack8(f, v);
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&w[k]));
-        sum[2 * k] += f.x;
-        sum[2 * k + 1] += f.y;
-    }
+    for (int k = 0; k < 8; k++) sum[k] += f[k];
 }
+
+// The rows of one chunk of the column sums' partials that a block of 256
+// threads walks (attention.cu's passes): chunk blockIdx.x = b * ceil(T /
+// SUM_ROWS) + t0 / SUM_ROWS, positions t0..t1 - 1 of sequence b; thread
+// (rl, lane) = (tid / 32, tid % 32) takes positions t0 + rl, + 8, ... and the
+// 8 columns of group blockIdx.y * 32 + lane.
+struct SumChunk {
+    int chunk, b, t0, t1, rl, lane, c; // c: this thread's first column
+    __device__ __forceinline__ explicit SumChunk(int T) {
+        const int per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
+        chunk = blockIdx.x, b = chunk / per_seq;
+        t0 = (chunk % per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
+        lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
+        c = (blockIdx.y * 32 + lane) * 8;
+    }
+};
 
 // p ? a : b on values in registers: a select in PTX, which the compiler
 // cannot turn into a load from a selected address (that would move an array
