@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
 # GPT-2 124M training throughput on one GPU, ours against the PyTorch peer
 # (bench/torch_peer.py: torch.compile, fused AdamW, bf16 autocast, vocab
-# 50304) in the same run, no gradient accumulation. The peer runs twice: with
-# SDPA pinned to cuDNN (PyTorch's fastest attention on Hopper) and with
-# SDPA's default choice; our ratio is against the faster of the two.
+# 50304) in the same run, no gradient accumulation. The peer runs in up to
+# three configurations (PEERS): SDPA pinned to cuDNN (PyTorch's fastest
+# attention on Hopper), SDPA's default choice, and cuDNN's SDPA under
+# torch.compile(mode="max-autotune") (Inductor times Triton and cuBLAS
+# choices for every product and captures CUDA graphs: several minutes of
+# compilation per shape); our ratio is against the fastest that ran.
 # Shapes are T:B pairs (default T=1024 at B=16, 32, 64 and T=4096 at B=8).
 # Prints, per shape, one comparable line
-#   BENCH gpt2_124M T=<T> B=<B> ours=<tok/s> cudnn=<tok/s> default=<tok/s> ratio=<ours/faster> gpu=<name>
-# and at the end a table; before that (PROFILE_B > 0) the per-op table of a
-# short profiled run at T=1024 (profile_ops=1, with each op's floor).
+#   BENCH gpt2_124M T=<T> B=<B> ours=<tok/s> cudnn=<tok/s> default=<tok/s> autotune=<tok/s> ratio=<ours/fastest> gpu=<name>
+# (0 for a peer that did not run) and at the end a table; before that
+# (PROFILE_B > 0) the per-op table of a short profiled run at T=1024
+# (profile_ops=1, with each op's floor).
 # Our tokens/s are medians of steps 6-30 as the trainer logs them: a step's
 # time includes the loop's host work. The peer's are medians of steps 6-25.
 # FP8=1 adds a column: ours again with fp8=1 (docs/fp8.md), and its ratio
 # to our BF16 run (the ratio to PyTorch stays BF16's).
-# usage: [PROFILE_B=32] [PEER=1] [FP8=0] [OURS_ARGS="key=value ..."] bench/bench_gpt2_gpu.sh BUILD_DIR [T:B ...]
+# usage: [PROFILE_B=32] [PEER=1] [PEERS="cudnn default autotune"] [FP8=0] [OURS_ARGS="key=value ..."]
+#        bench/bench_gpt2_gpu.sh BUILD_DIR [T:B ...]
 #        (needs data/nlp-corpus shards: the trainer opens them, the timed batches are real text)
 set -uo pipefail
 build=${1:-build}; shift || true
 shapes=${*:-1024:16 1024:32 1024:64 4096:8}
 profile_b=${PROFILE_B:-32} # micro-batch of the per-op table; 0 skips it
 peer=${PEER:-1}            # 0: ours only
+peers=${PEERS:-cudnn default autotune}
 ours_args=${OURS_ARGS:-}
 fp8=${FP8:-0}              # 1: our run once more with fp8=1
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=$(mktemp -d)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')
-declare -A ours peer_cudnn peer_default ours_ms ours_mfu ours_fp8
+declare -A ours peer_cudnn peer_default peer_autotune ours_ms ours_mfu ours_fp8
 
 median_of_run() { # metrics.jsonl -> "ms tok/s mfu%"
   /usr/bin/env python3 - "$1" <<'PY'
@@ -60,7 +66,13 @@ for shape in $shapes; do
 done
 
 if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  for sdpa in cudnn default; do
+  for name in $peers; do
+    case $name in
+      cudnn) peer_args="--sdpa cudnn" ;;
+      default) peer_args="--sdpa default" ;;
+      autotune) peer_args="--sdpa cudnn --compile-mode max-autotune" ;;
+      *) echo "bench_gpt2_gpu.sh: unknown peer '$name' in PEERS (cudnn, default, autotune)" >&2; exit 2 ;;
+    esac
     for t in $(for s in $shapes; do echo "${s%%:*}"; done | sort -un); do
       bs=$(for s in $shapes; do [ "${s%%:*}" = "$t" ] && echo "${s##*:}"; done)
       # shellcheck disable=SC2086
@@ -68,8 +80,12 @@ if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()
         echo "$line"
         b=$(sed -E 's/.* B=([0-9]+) .*/\1/' <<<"$line")
         tps=$(sed -E 's/.*tok\/s=([0-9]+).*/\1/' <<<"$line")
-        if [ "$sdpa" = cudnn ]; then peer_cudnn[$t:$b]=$tps; else peer_default[$t:$b]=$tps; fi
-      done < <(python3 bench/torch_peer.py --sdpa "$sdpa" --seq-len "$t" $bs 2>&1 | tee -a "$out/peer.log" | grep '^peer')
+        case $name in
+          cudnn) peer_cudnn[$t:$b]=$tps ;;
+          default) peer_default[$t:$b]=$tps ;;
+          autotune) peer_autotune[$t:$b]=$tps ;;
+        esac
+      done < <(python3 bench/torch_peer.py $peer_args --seq-len "$t" $bs 2>&1 | tee -a "$out/peer.log" | grep '^peer')
     done
   done
 fi
@@ -88,26 +104,28 @@ if [ "$profile_b" -gt 0 ]; then
   sed -n '/^GEMM algorithms by measurement/,/^$/p' "$out/profile.log"
 fi
 
+# ours over the fastest peer that ran
+ratio_of() { python3 -c "f = max($2, $3, $4); print(f'{$1 / f:.3f}' if f and $1 else 'n/a')"; }
+
 echo
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
-  o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0}
-  ratio=$(python3 -c "f = max($c, $d); print(f'{$o / f:.3f}' if f and $o else 'n/a')")
+  o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0} a=${peer_autotune[$shape]:-0}
   extra=""
   if [ "$fp8" = 1 ]; then
     f8=${ours_fp8[$shape]:-0}
     extra=" fp8=$f8 fp8_ratio=$(python3 -c "print(f'{$f8 / $o:.3f}' if $o and $f8 else 'n/a')")"
   fi
-  echo "BENCH gpt2_124M T=$t B=$b ours=$o cudnn=$c default=$d ratio=$ratio$extra gpu=${gpu:-unknown}"
+  echo "BENCH gpt2_124M T=$t B=$b ours=$o cudnn=$c default=$d autotune=$a ratio=$(ratio_of "$o" "$c" "$d" "$a")$extra gpu=${gpu:-unknown}"
 done
 echo
-printf "%-5s %-3s %9s %12s %6s %14s %16s %8s %12s\n" T B "ours ms" "ours tok/s" MFU "peer cudnn" \
-  "peer default" "ratio" "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')"
+printf "%-5s %-3s %9s %12s %6s %12s %13s %14s %7s %10s\n" T B "ours ms" "ours tok/s" MFU "peer cudnn" \
+  "peer default" "peer autotune" "ratio" "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')"
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
-  o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0}
-  ratio=$(python3 -c "f = max($c, $d); print(f'{$o / f:.3f}' if f and $o else 'n/a')")
-  printf "%-5s %-3s %9s %12s %6s %14s %16s %8s %12s\n" "$t" "$b" "${ours_ms[$shape]:-fail}" "$o" \
-    "${ours_mfu[$shape]:-}%" "$c" "$d" "$ratio" "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")"
+  o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0} a=${peer_autotune[$shape]:-0}
+  printf "%-5s %-3s %9s %12s %6s %12s %13s %14s %7s %10s\n" "$t" "$b" "${ours_ms[$shape]:-fail}" "$o" \
+    "${ours_mfu[$shape]:-}%" "$c" "$d" "$a" "$(ratio_of "$o" "$c" "$d" "$a")" \
+    "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")"
 done
 rm -rf "$out"
