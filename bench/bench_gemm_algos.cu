@@ -128,12 +128,14 @@ static void describe(const cublasLtMatmulAlgo_t &algo, char *out, size_t size) {
              swizzle, custom, cluster);
 }
 
-/* The fastest of the candidates: each timed quickly, the best few again. */
-static timed fastest(const gemm &g, const problem &p, std::vector<cublasLtMatmulAlgo_t> &cands) {
+/* The fastest of the first n candidates: each timed quickly, the best few
+ * again. */
+static timed fastest(const gemm &g, const problem &p,
+                     const std::vector<cublasLtMatmulAlgo_t> &cands, size_t n) {
     std::vector<timed> quick;
-    for (auto &a : cands) {
-        const double us = time_algo(g, p, a, QUICK_REPS);
-        if (us > 0) quick.push_back({us, a});
+    for (size_t i = 0; i < cands.size() && i < n; i++) {
+        const double us = time_algo(g, p, cands[i], QUICK_REPS);
+        if (us > 0) quick.push_back({us, cands[i]});
     }
     std::sort(quick.begin(), quick.end(),
               [](const timed &x, const timed &y) { return x.us < y.us; });
@@ -248,12 +250,10 @@ static void bench(const gemm &g, size_t exhaustive_limit) {
         return;
     }
     const double first = time_algo(g, p, heur[0], REPS);
-    std::vector<cublasLtMatmulAlgo_t> first8(heur.begin(),
-                                             heur.begin() + std::min<size_t>(8, heur.size()));
-    const timed best8 = fastest(g, p, first8);
-    const timed best_h = fastest(g, p, heur);
-    std::vector<cublasLtMatmulAlgo_t> all = every_config(g, p, exhaustive_limit);
-    const timed best_e = all.empty() ? timed{-1.0, {}} : fastest(g, p, all);
+    const timed best8 = fastest(g, p, heur, 8);
+    const timed best_h = fastest(g, p, heur, heur.size());
+    const std::vector<cublasLtMatmulAlgo_t> all = every_config(g, p, exhaustive_limit);
+    const timed best_e = fastest(g, p, all, all.size());
     char cfg[160] = "-";
     if (best_e.us > 0) describe(best_e.algo, cfg, sizeof cfg);
     char hcfg[160];

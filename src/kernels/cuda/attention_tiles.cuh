@@ -181,13 +181,13 @@ __device__ __forceinline__ void add_bf16x8(float (&sum)[8], uint4 v) {
 // (rl, lane) = (tid / 32, tid % 32) takes positions t0 + rl, + 8, ... and the
 // 8 columns of group blockIdx.y * 32 + lane.
 struct SumChunk {
-    int chunk, b, t0, t1, rl, lane, c; // c: this thread's first column
+    int chunk, b, t0, t1, rl, c; // c: this thread's first column
     __device__ __forceinline__ explicit SumChunk(int T) {
         const int per_seq = (T + SUM_ROWS - 1) / SUM_ROWS;
         chunk = blockIdx.x, b = chunk / per_seq;
         t0 = (chunk % per_seq) * SUM_ROWS, t1 = min(T, t0 + SUM_ROWS);
-        lane = threadIdx.x & 31, rl = threadIdx.x >> 5;
-        c = (blockIdx.y * 32 + lane) * 8;
+        rl = threadIdx.x >> 5;
+        c = (blockIdx.y * 32 + (threadIdx.x & 31)) * 8;
     }
 };
 
