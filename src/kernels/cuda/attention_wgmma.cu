@@ -670,6 +670,155 @@ constexpr size_t BWD_SMEM = (size_t)(2 * BWD_BN * HS + 2 * NST * BWD_BM * HS + B
                                 sizeof(bf16) +
                             2 * NST *BWD_BM * sizeof(float) + NST * 8 + 1024;
 
+// The backward's element-wise steps on a warp's fragments of a tile of 16
+// keys x 8 QN queries (S^T, dP^T: key kw0 + g + 8 (e >> 1), query q0 + 8n
+// + 2 t4 + (e & 1) in [4n + e]). P^T = exp(S^T - lse) in place of S^T,
+// zero above the diagonal where MASKED (the compares, 64 instructions, in
+// the diagonal tile only); ls: the tile's lse rows.
+template <bool MASKED, int QN>
+__device__ __forceinline__ void exp_p_frags(float (&s)[QN * 4], const float *ls, float scale_log2,
+                                            int kw0, int q0, int g, int t4) {
+#pragma unroll
+    for (int n = 0; n < QN; n++) {
+        const float2 L = *reinterpret_cast<const float2 *>(ls + n * 8 + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float p =
+                fast_exp2(fmaf(s[4 * n + e], scale_log2, -((e & 1) ? L.y : L.x) * LOG2E));
+            s[4 * n + e] =
+                MASKED && kw0 + g + ((e >> 1) << 3) > q0 + n * 8 + 2 * t4 + (e & 1) ? 0.f : p;
+        }
+    }
+}
+// dS^T = P^T (dP^T - D) in place of dP^T; ds: the tile's D rows.
+template <int QN>
+__device__ __forceinline__ void ds_of_p_frags(float (&dp)[QN * 4], const float (&p)[QN * 4],
+                                              const float *ds, int t4) {
+#pragma unroll
+    for (int n = 0; n < QN; n++) {
+        const float2 Dq = *reinterpret_cast<const float2 *>(ds + n * 8 + 2 * t4);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dp[4 * n + e] = p[4 * n + e] * (dp[4 * n + e] - ((e & 1) ? Dq.y : Dq.x));
+    }
+}
+#ifdef ATTN_WGMMA_DEVICE
+// dS (queries x keys) from a warp's dS^T A fragments into the 64-key atom
+// at `atom` of a tile of queries as rows (128 bytes each, swizzled):
+// fragment da[kq][m] is the 8x8 block of keys 16 warp + 8 (m & 1).. x
+// queries 16 kq + 8 (m >> 1).., stored transposed.
+template <int KQ>
+__device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&da)[KQ][4], int warp,
+                                               int lane) {
+    const int m = lane >> 3, c = lane & 7, chunk = 2 * warp + (m & 1);
+#pragma unroll
+    for (int kq = 0; kq < KQ; kq++) {
+        const int q = 16 * kq + 8 * (m >> 1) + c;
+        stmatrix_x4_trans(atom + q * 128 + ((chunk ^ (q & 7)) << 4), da[kq]);
+    }
+}
+#endif
+
+// dK (scaled) and dV of one warp's 16 keys (its wgmma accumulators: key
+// kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in [4 n + e]) into
+// dqkv; with kv_part, their column sums (as stored, rounded) into the
+// warp's slot of the sums of the SUM_ROWS keys from chunk_k0 (< T).
+// stage: NULL, or 4 HS bytes of shared memory of the warp's own, through
+// which the rows go out in whole 16-byte chunks (a fragment's 4-byte
+// pieces scatter over 8 rows a store).
+template <int NO>
+__device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
+                                               bf16 *dqkv, float *kv_part, const BwdBlock &blk,
+                                               int T, int chunk_k0, int warp, int lane, float scale,
+                                               bf16 *stage = nullptr) {
+    constexpr int HS = NO * 8;
+    const int g = lane >> 2, t4 = lane & 3, C = blk.C, kw0 = chunk_k0 + 16 * warp;
+    bf16 *dkg = dqkv + (size_t)blk.b * T * blk.ld + C + (size_t)blk.h * HS;
+    if (stage) { // dK's 16 rows, then dV's; 16-byte chunk n of row r at n ^ (r & 7)
+        uint32_t *s32 = reinterpret_cast<uint32_t *>(stage);
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                const int at = ((g + 8 * r) * NO + (n ^ g)) * 4 + t4;
+                s32[at] = pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
+                s32[16 * HS / 2 + at] = pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
+            }
+        __syncwarp();
+        const uint4 *s128 = reinterpret_cast<const uint4 *>(stage);
+#pragma unroll
+        for (int j = 0; j < 16 * NO / 32; j++) {
+            const int i = lane + 32 * j, row = i / NO, c = i % NO;
+            if (kw0 + row < T) {
+                bf16 *dst = dkg + (size_t)(kw0 + row) * blk.ld + c * 8;
+                *reinterpret_cast<uint4 *>(dst) = s128[row * NO + (c ^ (row & 7))];
+                *reinterpret_cast<uint4 *>(dst + C) = s128[16 * NO + row * NO + (c ^ (row & 7))];
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2 && !stage; r++) {
+        const int key = kw0 + g + 8 * r;
+        if (key < T) {
+            bf16 *dst = dkg + (size_t)key * blk.ld + 2 * t4;
+#pragma unroll
+            for (int n = 0; n < NO; n++) {
+                *reinterpret_cast<uint32_t *>(dst + n * 8) =
+                    pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
+                *reinterpret_cast<uint32_t *>(dst + C + n * 8) =
+                    pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
+            }
+        }
+    }
+    if (kv_part) { // the column sums of the dK, dV just stored (rounded) over the warp's 16 keys
+        // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
+        float v[4 * NO];
+#pragma unroll
+        for (int n = 0; n < NO; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float sk = 0.f, sv = 0.f;
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    if (kw0 + g + 8 * r < T) {
+                        sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
+                        sv += round_bf16(dv[4 * n + 2 * r + e]);
+                    }
+                v[(n * 2 + e) * 2] = sk;
+                v[(n * 2 + e) * 2 + 1] = sv;
+            }
+        // summed over the warp's 8 key rows (lanes g) by halving: at each
+        // step a lane keeps the half of the columns its bit of g selects and
+        // adds its partner's sums of them, so that lane (g, t4) ends with
+        // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
+        reduce_scatter_rows<4 * NO>(v, lane);
+        float *dst =
+            kv_part +
+            ((size_t)blk.b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
+            (size_t)warp * 2 * C + (size_t)blk.h * HS + 2 * t4;
+#pragma unroll
+        for (int q = 0; q < NO / 8; q++) {
+            const int n = g * (NO / 8) + q;
+            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
+            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
+        }
+    }
+}
+
+// A key block's walk over its n_it query tiles, step(it, Diagonal() or
+// Below()): the diagonal tile (masked) first, or last where the walk goes
+// from T down (DET).
+template <bool DET, class Step>
+__device__ __forceinline__ void walk_query_tiles(int n_it, Step &step) {
+    if (DET) {
+        for (int it = 0; it < n_it - 1; it++) step(it, Below());
+        step(n_it - 1, Diagonal());
+    } else {
+        step(0, Diagonal());
+        for (int it = 1; it < n_it; it++) step(it, Below());
+    }
+}
+
 // Shape: WgmmaBwd64's members (below). Shape::TMA: thread 0 loads K, V and
 // each stage's Q, dO with TMA (qkv_map, dout_map: make_head_map's)
 // completing on the stage's mbarrier; else all threads with cp.async. lse
@@ -790,29 +939,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
         // P^T = exp(S^T - lse) in place of S^T, zero above the diagonal (the
         // compares, 64 instructions, in the MASKED tile only); dS^T = P^T
         // (dP^T - D) in place of dP^T
-        auto exp_p = [&] {
-#pragma unroll
-            for (int n = 0; n < QN; n++) {
-                const float2 L = *reinterpret_cast<const float2 *>(ls + n * 8 + 2 * t4);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float p =
-                        fast_exp2(fmaf(s[4 * n + e], scale_log2, -((e & 1) ? L.y : L.x) * LOG2E));
-                    s[4 * n + e] =
-                        MASKED && kw0 + g + ((e >> 1) << 3) > q0 + n * 8 + 2 * t4 + (e & 1) ? 0.f
-                                                                                            : p;
-                }
-            }
-        };
-        auto ds_of_p = [&] {
-#pragma unroll
-            for (int n = 0; n < QN; n++) {
-                const float2 Dq = *reinterpret_cast<const float2 *>(ds + n * 8 + 2 * t4);
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    dp[4 * n + e] = s[4 * n + e] * (dp[4 * n + e] - ((e & 1) ? Dq.y : Dq.x));
-            }
-        };
+        auto exp_p = [&] { exp_p_frags<MASKED, QN>(s, ls, scale_log2, kw0, q0, g, t4); };
+        auto ds_of_p = [&] { ds_of_p_frags<QN>(dp, s, ds, t4); };
         uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
         if (SPLIT) {                             // P^T while the tensor cores do dP^T
             wgmma_wait<1>();
@@ -840,17 +968,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
                 if (SPLIT != 2) pa[kq][r] = pack_bf16(s[8 * kq + 2 * r], s[8 * kq + 2 * r + 1]);
                 da[kq][r] = pack_bf16(dp[8 * kq + 2 * r], dp[8 * kq + 2 * r + 1]);
             }
-        // dS (queries x keys) to shared memory: fragment da[kq][m] is the 8x8
-        // block of keys 8 (m & 1).. of this warp x queries 16 kq + 8 (m >> 1)..
-        {
-            const int m = lane >> 3, c = lane & 7, chunk = 2 * warp + (m & 1);
-#pragma unroll
-            for (int kq = 0; kq < BM / 16; kq++) {
-                const int q = 16 * kq + 8 * (m >> 1) + c;
-                stmatrix_x4_trans(ds_addr + q * 128 + ((chunk ^ (q & 7)) << 4), da[kq]);
-            }
-        }
-        if (SPLIT == 2) { // dK += dS^T Q issued before the barrier
+        store_ds_trans<BM / 16>(ds_addr, da, warp, lane); // dS (queries x keys)
+        if (SPLIT == 2) {                                 // dK += dS^T Q issued before the barrier
             wgmma_fence();
             fence_regs(dk);
             wgmma_rs_tile<NA, BM / 16, BM>(dk, da, q_desc);
@@ -939,63 +1058,303 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
             turn_pass(turn);
         }
     };
-    if (DET) {
-        for (int it = 0; it < n_it - 1; it++) tile_step(it, Below());
-        tile_step(n_it - 1, Diagonal());
-    } else {
-        tile_step(0, Diagonal());
-        for (int it = 1; it < n_it; it++) tile_step(it, Below());
-    }
+    walk_query_tiles<DET>(n_it, tile_step);
     if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
 
-    // dK (scaled) and dV for this warp's 16 keys
-    bf16 *dkg = dqkv + (size_t)b * T * ld + C + (size_t)h * HS;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int key = kw0 + g + 8 * r;
-        if (key < T) {
-            bf16 *dst = dkg + (size_t)key * ld + 2 * t4;
-#pragma unroll
-            for (int n = 0; n < NO; n++) {
-                *reinterpret_cast<uint32_t *>(dst + n * 8) =
-                    pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
-                *reinterpret_cast<uint32_t *>(dst + C + n * 8) =
-                    pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
-            }
+    store_warp_dkv<NO>(dk, dv, dqkv, kv_part, blk, T, k0, warp, lane, scale);
+#else
+    __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// Backward main kernel, warp-specialized (FlashAttention-3's structure, read
+// from its hopper/ sources; docs/attention.md), head size 64.
+//
+// A block owns 128 keys of one (batch, head) and walks the query tiles of
+// 128 rows from the diagonal to T (DET: from T down), with three warpgroups:
+// - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
+//   warp 0 loads K and V once and each tile's Q and dO by TMA into two
+//   stages, each with a "full" mbarrier (the copy landed) and an "empty"
+//   one (every consumer warp done with it). Its
+//   warp 1 adds each tile's dQ into dq_acc: one bulk reduction
+//   (cp.reduce.async.bulk) per consumer warpgroup and tile, from that
+//   warpgroup's fp32 slab, handed over and back through named barriers, so
+//   that the products never wait for the reduction, only for the slab.
+// - warpgroups 1 and 2 each own 64 of the keys and do what the one-warpgroup
+//   kernel above does for them: S^T = K Q^T and dP^T = V dO^T (keys as the
+//   wgmma M, queries as N = 128), P^T and dS^T in registers, dV += P^T dO
+//   and dK += dS^T Q with them as register A operands. dS goes to shared
+//   memory (stmatrix .trans, double buffered by tile), and after one barrier
+//   of the two warpgroups per tile, warpgroup w computes dQ of query rows
+//   64w.. over all 128 keys: each warpgroup a disjoint slice of the output,
+//   so the two never add partial sums.
+// Per tile the products are issued back to back and waited for one behind
+// (wgmma.wait_group 1), so that the tensor cores run while a warpgroup does
+// the softmax of S, the dS, and hands its dQ slab over.
+// The dq_acc layout is dq_wgmma_index's: a warpgroup's 64 rows are one
+// contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row slice in the
+// order of the key blocks, as the one-warpgroup kernel's warps do.
+
+// Shared memory, byte offsets from the 1024-aligned base: K, V (128 keys),
+// 2 stages of Q and dO (128 queries), 2 of dS (queries x keys as two 64-key
+// atoms), the two consumer warpgroups' dQ slabs (64 x 64 fp32), 2 stages of
+// lse and D, the mbarriers.
+struct WsBwd {
+    static constexpr int BM = 128, BN = 128, HS = 64, NTH = 384;
+    static constexpr int TILE = 128 * 64 * 2; // bytes of a 128-row bf16 tile
+    static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
+                         DQ = DS + 2 * BM * BN * 2, L = DQ + 2 * 64 * 64 * 4, D = L + 2 * BM * 4,
+                         BARS = D + 2 * BM * 4;
+    // kv, q_full[2], q_empty[2], do_full[2], do_empty[2]
+    static constexpr size_t SMEM = BARS + 9 * 8 + 1024;
+    // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
+    // warpgroup w's dQ slab free, and full
+    static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4;
+};
+static_assert(WsBwd::K + WsBwd::TILE == WsBwd::V && WsBwd::V + WsBwd::TILE == WsBwd::Q &&
+                  WsBwd::Q + 2 * WsBwd::TILE == WsBwd::DO &&
+                  WsBwd::DO + 2 * WsBwd::TILE == WsBwd::DS,
+              "K, V, then two stages of Q and of dO, then dS");
+static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
+                  WsBwd::BAR_DQ_FULL == WsBwd::BAR_DQ_EMPTY + 2,
+              "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
+
+#ifdef ATTN_WGMMA_DEVICE
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// This warpgroup's registers per thread lowered or raised to N (all its
+// threads execute it); the block's total must stay within the register file.
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+#endif
+
+template <bool DET>
+static __global__ void __launch_bounds__(WsBwd::NTH, 1)
+    attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
+                       const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
+                       const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
+                       float scale, float scale_log2, unsigned *__restrict__ dq_order,
+                       float *__restrict__ kv_part, int group,
+                       const __grid_constant__ CUtensorMap qkv_map,
+                       const __grid_constant__ CUtensorMap dout_map) {
+#ifdef ATTN_WGMMA_DEVICE
+    typedef WsBwd W;
+    constexpr int BM = W::BM, BN = W::BN, QN = BM / 8;
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    bf16 *sK = reinterpret_cast<bf16 *>(sm + W::K), *sV = reinterpret_cast<bf16 *>(sm + W::V);
+    auto sQ = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::Q + st * W::TILE); };
+    auto sdO = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::DO + st * W::TILE); };
+    float *sL = reinterpret_cast<float *>(sm + W::L), *sD = reinterpret_cast<float *>(sm + W::D);
+    const uint32_t bars = smem_u32(sm + W::BARS), kv_bar = bars;
+    auto q_full = [&](int st) { return bars + 8 + 8 * st; };
+    auto q_empty = [&](int st) { return bars + 24 + 8 * st; };
+    auto do_full = [&](int st) { return bars + 40 + 8 * st; };
+    auto do_empty = [&](int st) { return bars + 56 + 8 * st; };
+
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); // warp-uniform, as wgmma wants
+    const BwdBlock blk = bwd_block<W::HS, BN>(qkv, dout, lse, dsum, T, NH, group);
+    const int b = blk.b, h = blk.h, k0 = blk.k0;
+    const int n_qt = (T + BM - 1) / BM, i0 = k0 / BM, n_it = n_qt - i0;
+    auto tile_of = [&](int it) { return DET ? n_qt - 1 - it : i0 + it; };
+
+    if (tid == 0) {
+        mbar_init(kv_bar, 1);
+        for (int st = 0; st < 2; st++) {
+            mbar_init(q_full(st), 1);
+            mbar_init(do_full(st), 1);
+            mbar_init(q_empty(st), 8); // one arrival per consumer warp
+            mbar_init(do_empty(st), 8);
         }
+        mbar_init_fence();
     }
-    if (kv_part) { // the column sums of the dK, dV just stored (rounded) over the warp's 16 keys
-        // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
-        float v[4 * NO];
-#pragma unroll
-        for (int n = 0; n < NO; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float sk = 0.f, sv = 0.f;
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-                    if (kw0 + g + 8 * r < T) {
-                        sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
-                        sv += round_bf16(dv[4 * n + 2 * r + e]);
+    __syncthreads(); // the barriers are initialised before anyone waits on them
+
+    if (wg == 0) {
+        setmaxnreg_dec<24>();
+        const int warp = tid >> 5;
+        if (warp == 0) { // the loads
+            if (lane == 0) {
+                mbar_arrive_expect_tx(kv_bar, 2 * W::TILE);
+                tma_tile<BN, 1>(sK, &qkv_map, NH + h, k0, b, kv_bar);
+                tma_tile<BN, 1>(sV, &qkv_map, 2 * NH + h, k0, b, kv_bar);
+            }
+            for (int it = 0; it < n_it; it++) { // tile it's Q and dO
+                const int st = it & 1, q0 = tile_of(it) * BM;
+                if (it >= 2) {
+                    mbar_wait(q_empty(st), ((it >> 1) - 1) & 1);
+                    mbar_wait(do_empty(st), ((it >> 1) - 1) & 1);
+                }
+                if (lane == 0) {
+                    mbar_arrive_expect_tx(q_full(st), W::TILE);
+                    tma_tile<BM, 1>(sQ(st), &qkv_map, h, q0, b, q_full(st));
+                    mbar_arrive_expect_tx(do_full(st), W::TILE);
+                    tma_tile<BM, 1>(sdO(st), &dout_map, h, q0, b, do_full(st));
+                }
+            }
+        } else if (warp == 1) { // the dQ adds
+            const int n_q64 = (T + 63) / 64;
+            for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
+            for (int it = 0; it < n_it; it++) {
+                const int q0 = tile_of(it) * BM;
+                for (int w = 0; w < 2; w++) {
+                    named_bar_sync(W::BAR_DQ_FULL + w, 160);
+                    const int r0 = q0 + 64 * w, rows = min(64, T - r0);
+                    if (lane == 0 && rows > 0) {
+                        unsigned *turn =
+                            DET ? dq_order + ((size_t)blk.bh * n_q64 + r0 / 64) * 4 : nullptr;
+                        if (DET) turn_wait(turn, (unsigned)(k0 / BN));
+                        bulk_reduce_add_f32(dq_acc + ((size_t)blk.bh * T + r0) * 64,
+                                            smem_u32(sm + W::DQ + w * 64 * 64 * 4),
+                                            (uint32_t)rows * 64 * sizeof(float));
+                        bulk_commit();
+                        if (DET) {
+                            bulk_wait_done();
+                            turn_pass(turn);
+                        }
                     }
-                v[(n * 2 + e) * 2] = sk;
-                v[(n * 2 + e) * 2 + 1] = sv;
+                }
+                if (it + 1 == n_it) break;
+                if (lane == 0) bulk_wait_read();
+                __syncwarp();
+                for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
             }
-        // summed over the warp's 8 key rows (lanes g) by halving: at each
-        // step a lane keeps the half of the columns its bit of g selects and
-        // adds its partner's sums of them, so that lane (g, t4) ends with
-        // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
-        reduce_scatter_rows<4 * NO>(v, lane);
-        float *dst = kv_part +
-                     ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + k0 / SUM_ROWS) * 4 * 2 * C +
-                     (size_t)warp * 2 * C + (size_t)h * HS + 2 * t4;
-#pragma unroll
-        for (int q = 0; q < NO / 8; q++) {
-            const int n = g * (NO / 8) + q;
-            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
-            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
+            if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
         }
+        return;
     }
+
+    setmaxnreg_inc<240>();
+    const int w = wg - 1, warp = __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0);
+    const int g = lane >> 2, t4 = lane & 3;
+    const int kw0 = k0 + 64 * w + 16 * warp; // this warp's first key in the sequence
+    // this warpgroup's 64 keys of K and V (A operands, K-major); all of K
+    // (the B operand of dQ, MN-major)
+    const Sw128 k_desc(smem_u32(sK + 64 * w * 64)), v_desc(smem_u32(sV + 64 * w * 64)),
+        kt_desc(smem_u32(sK));
+    float *sdq = reinterpret_cast<float *>(sm + W::DQ + w * 64 * 64 * 4);
+    float dk[32], dv[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
+    // The row statistics of a tile (zeros past T): consumer thread c loads
+    // lse (c < 128) or D (c >= 128) of query row c % 128 two tiles ahead,
+    // and stores it into the tile's stage before the dS barrier of the tile
+    // before (after which that stage's last readers are done): one load a
+    // thread a tile, its latency under a tile's work.
+    const int c = tid - 128;
+    const float *stat_g = c < BM ? blk.lse_bh : blk.d_bh;
+    float *stat_s = (c < BM ? sL : sD) + (c & (BM - 1));
+    auto load_stat = [&](int it) {
+        const int t = tile_of(it) * BM + (c & (BM - 1));
+        return t < T ? stat_g[t] : 0.f;
+    };
+    *stat_s = load_stat(0);
+    float stat_ahead = n_it > 1 ? load_stat(1) : 0.f; // tile it + 1's, in tile it
+    named_bar_sync(W::BAR_DS, 256);
+    mbar_wait(kv_bar, 0);
+
+    // One query tile; MASKED: the diagonal one (keys above queries).
+    auto tile_step = [&](const int it, auto masked) {
+        constexpr bool MASKED = decltype(masked)::value;
+        const int st = it & 1, ph = (it >> 1) & 1, q0 = tile_of(it) * BM;
+        const Sw128 q_desc(smem_u32(sQ(st))), do_desc(smem_u32(sdO(st)));
+        const uint32_t ds_addr = smem_u32(sm + W::DS + st * BM * BN * 2);
+        const Sw128 ds_desc(ds_addr);
+        const float *ls = sL + st * BM, *ds = sD + st * BM;
+
+        // S^T = K Q^T, dP^T = V dO^T (64 keys x 128 queries each), issued
+        float s[QN * 4], dp[QN * 4];
+        mbar_wait(q_full(st), ph);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wgmma_m64n128k16_ss(s, k_desc.at(32 * kk), q_desc.at(32 * kk), kk > 0);
+        wgmma_commit();
+        mbar_wait(do_full(st), ph);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wgmma_m64n128k16_ss(dp, v_desc.at(32 * kk), do_desc.at(32 * kk), kk > 0);
+        wgmma_commit();
+        const float stat_2 = it + 2 < n_it ? load_stat(it + 2) : 0.f;
+        // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1).
+        // P^T = exp(S^T - lse) while the tensor cores do dP^T
+        wgmma_wait<1>();
+        fence_regs(s);
+        exp_p_frags<MASKED, QN>(s, ls, scale_log2, kw0, q0, g, t4);
+        wgmma_wait<0>();
+        fence_regs(dp);
+        ds_of_p_frags<QN>(dp, s, ds, t4);        // dS^T = P^T (dP^T - D)
+        uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
+        pack_a_frags<BM / 16>(s, pa);
+        pack_a_frags<BM / 16>(dp, da);
+        // dS (queries x keys) into this warpgroup's atom of the stage's dS
+        store_ds_trans<BM / 16>(ds_addr + w * BM * 128, da, warp, lane);
+        // dV += P^T dO, issued
+        wgmma_fence();
+        fence_regs(dv);
+        wgmma_rs_tile<1, BM / 16, BM>(dv, pa, do_desc);
+        wgmma_commit();
+        stat_s[(st ^ 1) * BM] = stat_ahead;
+        stat_ahead = stat_2;
+        fence_proxy_async();
+        named_bar_sync(W::BAR_DS, 256); // both warpgroups' dS and the next tile's statistics stored
+
+        // dQ of query rows 64 w.. = their dS (all 128 keys: two atoms) x K
+        float dq[32];
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+            wgmma_m64n64k16_ss<1>(dq,
+                                  ds_desc.at((kk >> 2) * BM * 128 + w * 64 * 128 + 32 * (kk & 3)),
+                                  kt_desc.at(2048 * kk), kk > 0);
+        wgmma_commit();
+        wgmma_wait<1>(); // dV done: dO and D read
+        fence_regs(dv);
+        if (lane == 0) mbar_arrive(do_empty(st));
+        // dK += dS^T Q, issued
+        wgmma_fence();
+        fence_regs(dk);
+        wgmma_rs_tile<1, BM / 16, BM>(dk, da, q_desc);
+        wgmma_commit();
+        wgmma_wait<1>(); // dQ done
+        fence_regs(dq);
+
+        // dQ to the slab once warp 1 has read the last one out: row 16 warp
+        // + g + 8 (e >> 1), dim 8n + 2 t4 + (e & 1) in dq_wgmma_index's layout
+        // (8-float chunk n of row r at n ^ (r & 7), and r & 7 = g)
+        named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = 16 * warp + g + 8 * r;
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+                *reinterpret_cast<float2 *>(sdq + row * 64 + ((n ^ g) << 3) + 2 * t4) =
+                    make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+        }
+        fence_proxy_async();
+        named_bar_arrive(W::BAR_DQ_FULL + w, 160);
+        wgmma_wait<0>(); // dK done: Q and lse read
+        fence_regs(dk);
+        if (lane == 0) mbar_arrive(q_empty(st));
+    };
+    walk_query_tiles<DET>(n_it, tile_step);
+    // the rows go out through this warpgroup's half of the dS stage that the
+    // last tile did not use (both warpgroups are past the tile before it)
+    bf16 *stage = reinterpret_cast<bf16 *>(sm + W::DS + (n_it & 1) * BM * BN * 2 +
+                                           (w * 4 + warp) * 4 * W::HS * 16);
+    if (k0 + 64 * w < T)
+        store_warp_dkv<8>(dk, dv, dqkv, kv_part, blk, T, k0 + 64 * w, warp, lane, scale, stage);
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1071,15 +1430,11 @@ template <class Shape> struct CpAsyncFwd : Shape {
 // dP^T and dK before the dS barrier; GROUP as the forward's (1: each pair's
 // key blocks in turn).
 //
-// Head size 64: 3 blocks per SM (168 registers) and 3 stages; head size
-// 128: 2 blocks per SM, 2 stages, SPLIT 2. The key blocks of 16 pairs
-// longest first measured faster than each pair's key blocks in turn; groups
-// of 8 and 32 no better.
-struct WgmmaBwd64 {
-    static constexpr int HS = 64, MIN_BLOCKS = 3;
-    static constexpr bool TMA = true;
-    static constexpr int STAGES = 3, SPLIT = 0, GROUP = 16;
-};
+// Head size 128: 2 blocks per SM, 2 stages, SPLIT 2. The key blocks of 16
+// pairs longest first measured faster than each pair's key blocks in turn;
+// groups of 8 and 32 no better. Head size 64 runs the warp-specialized
+// kernel (attn_bwd_ws_kernel), and this kernel (3 blocks per SM, 168
+// registers) where no tensor map can be made (CpAsyncBwd64).
 struct WgmmaBwd128 {
     static constexpr int HS = 128, MIN_BLOCKS = 2;
     static constexpr bool TMA = true;
@@ -1089,6 +1444,11 @@ struct WgmmaBwd128 {
 template <class Shape> struct CpAsyncBwd : Shape {
     static constexpr bool TMA = false;
     static constexpr int STAGES = 2, SPLIT = 0;
+};
+struct CpAsyncBwd64 {
+    static constexpr int HS = 64, MIN_BLOCKS = 3;
+    static constexpr bool TMA = false;
+    static constexpr int STAGES = 2, SPLIT = 0, GROUP = 16;
 };
 
 // ---------------------------------------------------------------------------
@@ -1138,6 +1498,26 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
 
+// The warp-specialized backward (head size 64); where no tensor map can be
+// made, the one-warpgroup kernel's cp.async shape.
+void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
+    CUtensorMap qkv_map = {}, dout_map = {};
+    if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, WsBwd::HS) &&
+          make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, WsBwd::HS)))
+        return launch_bwd_wgmma<CpAsyncBwd64>(a, stream);
+    auto kernel = a.dq_order ? attn_bwd_ws_kernel<true> : attn_bwd_ws_kernel<false>;
+    static unsigned long long smem_done[2] = {0, 0};
+    raise_smem_limit(kernel, WsBwd::SMEM, smem_done[a.dq_order != nullptr]);
+    const unsigned grid = (unsigned)a.B * a.NH * ((a.T + WsBwd::BN - 1) / WsBwd::BN);
+    const float scale = 1.f / sqrtf((float)WsBwd::HS);
+    static_assert(WsBwd::BN == 2 * SUM_ROWS,
+                  "a consumer warpgroup's dK, dV column sums are one chunk's");
+    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
+        a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E, a.dq_order,
+        a.kv_part, CpAsyncBwd64::GROUP, qkv_map, dout_map);
+    CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
+}
+
 } // namespace
 
 bool attention_wgmma_supported() {
@@ -1167,7 +1547,7 @@ void attention_wgmma_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int 
 
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream) {
     if (a.HS == 64)
-        launch_bwd_wgmma<WgmmaBwd64>(a, stream);
+        launch_bwd_ws(a, stream);
     else
         launch_bwd_wgmma<WgmmaBwd128>(a, stream);
 }
@@ -1212,7 +1592,12 @@ struct WgmmaFwd128_CpAsync3wg : CpAsyncFwd<WgmmaFwd128> {
 struct WgmmaFwd128_CpAsync1block : CpAsyncFwd<WgmmaFwd128> {
     static constexpr int MIN_BLOCKS = 1;
 };
-// backward, head size 64
+// backward, head size 64: the one-warpgroup kernel with TMA, 3 stages (the
+// production shape before the warp-specialized kernel), and its variants
+struct WgmmaBwd64 : CpAsyncBwd64 {
+    static constexpr bool TMA = true;
+    static constexpr int STAGES = 3;
+};
 struct WgmmaBwd64_2blocks : WgmmaBwd64 {
     static constexpr int MIN_BLOCKS = 2;
 };
@@ -1287,10 +1672,16 @@ const AttnVariant attention_wgmma_variants[] = {
      true,
      launch_fwd_wgmma<WgmmaFwd128_CpAsync1block>,
      nullptr},
+    {{"wgmma_bwd64_1wg", WGMMA, 64, true,
+      "one warpgroup a block, 64 keys, 3 blocks/SM (the production kernel before the "
+      "warp-specialized one)"},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd64>},
     {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
      true,
      nullptr,
-     launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd64>>},
+     launch_bwd_wgmma<CpAsyncBwd64>},
     {{"wgmma_bwd64_2blocks", WGMMA, 64, true, "2 blocks/SM"},
      true,
      nullptr,
