@@ -31,7 +31,11 @@
  * groups of 16 heads, longest query tiles first (fwd_block_coords).
  * Where no TMA tensor map can be made (a driver without
  * cuTensorMapEncodeTiled), the same shapes run with cp.async loads
- * (CpAsyncFwd, CpAsyncBwd).
+ * (CpAsyncFwd, CpAsyncBwd64, CpAsyncBwd).
+ *
+ * Backward at head size 64: warp-specialized, as FlashAttention-3 builds it
+ * (attn_bwd_ws_kernel: a producer warpgroup and two consumer warpgroups
+ * over 128 keys); at 128, one warpgroup over 64 keys (attn_bwd_wgmma_kernel).
  *
  * Tile shapes: WgmmaFwd64 ... WgmmaBwd128 below; tuning builds
  * (GPT2_ATTN_TUNING) add the other shapes measured, by name
@@ -723,9 +727,9 @@ __device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&d
 // kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in [4 n + e]) into
 // dqkv; with kv_part, their column sums (as stored, rounded) into the
 // warp's slot of the sums of the SUM_ROWS keys from chunk_k0 (< T).
-// stage: NULL, or 4 HS bytes of shared memory of the warp's own, through
-// which the rows go out in whole 16-byte chunks (a fragment's 4-byte
-// pieces scatter over 8 rows a store).
+// stage: NULL, or 64 HS bytes of shared memory of the warp's own (its 16
+// rows of dK and of dV), through which the rows go out in whole 16-byte
+// chunks (a fragment's 4-byte pieces scatter over 8 rows a store).
 template <int NO>
 __device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
                                                bf16 *dqkv, float *kv_part, const BwdBlock &blk,
@@ -1076,8 +1080,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
 //   warp 0 loads K and V once and each tile's Q and dO by TMA into two
 //   stages, each with a "full" mbarrier (the copy landed) and an "empty"
-//   one (every consumer warp done with it). Its
-//   warp 1 adds each tile's dQ into dq_acc: one bulk reduction
+//   one (every consumer warp done with it). Its warp 1 adds each tile's
+//   dQ into dq_acc: one bulk reduction
 //   (cp.reduce.async.bulk) per consumer warpgroup and tile, from that
 //   warpgroup's fp32 slab, handed over and back through named barriers, so
 //   that the products never wait for the reduction, only for the slab.
@@ -1088,7 +1092,11 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 //   memory (stmatrix .trans, double buffered by tile), and after one barrier
 //   of the two warpgroups per tile, warpgroup w computes dQ of query rows
 //   64w.. over all 128 keys: each warpgroup a disjoint slice of the output,
-//   so the two never add partial sums.
+//   so the two never add partial sums. The consumer threads load the row
+//   statistics (lse, D) themselves, one value a thread a tile, two tiles
+//   ahead: written by the producer warp and published by the mbarrier,
+//   they measured faster at T = 4096, but racecheck does not follow that
+//   hand-over of plain stores (docs/attention.md).
 // Per tile the products are issued back to back and waited for one behind
 // (wgmma.wait_group 1), so that the tensor cores run while a warpgroup does
 // the softmax of S, the dS, and hands its dQ slab over.
