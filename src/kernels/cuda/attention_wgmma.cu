@@ -809,6 +809,31 @@ __device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const 
     }
 }
 
+#ifdef ATTN_WGMMA_DEVICE
+// A warp's dQ fragments of a 64 x 64 product (query row 16 warp + g + 8
+// (e >> 1), dim 8n + 2 t4 + (e & 1) in [4n + e]) into the 64 fp32 rows at
+// rows, in dq_wgmma_index's layout (8-float chunk n of row r at n ^ (r &
+// 7), and r & 7 = g: stores free of bank conflicts).
+__device__ __forceinline__ void stage_dq_frags(float *rows, const float (&dq)[32], int warp,
+                                               int lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = 16 * warp + g + 8 * r;
+#pragma unroll
+        for (int n = 0; n < 8; n++)
+            *reinterpret_cast<float2 *>(rows + row * 64 + ((n ^ g) << 3) + 2 * t4) =
+                make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
+    }
+}
+// The deterministic mode's turn counter `slot` (of 4) of the 64 dQ rows
+// from row0 (a multiple of 64) of pair bh (dq_order_bytes' layout).
+__device__ __forceinline__ unsigned *dq_turn_counter(unsigned *dq_order, int bh, int T, int row0,
+                                                     int slot) {
+    return dq_order + ((size_t)bh * ((T + 63) / 64) + row0 / 64) * 4 + slot;
+}
+#endif
+
 // A key block's walk over its n_it query tiles, step(it, Diagonal() or
 // Below()): the diagonal tile (masked) first, or last where the walk goes
 // from T down (DET).
@@ -1030,24 +1055,13 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
             }
             fence_regs(dq);
 
-            // dq[4n + e]: query row 16 warp + g + 8 (e >> 1) of the tile, dim
-            // 64a + 8n + 2 t4 + (e & 1); to staging in dq_wgmma_index's layout
-            // (8-float chunk n of row r at n ^ (r & 7), and r & 7 = g)
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const int row = 16 * warp + g + 8 * r;
-#pragma unroll
-                for (int n = 0; n < 8; n++)
-                    *reinterpret_cast<float2 *>(sdq + (a * BM + row) * 64 + ((n ^ g) << 3) +
-                                                2 * t4) =
-                        make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
-            }
+            stage_dq_frags(sdq + a * BM * 64, dq, warp, lane); // head dims 64a..
         }
         // the warp's 16 rows (4 KB an atom, contiguous in dq_acc) to the copy engine
         fence_proxy_async();
         __syncwarp();
         const int rows = min(16, T - (q0 + 16 * warp));
-        unsigned *turn = DET ? dq_order + ((size_t)bh * n_qt + i) * 4 + warp : nullptr;
+        unsigned *turn = DET ? dq_turn_counter(dq_order, bh, T, q0, warp) : nullptr;
         if (DET && lane == 0) turn_wait(turn, (unsigned)(k0 / BN));
         if (lane == 0 && rows > 0) {
 #pragma unroll
@@ -1111,14 +1125,16 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 struct WsBwd {
     static constexpr int BM = 128, BN = 128, HS = 64, NTH = 384;
     static constexpr int TILE = 128 * 64 * 2; // bytes of a 128-row bf16 tile
+    static constexpr int SLAB = 64 * 64 * 4;  // bytes of a warpgroup's fp32 dQ rows
     static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
-                         DQ = DS + 2 * BM * BN * 2, L = DQ + 2 * 64 * 64 * 4, D = L + 2 * BM * 4,
+                         DQ = DS + 2 * BM * BN * 2, L = DQ + 2 * SLAB, D = L + 2 * BM * 4,
                          BARS = D + 2 * BM * 4;
     // kv, q_full[2], q_empty[2], do_full[2], do_empty[2]
     static constexpr size_t SMEM = BARS + 9 * 8 + 1024;
     // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
     // warpgroup w's dQ slab free, and full
     static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4;
+    static constexpr int GROUP = 16; // (batch, head) pairs a group of the block order (bwd_block)
 };
 static_assert(WsBwd::K + WsBwd::TILE == WsBwd::V && WsBwd::V + WsBwd::TILE == WsBwd::Q &&
                   WsBwd::Q + 2 * WsBwd::TILE == WsBwd::DO &&
@@ -1211,7 +1227,6 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                 }
             }
         } else if (warp == 1) { // the dQ adds
-            const int n_q64 = (T + 63) / 64;
             for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
             for (int it = 0; it < n_it; it++) {
                 const int q0 = tile_of(it) * BM;
@@ -1220,10 +1235,10 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                     const int r0 = q0 + 64 * w, rows = min(64, T - r0);
                     if (lane == 0 && rows > 0) {
                         unsigned *turn =
-                            DET ? dq_order + ((size_t)blk.bh * n_q64 + r0 / 64) * 4 : nullptr;
+                            DET ? dq_turn_counter(dq_order, blk.bh, T, r0, 0) : nullptr;
                         if (DET) turn_wait(turn, (unsigned)(k0 / BN));
                         bulk_reduce_add_f32(dq_acc + ((size_t)blk.bh * T + r0) * 64,
-                                            smem_u32(sm + W::DQ + w * 64 * 64 * 4),
+                                            smem_u32(sm + W::DQ + w * W::SLAB),
                                             (uint32_t)rows * 64 * sizeof(float));
                         bulk_commit();
                         if (DET) {
@@ -1250,7 +1265,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     // (the B operand of dQ, MN-major)
     const Sw128 k_desc(smem_u32(sK + 64 * w * 64)), v_desc(smem_u32(sV + 64 * w * 64)),
         kt_desc(smem_u32(sK));
-    float *sdq = reinterpret_cast<float *>(sm + W::DQ + w * 64 * 64 * 4);
+    float *sdq = reinterpret_cast<float *>(sm + W::DQ + w * W::SLAB);
     float dk[32], dv[32];
 #pragma unroll
     for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
@@ -1338,18 +1353,9 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         wgmma_wait<1>(); // dQ done
         fence_regs(dq);
 
-        // dQ to the slab once warp 1 has read the last one out: row 16 warp
-        // + g + 8 (e >> 1), dim 8n + 2 t4 + (e & 1) in dq_wgmma_index's layout
-        // (8-float chunk n of row r at n ^ (r & 7), and r & 7 = g)
+        // dQ to the slab once warp 1 has read the last one out
         named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = 16 * warp + g + 8 * r;
-#pragma unroll
-            for (int n = 0; n < 8; n++)
-                *reinterpret_cast<float2 *>(sdq + row * 64 + ((n ^ g) << 3) + 2 * t4) =
-                    make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
-        }
+        stage_dq_frags(sdq, dq, warp, lane);
         fence_proxy_async();
         named_bar_arrive(W::BAR_DQ_FULL + w, 160);
         wgmma_wait<0>(); // dK done: Q and lse read
@@ -1522,7 +1528,7 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
     kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
         a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E, a.dq_order,
-        a.kv_part, CpAsyncBwd64::GROUP, qkv_map, dout_map);
+        a.kv_part, WsBwd::GROUP, qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
 }
 
