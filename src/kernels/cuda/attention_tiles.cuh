@@ -116,21 +116,34 @@ struct BwdBlock {
     const bf16 *qg, *dog;
     const float *lse_bh, *d_bh;
 };
-template <int HS, int BN>
-__device__ __forceinline__ BwdBlock bwd_block(const bf16 *qkv, const bf16 *dout, const float *lse,
-                                              const float *dsum, int T, int NH, int G = 1) {
+// Key block k0 of pair bh.
+template <int HS>
+__device__ __forceinline__ BwdBlock bwd_block_for(int bh, int k0, const bf16 *qkv, const bf16 *dout,
+                                                  const float *lse, const float *dsum, int T,
+                                                  int NH) {
     BwdBlock k;
-    const int n_kb = (T + BN - 1) / BN;
-    int rev_kb; // n_kb - 1 - key block
-    fwd_block_coords((int)blockIdx.x, (int)gridDim.x / n_kb, n_kb, G, k.bh, rev_kb);
-    k.b = k.bh / NH, k.h = k.bh % NH;
-    k.k0 = (n_kb - 1 - rev_kb) * BN;
+    k.bh = bh, k.b = bh / NH, k.h = bh % NH, k.k0 = k0;
     k.C = NH * HS;
     k.ld = (size_t)3 * k.C;
     k.qg = qkv + (size_t)k.b * T * k.ld + (size_t)k.h * HS;
     k.dog = dout + (size_t)k.b * T * k.C + (size_t)k.h * HS;
-    k.lse_bh = lse + (size_t)k.bh * T, k.d_bh = dsum + (size_t)k.bh * T;
+    k.lse_bh = lse + (size_t)bh * T, k.d_bh = dsum + (size_t)bh * T;
     return k;
+}
+// Block x of n_blocks in that order.
+template <int HS, int BN>
+__device__ __forceinline__ BwdBlock bwd_block_at(int x, int n_blocks, const bf16 *qkv,
+                                                 const bf16 *dout, const float *lse,
+                                                 const float *dsum, int T, int NH, int G) {
+    const int n_kb = (T + BN - 1) / BN;
+    int bh, rev_kb; // rev_kb: n_kb - 1 - key block
+    fwd_block_coords(x, n_blocks / n_kb, n_kb, G, bh, rev_kb);
+    return bwd_block_for<HS>(bh, (n_kb - 1 - rev_kb) * BN, qkv, dout, lse, dsum, T, NH);
+}
+template <int HS, int BN>
+__device__ __forceinline__ BwdBlock bwd_block(const bf16 *qkv, const bf16 *dout, const float *lse,
+                                              const float *dsum, int T, int NH, int G = 1) {
+    return bwd_block_at<HS, BN>((int)blockIdx.x, (int)gridDim.x, qkv, dout, lse, dsum, T, NH, G);
 }
 
 // cp.async lse and D of the query rows q0..q0 + BM - 1 into sL, sD (zeros

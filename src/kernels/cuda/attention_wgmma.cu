@@ -1089,10 +1089,13 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // Backward main kernel, warp-specialized (FlashAttention-3's structure, read
 // from its hopper/ sources; docs/attention.md), head size 64.
 //
-// A block owns 128 keys of one (batch, head) and walks the query tiles of
-// 128 rows from the diagonal to T (DET: from T down), with three warpgroups:
+// A block walks key blocks of 128 keys of one (batch, head) each (WsWork:
+// one block per SM, over pairs of key blocks whose tiles add up alike),
+// and for each the query tiles of 128 rows from the diagonal to T (DET:
+// from T down), with three warpgroups:
 // - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
-//   warp 0 loads K and V once and each tile's Q and dO by TMA into two
+//   warp 0 loads each key block's K and V (once the last key block's
+//   products are done with them) and each tile's Q and dO by TMA into two
 //   stages, each with a "full" mbarrier (the copy landed) and an "empty"
 //   one (every consumer warp done with it). Its warp 1 adds each tile's
 //   dQ into dq_acc: one bulk reduction
@@ -1107,7 +1110,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 //   of the two warpgroups per tile, warpgroup w computes dQ of query rows
 //   64w.. over all 128 keys: each warpgroup a disjoint slice of the output,
 //   so the two never add partial sums. The consumer threads load the row
-//   statistics (lse, D) themselves, one value a thread a tile, two tiles
+//   statistics (lse, D) themselves, one value a thread a tile, a tile
 //   ahead: written by the producer warp and published by the mbarrier,
 //   they measured faster at T = 4096, but racecheck does not follow that
 //   hand-over of plain stores (docs/attention.md).
@@ -1129,19 +1132,20 @@ struct WsBwd {
     static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
                          DQ = DS + 2 * BM * BN * 2, L = DQ + 2 * SLAB, D = L + 2 * BM * 4,
                          BARS = D + 2 * BM * 4;
-    // kv, q_full[2], q_empty[2], do_full[2], do_empty[2]
-    static constexpr size_t SMEM = BARS + 9 * 8 + 1024;
+    // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2]
+    static constexpr size_t SMEM = BARS + 10 * 8 + 1024;
     // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
-    // warpgroup w's dQ slab free, and full
-    static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4;
-    static constexpr int GROUP = 16; // (batch, head) pairs a group of the block order (bwd_block)
+    // warpgroup w's dQ slab free, and full; warpgroup w's own
+    static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4, BAR_WG = 6;
+    static constexpr int GROUP = 16; // (batch, head) pairs a group of bwd_block_at's order
 };
 static_assert(WsBwd::K + WsBwd::TILE == WsBwd::V && WsBwd::V + WsBwd::TILE == WsBwd::Q &&
                   WsBwd::Q + 2 * WsBwd::TILE == WsBwd::DO &&
                   WsBwd::DO + 2 * WsBwd::TILE == WsBwd::DS,
               "K, V, then two stages of Q and of dO, then dS");
 static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
-                  WsBwd::BAR_DQ_FULL == WsBwd::BAR_DQ_EMPTY + 2,
+                  WsBwd::BAR_DQ_FULL == WsBwd::BAR_DQ_EMPTY + 2 &&
+                  WsBwd::BAR_WG == WsBwd::BAR_DQ_FULL + 2 && WsBwd::BAR_WG + 2 <= 16,
               "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
 
 #ifdef ATTN_WGMMA_DEVICE
@@ -1161,13 +1165,53 @@ template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
 }
 #endif
 
+// The key blocks (items) a block of the warp-specialized backward walks.
+// Units of work go to the blocks strided by the grid: with one block per
+// SM, each walks its units in turn, the next one's first loads under the
+// last one's final tile and epilogue; with one block per unit, in the
+// hardware's order. A unit is one key block (bwd_block_at's order, pairs in
+// groups of `group`) or, paired, key blocks p and n_kb - 1 - p of one
+// (batch, head) pair, longer first: n_kb + 1 query tiles whatever p, so
+// that the blocks of a persistent grid end together.
+struct WsWork {
+    int n_units, paired, group;
+};
+struct WsItem {
+    int bh, k0;
+    int n_it; // its query tiles (0: the second of a pair that is one key block)
+};
+
+#ifdef ATTN_WGMMA_DEVICE
+// This block's item ic: false past its last.
+__device__ __forceinline__ bool ws_item(const WsWork &wk, int ic, int T, WsItem &x) {
+    constexpr int BN = WsBwd::BN;
+    const int n_kb = (T + BN - 1) / BN;
+    const int unit = (int)blockIdx.x + (wk.paired ? ic >> 1 : ic) * (int)gridDim.x;
+    if (unit >= wk.n_units) return false;
+    int kb;
+    if (wk.paired) {
+        const int per_bh = (n_kb + 1) / 2, p = unit % per_bh;
+        kb = (ic & 1) ? n_kb - 1 - p : p;
+        x.bh = unit / per_bh;
+        x.n_it = (ic & 1) && kb == p ? 0 : n_kb - kb;
+    } else {
+        int rev_kb; // as bwd_block_at's
+        fwd_block_coords(unit, wk.n_units / n_kb, n_kb, wk.group, x.bh, rev_kb);
+        kb = n_kb - 1 - rev_kb;
+        x.n_it = n_kb - kb;
+    }
+    x.k0 = kb * BN;
+    return true;
+}
+#endif
+
 template <bool DET>
 static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                        const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
                        float scale, float scale_log2, unsigned *__restrict__ dq_order,
-                       float *__restrict__ kv_part, int group,
+                       float *__restrict__ kv_part, const WsWork wk,
                        const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map) {
 #ifdef ATTN_WGMMA_DEVICE
@@ -1179,78 +1223,95 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     auto sQ = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::Q + st * W::TILE); };
     auto sdO = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::DO + st * W::TILE); };
     float *sL = reinterpret_cast<float *>(sm + W::L), *sD = reinterpret_cast<float *>(sm + W::D);
-    const uint32_t bars = smem_u32(sm + W::BARS), kv_bar = bars;
-    auto q_full = [&](int st) { return bars + 8 + 8 * st; };
-    auto q_empty = [&](int st) { return bars + 24 + 8 * st; };
-    auto do_full = [&](int st) { return bars + 40 + 8 * st; };
-    auto do_empty = [&](int st) { return bars + 56 + 8 * st; };
+    const uint32_t bars = smem_u32(sm + W::BARS), kv_full = bars, kv_empty = bars + 8;
+    auto q_full = [&](int st) { return bars + 16 + 8 * st; };
+    auto q_empty = [&](int st) { return bars + 32 + 8 * st; };
+    auto do_full = [&](int st) { return bars + 48 + 8 * st; };
+    auto do_empty = [&](int st) { return bars + 64 + 8 * st; };
 
     const int tid = threadIdx.x, lane = tid & 31;
     const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); // warp-uniform, as wgmma wants
-    const BwdBlock blk = bwd_block<W::HS, BN>(qkv, dout, lse, dsum, T, NH, group);
-    const int b = blk.b, h = blk.h, k0 = blk.k0;
-    const int n_qt = (T + BM - 1) / BM, i0 = k0 / BM, n_it = n_qt - i0;
-    auto tile_of = [&](int it) { return DET ? n_qt - 1 - it : i0 + it; };
+    const int n_qt = (T + BM - 1) / BM;
+    auto item = [&](int ic, WsItem &x) { return ws_item(wk, ic, T, x); };
+    // the query tile of an item's step it (of the walk from its key block k0)
+    auto tile_of = [&](int k0, int it) { return DET ? n_qt - 1 - it : k0 / BM + it; };
 
     if (tid == 0) {
-        mbar_init(kv_bar, 1);
+        mbar_init(kv_full, 1);
+        mbar_init(kv_empty, 8); // one arrival per consumer warp
         for (int st = 0; st < 2; st++) {
             mbar_init(q_full(st), 1);
             mbar_init(do_full(st), 1);
-            mbar_init(q_empty(st), 8); // one arrival per consumer warp
+            mbar_init(q_empty(st), 8);
             mbar_init(do_empty(st), 8);
         }
         mbar_init_fence();
     }
     __syncthreads(); // the barriers are initialised before anyone waits on them
 
+    // Every role walks the items alike and counts their tiles (gt: the
+    // block's tiles before the item) for the stages' parities, and the
+    // items with tiles (kc) for K and V's.
     if (wg == 0) {
         setmaxnreg_dec<24>();
         const int warp = tid >> 5;
-        if (warp == 0) { // the loads
-            if (lane == 0) {
-                mbar_arrive_expect_tx(kv_bar, 2 * W::TILE);
-                tma_tile<BN, 1>(sK, &qkv_map, NH + h, k0, b, kv_bar);
-                tma_tile<BN, 1>(sV, &qkv_map, 2 * NH + h, k0, b, kv_bar);
-            }
-            for (int it = 0; it < n_it; it++) { // tile it's Q and dO
-                const int st = it & 1, q0 = tile_of(it) * BM;
-                if (it >= 2) {
-                    mbar_wait(q_empty(st), ((it >> 1) - 1) & 1);
-                    mbar_wait(do_empty(st), ((it >> 1) - 1) & 1);
-                }
-                if (lane == 0) {
-                    mbar_arrive_expect_tx(q_full(st), W::TILE);
-                    tma_tile<BM, 1>(sQ(st), &qkv_map, h, q0, b, q_full(st));
-                    mbar_arrive_expect_tx(do_full(st), W::TILE);
-                    tma_tile<BM, 1>(sdO(st), &dout_map, h, q0, b, do_full(st));
-                }
-            }
-        } else if (warp == 1) { // the dQ adds
-            for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
-            for (int it = 0; it < n_it; it++) {
-                const int q0 = tile_of(it) * BM;
-                for (int w = 0; w < 2; w++) {
-                    named_bar_sync(W::BAR_DQ_FULL + w, 160);
-                    const int r0 = q0 + 64 * w, rows = min(64, T - r0);
-                    if (lane == 0 && rows > 0) {
-                        unsigned *turn =
-                            DET ? dq_turn_counter(dq_order, blk.bh, T, r0, 0) : nullptr;
-                        if (DET) turn_wait(turn, (unsigned)(k0 / BN));
-                        bulk_reduce_add_f32(dq_acc + ((size_t)blk.bh * T + r0) * 64,
-                                            smem_u32(sm + W::DQ + w * W::SLAB),
-                                            (uint32_t)rows * 64 * sizeof(float));
-                        bulk_commit();
-                        if (DET) {
-                            bulk_wait_done();
-                            turn_pass(turn);
+        if (warp == 0) { // the loads: each tile's Q and dO; an item's K, V after its first
+            WsItem x;
+            for (int ic = 0, gt = 0, kc = 0; item(ic, x); ic++) {
+                if (!x.n_it) continue;
+                const int b = x.bh / NH, h = x.bh - b * NH;
+                for (int it = 0; it < x.n_it; it++) {
+                    const int gi = gt + it, st = gi & 1, q0 = tile_of(x.k0, it) * BM;
+                    if (gi >= 2) {
+                        mbar_wait(q_empty(st), ((gi >> 1) - 1) & 1);
+                        mbar_wait(do_empty(st), ((gi >> 1) - 1) & 1);
+                    }
+                    if (lane == 0) {
+                        mbar_arrive_expect_tx(q_full(st), W::TILE);
+                        tma_tile<BM, 1>(sQ(st), &qkv_map, h, q0, b, q_full(st));
+                        mbar_arrive_expect_tx(do_full(st), W::TILE);
+                        tma_tile<BM, 1>(sdO(st), &dout_map, h, q0, b, do_full(st));
+                    }
+                    if (it == 0) { // once the last item's products are done with them
+                        if (kc > 0) mbar_wait(kv_empty, (kc - 1) & 1);
+                        if (lane == 0) {
+                            mbar_arrive_expect_tx(kv_full, 2 * W::TILE);
+                            tma_tile<BN, 1>(sK, &qkv_map, NH + h, x.k0, b, kv_full);
+                            tma_tile<BN, 1>(sV, &qkv_map, 2 * NH + h, x.k0, b, kv_full);
                         }
                     }
                 }
-                if (it + 1 == n_it) break;
-                if (lane == 0) bulk_wait_read();
-                __syncwarp();
-                for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
+                gt += x.n_it;
+                kc++;
+            }
+        } else if (warp == 1) { // the dQ adds
+            WsItem x;
+            for (int ic = 0, gt = 0; item(ic, x); ic++) {
+                for (int it = 0; it < x.n_it; it++, gt++) {
+                    if (gt > 0) { // the last tile's slabs read out
+                        if (lane == 0) bulk_wait_read();
+                        __syncwarp();
+                    }
+                    for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
+                    const int q0 = tile_of(x.k0, it) * BM;
+                    for (int w = 0; w < 2; w++) {
+                        named_bar_sync(W::BAR_DQ_FULL + w, 160);
+                        const int r0 = q0 + 64 * w, rows = min(64, T - r0);
+                        if (lane == 0 && rows > 0) {
+                            unsigned *turn =
+                                DET ? dq_turn_counter(dq_order, x.bh, T, r0, 0) : nullptr;
+                            if (DET) turn_wait(turn, (unsigned)(x.k0 / BN));
+                            bulk_reduce_add_f32(dq_acc + ((size_t)x.bh * T + r0) * 64,
+                                                smem_u32(sm + W::DQ + w * W::SLAB),
+                                                (uint32_t)rows * 64 * sizeof(float));
+                            bulk_commit();
+                            if (DET) {
+                                bulk_wait_done();
+                                turn_pass(turn);
+                            }
+                        }
+                    }
+                }
             }
             if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
         }
@@ -1260,115 +1321,140 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     setmaxnreg_inc<240>();
     const int w = wg - 1, warp = __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0);
     const int g = lane >> 2, t4 = lane & 3;
-    const int kw0 = k0 + 64 * w + 16 * warp; // this warp's first key in the sequence
     // this warpgroup's 64 keys of K and V (A operands, K-major); all of K
     // (the B operand of dQ, MN-major)
     const Sw128 k_desc(smem_u32(sK + 64 * w * 64)), v_desc(smem_u32(sV + 64 * w * 64)),
         kt_desc(smem_u32(sK));
     float *sdq = reinterpret_cast<float *>(sm + W::DQ + w * W::SLAB);
-    float dk[32], dv[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
     // The row statistics of a tile (zeros past T): consumer thread c loads
-    // lse (c < 128) or D (c >= 128) of query row c % 128 two tiles ahead,
-    // and stores it into the tile's stage before the dS barrier of the tile
-    // before (after which that stage's last readers are done): one load a
-    // thread a tile, its latency under a tile's work.
+    // lse (c < 128) or D (c >= 128) of query row c % 128 one tile ahead
+    // (the next item's first where the item ends), and stores it into that
+    // tile's stage before the dS barrier (after which the stage's last
+    // readers, the tile before, are done): one load a thread a tile, its
+    // latency under a tile's work.
     const int c = tid - 128;
-    const float *stat_g = c < BM ? blk.lse_bh : blk.d_bh;
     float *stat_s = (c < BM ? sL : sD) + (c & (BM - 1));
-    auto load_stat = [&](int it) {
-        const int t = tile_of(it) * BM + (c & (BM - 1));
-        return t < T ? stat_g[t] : 0.f;
+    // the address of thread c's statistic of item x's step it, or NULL past T
+    auto stat_at = [&](const WsItem &x, int it) -> const float * {
+        const int t = tile_of(x.k0, it) * BM + (c & (BM - 1));
+        return t < T ? (c < BM ? lse : dsum) + (size_t)x.bh * T + t : nullptr;
     };
-    *stat_s = load_stat(0);
-    float stat_ahead = n_it > 1 ? load_stat(1) : 0.f; // tile it + 1's, in tile it
+    WsItem x;
+    item(0, x); // every block has a unit, and a unit's first item has tiles
+    {
+        const float *p = stat_at(x, 0);
+        *stat_s = p ? *p : 0.f;
+    }
     named_bar_sync(W::BAR_DS, 256);
-    mbar_wait(kv_bar, 0);
 
-    // One query tile; MASKED: the diagonal one (keys above queries).
-    auto tile_step = [&](const int it, auto masked) {
-        constexpr bool MASKED = decltype(masked)::value;
-        const int st = it & 1, ph = (it >> 1) & 1, q0 = tile_of(it) * BM;
-        const Sw128 q_desc(smem_u32(sQ(st))), do_desc(smem_u32(sdO(st)));
-        const uint32_t ds_addr = smem_u32(sm + W::DS + st * BM * BN * 2);
-        const Sw128 ds_desc(ds_addr);
-        const float *ls = sL + st * BM, *ds = sD + st * BM;
-
-        // S^T = K Q^T, dP^T = V dO^T (64 keys x 128 queries each), issued
-        float s[QN * 4], dp[QN * 4];
-        mbar_wait(q_full(st), ph);
-        wgmma_fence();
+    for (int ic = 0, gt = 0, kc = 0;;) {
+        const BwdBlock blk = bwd_block_for<W::HS>(x.bh, x.k0, qkv, dout, lse, dsum, T, NH);
+        const int k0 = x.k0, n_it = x.n_it;
+        const int kw0 = k0 + 64 * w + 16 * warp; // this warp's first key in the sequence
+        int jc = ic + 1;                         // the next item with tiles
+        WsItem y;
+        bool more;
+        while ((more = item(jc, y)) && !y.n_it) jc++;
+        const float *next_stat = more ? stat_at(y, 0) : nullptr;
+        float dk[32], dv[32];
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            wgmma_m64n128k16_ss(s, k_desc.at(32 * kk), q_desc.at(32 * kk), kk > 0);
-        wgmma_commit();
-        mbar_wait(do_full(st), ph);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            wgmma_m64n128k16_ss(dp, v_desc.at(32 * kk), do_desc.at(32 * kk), kk > 0);
-        wgmma_commit();
-        const float stat_2 = it + 2 < n_it ? load_stat(it + 2) : 0.f;
-        // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1).
-        // P^T = exp(S^T - lse) while the tensor cores do dP^T
-        wgmma_wait<1>();
-        fence_regs(s);
-        exp_p_frags<MASKED, QN>(s, ls, scale_log2, kw0, q0, g, t4);
-        wgmma_wait<0>();
-        fence_regs(dp);
-        ds_of_p_frags<QN>(dp, s, ds, t4);        // dS^T = P^T (dP^T - D)
-        uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
-        pack_a_frags<BM / 16>(s, pa);
-        pack_a_frags<BM / 16>(dp, da);
-        // dS (queries x keys) into this warpgroup's atom of the stage's dS
-        store_ds_trans<BM / 16>(ds_addr + w * BM * 128, da, warp, lane);
-        // dV += P^T dO, issued
-        wgmma_fence();
-        fence_regs(dv);
-        wgmma_rs_tile<1, BM / 16, BM>(dv, pa, do_desc);
-        wgmma_commit();
-        stat_s[(st ^ 1) * BM] = stat_ahead;
-        stat_ahead = stat_2;
-        fence_proxy_async();
-        named_bar_sync(W::BAR_DS, 256); // both warpgroups' dS and the next tile's statistics stored
+        for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
+        mbar_wait(kv_full, kc & 1);
 
-        // dQ of query rows 64 w.. = their dS (all 128 keys: two atoms) x K
-        float dq[32];
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++)
-            wgmma_m64n64k16_ss<1>(dq,
-                                  ds_desc.at((kk >> 2) * BM * 128 + w * 64 * 128 + 32 * (kk & 3)),
-                                  kt_desc.at(2048 * kk), kk > 0);
-        wgmma_commit();
-        wgmma_wait<1>(); // dV done: dO and D read
-        fence_regs(dv);
-        if (lane == 0) mbar_arrive(do_empty(st));
-        // dK += dS^T Q, issued
-        wgmma_fence();
-        fence_regs(dk);
-        wgmma_rs_tile<1, BM / 16, BM>(dk, da, q_desc);
-        wgmma_commit();
-        wgmma_wait<1>(); // dQ done
-        fence_regs(dq);
+        // One query tile; MASKED: the diagonal one (keys above queries).
+        auto tile_step = [&](const int it, auto masked) {
+            constexpr bool MASKED = decltype(masked)::value;
+            const int gi = gt + it, st = gi & 1, ph = (gi >> 1) & 1, q0 = tile_of(k0, it) * BM;
+            const Sw128 q_desc(smem_u32(sQ(st))), do_desc(smem_u32(sdO(st)));
+            const uint32_t ds_addr = smem_u32(sm + W::DS + st * BM * BN * 2);
+            const Sw128 ds_desc(ds_addr);
+            const float *ls = sL + st * BM, *ds = sD + st * BM;
+            const float *stat_p = it + 1 < n_it ? stat_at(x, it + 1) : next_stat;
+            const float stat_next = stat_p ? *stat_p : 0.f;
 
-        // dQ to the slab once warp 1 has read the last one out
-        named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
-        stage_dq_frags(sdq, dq, warp, lane);
-        fence_proxy_async();
-        named_bar_arrive(W::BAR_DQ_FULL + w, 160);
-        wgmma_wait<0>(); // dK done: Q and lse read
-        fence_regs(dk);
-        if (lane == 0) mbar_arrive(q_empty(st));
-    };
-    walk_query_tiles<DET>(n_it, tile_step);
-    // the rows go out through this warpgroup's half of the dS stage that the
-    // last tile did not use (both warpgroups are past the tile before it)
-    bf16 *stage = reinterpret_cast<bf16 *>(sm + W::DS + (n_it & 1) * BM * BN * 2 +
-                                           (w * 4 + warp) * 4 * W::HS * 16);
-    if (k0 + 64 * w < T)
-        store_warp_dkv<8>(dk, dv, dqkv, kv_part, blk, T, k0 + 64 * w, warp, lane, scale, stage);
+            // S^T = K Q^T, dP^T = V dO^T (64 keys x 128 queries each), issued
+            float s[QN * 4], dp[QN * 4];
+            mbar_wait(q_full(st), ph);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                wgmma_m64n128k16_ss(s, k_desc.at(32 * kk), q_desc.at(32 * kk), kk > 0);
+            wgmma_commit();
+            mbar_wait(do_full(st), ph);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                wgmma_m64n128k16_ss(dp, v_desc.at(32 * kk), do_desc.at(32 * kk), kk > 0);
+            wgmma_commit();
+            // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1).
+            // P^T = exp(S^T - lse) while the tensor cores do dP^T
+            wgmma_wait<1>();
+            fence_regs(s);
+            exp_p_frags<MASKED, QN>(s, ls, scale_log2, kw0, q0, g, t4);
+            wgmma_wait<0>();
+            fence_regs(dp);
+            ds_of_p_frags<QN>(dp, s, ds, t4);        // dS^T = P^T (dP^T - D)
+            uint32_t pa[BM / 16][4], da[BM / 16][4]; // P^T, dS^T as A fragments (16 queries each)
+            pack_a_frags<BM / 16>(s, pa);
+            pack_a_frags<BM / 16>(dp, da);
+            // dS (queries x keys) into this warpgroup's atom of the stage's dS
+            store_ds_trans<BM / 16>(ds_addr + w * BM * 128, da, warp, lane);
+            // dV += P^T dO, issued
+            wgmma_fence();
+            fence_regs(dv);
+            wgmma_rs_tile<1, BM / 16, BM>(dv, pa, do_desc);
+            wgmma_commit();
+            stat_s[(st ^ 1) * BM] = stat_next;
+            fence_proxy_async();
+            named_bar_sync(W::BAR_DS,
+                           256); // both warpgroups' dS and the next tile's statistics stored
+
+            // dQ of query rows 64 w.. = their dS (all 128 keys: two atoms) x K
+            float dq[32];
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+                wgmma_m64n64k16_ss<1>(
+                    dq, ds_desc.at((kk >> 2) * BM * 128 + w * 64 * 128 + 32 * (kk & 3)),
+                    kt_desc.at(2048 * kk), kk > 0);
+            wgmma_commit();
+            wgmma_wait<1>(); // dV done: dO and D read
+            fence_regs(dv);
+            if (lane == 0) mbar_arrive(do_empty(st));
+            // dK += dS^T Q, issued
+            wgmma_fence();
+            fence_regs(dk);
+            wgmma_rs_tile<1, BM / 16, BM>(dk, da, q_desc);
+            wgmma_commit();
+            wgmma_wait<1>(); // dQ done: the item's last tile is done with K and V
+            fence_regs(dq);
+            if (it + 1 == n_it && lane == 0) mbar_arrive(kv_empty);
+
+            // dQ to the slab once warp 1 has read the last one out
+            named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
+            stage_dq_frags(sdq, dq, warp, lane);
+            fence_proxy_async();
+            named_bar_arrive(W::BAR_DQ_FULL + w, 160);
+            wgmma_wait<0>(); // dK done: Q and lse read
+            fence_regs(dk);
+            if (lane == 0) mbar_arrive(q_empty(st));
+        };
+        walk_query_tiles<DET>(n_it, tile_step);
+        gt += n_it;
+        kc++;
+        // the rows go out through this warpgroup's half of the dS stage that
+        // the last tile did not use (both warpgroups are past the tile before it)
+        bf16 *stage = reinterpret_cast<bf16 *>(sm + W::DS + (gt & 1) * BM * BN * 2 +
+                                               (w * 4 + warp) * 4 * W::HS * 16);
+        if (k0 + 64 * w < T)
+            store_warp_dkv<8>(dk, dv, dqkv, kv_part, blk, T, k0 + 64 * w, warp, lane, scale, stage);
+        if (!more) break;
+        // the warpgroup's staging read out before the next item's first dS
+        // (into the same stage) overwrites it
+        named_bar_sync(W::BAR_WG + w, 128);
+        ic = jc;
+        item(ic, x);
+    }
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1512,23 +1598,55 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
 
+// The current device's number of SMs (cached per device).
+int sm_count() {
+    static int known[64];
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev < 64 && known[dev]) return known[dev];
+    int n = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    if (dev < 64) known[dev] = n;
+    return n;
+}
+
+// The warp-specialized backward's schedule (WsWork): PAIRED units of two
+// key blocks, a PERSISTENT grid of one block per SM. Together they measured
+// fastest (docs/attention.md): a key block's first loads go under the last
+// one's final tile and epilogue, and every block walks as many tiles as the
+// others (persistent over single key blocks, the blocks end far apart).
+// The deterministic mode runs one key block a block whatever the schedule:
+// its dQ turns wait on lower key blocks, which a block walking several
+// could hold up.
+struct WsPairedPersistent {
+    static constexpr bool PAIRED = true, PERSISTENT = true;
+};
+
 // The warp-specialized backward (head size 64); where no tensor map can be
 // made, the one-warpgroup kernel's cp.async shape.
+template <class Sched = WsPairedPersistent>
 void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     CUtensorMap qkv_map = {}, dout_map = {};
     if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, WsBwd::HS) &&
           make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, WsBwd::HS)))
         return launch_bwd_wgmma<CpAsyncBwd64>(a, stream);
-    auto kernel = a.dq_order ? attn_bwd_ws_kernel<true> : attn_bwd_ws_kernel<false>;
+    const bool det = a.dq_order != nullptr;
+    auto kernel = det ? attn_bwd_ws_kernel<true> : attn_bwd_ws_kernel<false>;
     static unsigned long long smem_done[2] = {0, 0};
-    raise_smem_limit(kernel, WsBwd::SMEM, smem_done[a.dq_order != nullptr]);
-    const unsigned grid = (unsigned)a.B * a.NH * ((a.T + WsBwd::BN - 1) / WsBwd::BN);
+    raise_smem_limit(kernel, WsBwd::SMEM, smem_done[det]);
+    const int n_kb = (a.T + WsBwd::BN - 1) / WsBwd::BN;
+    WsWork wk;
+    wk.paired = Sched::PAIRED && !det;
+    wk.n_units = a.B * a.NH * (wk.paired ? (n_kb + 1) / 2 : n_kb);
+    wk.group = WsBwd::GROUP;
+    const int sms = sm_count();
+    const int grid = Sched::PERSISTENT && !det && sms < wk.n_units ? sms : wk.n_units;
     const float scale = 1.f / sqrtf((float)WsBwd::HS);
     static_assert(WsBwd::BN == 2 * SUM_ROWS,
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
-    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
-        a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E, a.dq_order,
-        a.kv_part, WsBwd::GROUP, qkv_map, dout_map);
+    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse,
+                                                      a.dsum, a.T, a.NH, scale, scale * LOG2E,
+                                                      a.dq_order, a.kv_part, wk, qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
 }
 
@@ -1621,6 +1739,16 @@ struct WgmmaBwd64_Tma2 : WgmmaBwd64 {
 struct WgmmaBwd64_Ungrouped : WgmmaBwd64 {
     static constexpr int GROUP = 1;
 };
+// the warp-specialized kernel's other schedules
+struct WsPerKeyBlock {
+    static constexpr bool PAIRED = false, PERSISTENT = false;
+};
+struct WsPaired {
+    static constexpr bool PAIRED = true, PERSISTENT = false;
+};
+struct WsPersistent {
+    static constexpr bool PAIRED = false, PERSISTENT = true;
+};
 // backward, head size 128
 struct WgmmaBwd128_Unsplit : WgmmaBwd128 {
     static constexpr int SPLIT = 0;
@@ -1692,6 +1820,21 @@ const AttnVariant attention_wgmma_variants[] = {
      true,
      nullptr,
      launch_bwd_wgmma<WgmmaBwd64>},
+    {{"wgmma_bwd64_ws_per_key_block", WGMMA, 64, true,
+      "warp-specialized, one key block a block (the production schedule before pairs)"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsPerKeyBlock>},
+    {{"wgmma_bwd64_ws_pairs", WGMMA, 64, true,
+      "warp-specialized, a block per pair of key blocks (not persistent)"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsPaired>},
+    {{"wgmma_bwd64_ws_persistent", WGMMA, 64, true,
+      "warp-specialized, one block per SM over single key blocks"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsPersistent>},
     {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
      true,
      nullptr,
