@@ -10,9 +10,11 @@
  * Both take head sizes 64 and 128. Only the wgmma backward can add dQ in a
  * fixed order (options.deterministic).
  *
- * The backward is three steps: (1) D = rowsum(dO * O) per row, and the fp32
- * dQ accumulator zeroed (attn_bwd_prep_kernel, here); (2) the family's main
- * kernel: dK, dV, and dQ added into the accumulator; (3) dQ * scale -> bf16
+ * The backward is three steps: (1) D = rowsum(dO * O) per row
+ * (attn_bwd_prep_kernel, here); (2) the family's main kernel: dK, dV, and
+ * dQ summed into the fp32 accumulator (zeroed first, or, by the
+ * warp-specialized kernel, each slice's first contribution stored: no pass
+ * over it before); (3) dQ * scale -> bf16
  * into dqkv (attn_dq_convert_kernel, here), reading the accumulator in the
  * layout of the family that filled it. Asked for dqkv's column sums (the
  * bias gradient of the qkv projection, which would otherwise cost its
@@ -20,8 +22,8 @@
  * sums per 64 positions (the wgmma main kernel those of dK and dV, per warp
  * from its registers, which (3) folds; for the mma.sync family a pass over
  * them here), and a last pass adds the partials up in a fixed order. The
- * workspace holds the accumulator, D, the partial sums and the
- * deterministic mode's counters.
+ * workspace holds the accumulator, D, the partial sums and the counters
+ * (the deterministic mode's turns, the warp-specialized kernel's claims).
  *
  * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
  * by name in place of the production kernel (attention_forward_cuda_variant,
@@ -45,12 +47,11 @@ using namespace attention_tiles;
 // ---------------------------------------------------------------------------
 // The backward's passes before and after the main kernel
 
-// D[b,h,t] = dout . out over each head; zero the dq accumulator. One warp per
-// (b, t) row, all heads, 16-byte accesses: lanes in groups of HS/8 hold one
-// head's chunks and reduce within the group.
+// D[b,h,t] = dout . out over each head. One warp per (b, t) row, all heads,
+// 16-byte accesses: lanes in groups of HS/8 hold one head's chunks and
+// reduce within the group.
 template <int HS>
-static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__restrict__ dq_acc,
-                                            const bf16 *__restrict__ dout,
+static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, const bf16 *__restrict__ dout,
                                             const bf16 *__restrict__ out, int BT, int T, int NH) {
     constexpr int CPH = HS / 8; // 16-byte chunks per head; divides 32
     const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
@@ -59,7 +60,6 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
     const int C = NH * HS, nch = NH * CPH, b = row / T, t = row % T;
     const uint4 *o4 = reinterpret_cast<const uint4 *>(out + (size_t)row * C);
     const uint4 *d4 = reinterpret_cast<const uint4 *>(dout + (size_t)row * C);
-    float4 *z4 = reinterpret_cast<float4 *>(dq_acc + (size_t)row * C);
     for (int c0 = 0; c0 < nch; c0 += 32) { // warp-uniform
         const int c = c0 + lane;
         float acc = 0.f;
@@ -74,8 +74,6 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, float *__r
                     __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&dw[k]));
                 acc = fmaf(a.x, d.x, fmaf(a.y, d.y, acc));
             }
-            z4[2 * c] = make_float4(0.f, 0.f, 0.f, 0.f);
-            z4[2 * c + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
         for (int s = 1; s < CPH; s <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
@@ -158,9 +156,9 @@ bool use_wgmma(const attention_cuda_options *opt) {
     return (opt ? opt : &DEFAULTS)->hopper && attention_wgmma_supported();
 }
 
-// The deterministic mode's counters (AttnBwdArgs::dq_order): 4 per 64
+// The main kernel's counters (AttnBwdArgs::dq_counters): 4 per 64
 // positions of each head.
-size_t dq_order_bytes(int B, int T, int NH) {
+size_t dq_counters_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
@@ -187,9 +185,8 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
           *kv = part + (size_t)sum_chunks(B, T) * 3 * C;
     a.colsum_part = colsum ? part : nullptr;
     a.kv_part = colsum ? kv : nullptr;
-    a.dq_order = deterministic
-                     ? reinterpret_cast<unsigned *>(kv + (size_t)sum_chunks(B, T) * 4 * 2 * C)
-                     : nullptr;
+    a.dq_counters = reinterpret_cast<unsigned *>(kv + (size_t)sum_chunks(B, T) * 4 * 2 * C);
+    a.dq_order = deterministic ? a.dq_counters : nullptr;
     return a;
 }
 
@@ -201,10 +198,9 @@ void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool 
                   void *colsum, cudaStream_t stream) {
     const int C = a.NH * a.HS, BT = a.B * a.T;
     const bf16 *o = static_cast<const bf16 *>(out);
-    if (a.dq_order)
-        CUDA_CHECK(cudaMemsetAsync(a.dq_order, 0, dq_order_bytes(a.B, a.T, a.NH), stream));
+    CUDA_CHECK(cudaMemsetAsync(a.dq_counters, 0, dq_counters_bytes(a.B, a.T, a.NH), stream));
     auto prep = a.HS == 64 ? attn_bwd_prep_kernel<64> : attn_bwd_prep_kernel<128>;
-    prep<<<(BT + 7) / 8, 256, 0, stream>>>(a.dsum, a.dq_acc, a.dout, o, BT, a.T, a.NH);
+    prep<<<(BT + 7) / 8, 256, 0, stream>>>(a.dsum, a.dout, o, BT, a.T, a.NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
     main(a, stream);
@@ -250,7 +246,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {
     return sizeof(float) * ((size_t)B * T * C + round_up4((size_t)B * NH * T) +
                             (size_t)sum_chunks(B, T) * (3 + 8) * C) +
-           dq_order_bytes(B, T, NH);
+           dq_counters_bytes(B, T, NH);
 }
 
 extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,

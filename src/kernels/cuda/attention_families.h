@@ -20,9 +20,11 @@
 #define ATTN_FAMILY_WGMMA "wgmma (sm_90a)"
 
 // A backward main kernel's arguments. Before it runs, the dispatcher has
-// zeroed dq_acc and written dsum; after, it converts dq_acc into dqkv's q
-// part. The main kernel writes dqkv's k and v parts and adds dQ (unscaled)
-// into dq_acc, in its family's layout (attention_tiles.cuh).
+// written dsum and zeroed dq_counters; after, it converts dq_acc into
+// dqkv's q part. The main kernel writes dqkv's k and v parts and sums dQ
+// (unscaled) into dq_acc, in its family's layout (attention_tiles.cuh):
+// zeroing it first where it adds every contribution, or (the warp-
+// specialized wgmma kernel) storing the first contribution to each slice.
 struct AttnBwdArgs {
     __nv_bfloat16 *dqkv;             // (B, T, 3C)
     float *dq_acc;                   // fp32 dQ accumulator, B * T * C
@@ -30,8 +32,10 @@ struct AttnBwdArgs {
     const __nv_bfloat16 *dout, *qkv; // (B, T, C), (B, T, 3C)
     const float *lse;                // the forward's, (B, NH, T)
     int B, T, NH, HS;
-    unsigned *dq_order; // wgmma only: NULL, or B * NH * ceil(T / 64) * 4 zeroed
-                        // counters: the deterministic mode, dQ added in key-block order
+    // B * NH * ceil(T / 64) * 4 zeroed counters (dq_counters_bytes), and
+    // dq_order: NULL, or the same counters for the deterministic mode (wgmma
+    // only: dQ added in key-block order)
+    unsigned *dq_counters, *dq_order;
     // NULL, or dqkv's column sums per chunk of positions (attention_tiles.cuh,
     // SUM_ROWS), which the dispatcher's passes write; a wgmma main kernel
     // writes the dK, dV sums of each warp's 16 keys into kv_part (2C columns,

@@ -28,8 +28,8 @@
  * T: the forward is bound by issue and latency at 8 warps per SM, not by
  * DRAM.)
  *
- * Backward main kernel (the dispatcher runs D = rowsum(dO * O) and the
- * zeroing of the fp32 dQ accumulator before it, dQ * scale -> bf16 after): a
+ * Backward main kernel (the dispatcher runs D = rowsum(dO * O) before it,
+ * dQ * scale -> bf16 after; its launcher zeroes the fp32 dQ accumulator): a
  * block owns BN = 16*WARPS keys (16 per warp) and keeps dK, dV for them in
  * registers while it walks the query tiles of BM rows from the diagonal to
  * T: per tile, recompute S^T = K Q^T and P^T = exp(S^T - lse),
@@ -568,6 +568,8 @@ template <class Shape> void launch_bwd_mma(const AttnBwdArgs &a, cudaStream_t st
     raise_smem_limit(kernel, Cfg::SMEM, smem_done);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + Cfg::BN - 1) / Cfg::BN);
     const float scale = 1.f / sqrtf((float)HS);
+    // every block adds into dq_acc
+    CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * HS, stream));
     kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum,
                                                   a.T, a.NH, scale, scale * LOG2E);
     CUDA_CHECK_LAUNCH("attn_bwd_mma_kernel");

@@ -178,6 +178,12 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float *dst, uint32_t src, ui
         "r"(src), "r"(bytes)
         : "memory");
 }
+// dst[i] = src[i], the same way.
+__device__ __forceinline__ void bulk_store_f32(float *dst, uint32_t src, uint32_t bytes) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                 "r"(src), "r"(bytes)
+                 : "memory");
+}
 __device__ __forceinline__ void bulk_commit() {
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -826,11 +832,12 @@ __device__ __forceinline__ void stage_dq_frags(float *rows, const float (&dq)[32
                 make_float2(dq[4 * n + 2 * r], dq[4 * n + 2 * r + 1]);
     }
 }
-// The deterministic mode's turn counter `slot` (of 4) of the 64 dQ rows
-// from row0 (a multiple of 64) of pair bh (dq_order_bytes' layout).
-__device__ __forceinline__ unsigned *dq_turn_counter(unsigned *dq_order, int bh, int T, int row0,
+// Counter `slot` (of 4) of the 64 dQ rows from row0 (a multiple of 64) of
+// pair bh (dq_counters_bytes' layout): the deterministic mode's turns, or
+// the warp-specialized kernel's claims.
+__device__ __forceinline__ unsigned *dq_turn_counter(unsigned *counters, int bh, int T, int row0,
                                                      int slot) {
-    return dq_order + ((size_t)bh * ((T + 63) / 64) + row0 / 64) * 4 + slot;
+    return counters + ((size_t)bh * ((T + 63) / 64) + row0 / 64) * 4 + slot;
 }
 #endif
 
@@ -1210,7 +1217,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                        const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
-                       float scale, float scale_log2, unsigned *__restrict__ dq_order,
+                       float scale, float scale_log2, unsigned *__restrict__ dq_counters,
                        float *__restrict__ kv_part, const WsWork wk,
                        const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map) {
@@ -1284,7 +1291,13 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                 gt += x.n_it;
                 kc++;
             }
-        } else if (warp == 1) { // the dQ adds
+        } else if (warp == 1) { // the dQ stores and adds
+            // The first contribution to a 64-row slice of dq_acc is stored
+            // (no pass zeroes it), the others added once it is: the block
+            // whose claim on the slice's counter 0 comes first stores and
+            // then raises its counter 1, for which the others wait (on the
+            // tile after, mostly, it has long been raised). DET: key block 0
+            // stores, and the turns on counter 0 order the adds.
             WsItem x;
             for (int ic = 0, gt = 0; item(ic, x); ic++) {
                 for (int it = 0; it < x.n_it; it++, gt++) {
@@ -1294,20 +1307,33 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                     }
                     for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
                     const int q0 = tile_of(x.k0, it) * BM;
+                    unsigned claim[2] = {1, 1}; // the claims, their latency under the slabs' wait
+                    if (!DET && lane == 0)
+                        for (int w = 0; w < 2; w++)
+                            if (q0 + 64 * w < T)
+                                claim[w] = atomicAdd(
+                                    dq_turn_counter(dq_counters, x.bh, T, q0 + 64 * w, 0), 1u);
                     for (int w = 0; w < 2; w++) {
                         named_bar_sync(W::BAR_DQ_FULL + w, 160);
                         const int r0 = q0 + 64 * w, rows = min(64, T - r0);
                         if (lane == 0 && rows > 0) {
-                            unsigned *turn =
-                                DET ? dq_turn_counter(dq_order, x.bh, T, r0, 0) : nullptr;
-                            if (DET) turn_wait(turn, (unsigned)(x.k0 / BN));
-                            bulk_reduce_add_f32(dq_acc + ((size_t)x.bh * T + r0) * 64,
-                                                smem_u32(sm + W::DQ + w * W::SLAB),
-                                                (uint32_t)rows * 64 * sizeof(float));
+                            unsigned *cnt = dq_turn_counter(dq_counters, x.bh, T, r0, 0);
+                            float *dst = dq_acc + ((size_t)x.bh * T + r0) * 64;
+                            const uint32_t src = smem_u32(sm + W::DQ + w * W::SLAB),
+                                           bytes = (uint32_t)rows * 64 * sizeof(float);
+                            const bool first = DET ? x.k0 == 0 : claim[w] == 0;
+                            if (DET)
+                                turn_wait(cnt, (unsigned)(x.k0 / BN));
+                            else if (!first)
+                                turn_wait(cnt + 1, 1);
+                            if (first)
+                                bulk_store_f32(dst, src, bytes);
+                            else
+                                bulk_reduce_add_f32(dst, src, bytes);
                             bulk_commit();
-                            if (DET) {
+                            if (DET || first) {
                                 bulk_wait_done();
-                                turn_pass(turn);
+                                turn_pass(DET ? cnt : cnt + 1);
                             }
                         }
                     }
@@ -1592,6 +1618,8 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
     static_assert(BWD_BN == SUM_ROWS, "a block's dK, dV column sums are one chunk's");
+    // every warp adds into dq_acc
+    CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * HS, stream));
     kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH,
                                         scale, scale * LOG2E, a.dq_order, a.kv_part, Shape::GROUP,
                                         qkv_map, dout_map);
@@ -1644,9 +1672,9 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     const float scale = 1.f / sqrtf((float)WsBwd::HS);
     static_assert(WsBwd::BN == 2 * SUM_ROWS,
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
-    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse,
-                                                      a.dsum, a.T, a.NH, scale, scale * LOG2E,
-                                                      a.dq_order, a.kv_part, wk, qkv_map, dout_map);
+    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
+        a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
+        a.dq_counters, a.kv_part, wk, qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
 }
 
