@@ -1108,7 +1108,9 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 //   dQ into dq_acc: one bulk reduction
 //   (cp.reduce.async.bulk) per consumer warpgroup and tile, from that
 //   warpgroup's fp32 slab, handed over and back through named barriers, so
-//   that the products never wait for the reduction, only for the slab.
+//   that the products never wait for the reduction, only for the slab; or,
+//   the first contribution to a 64-row slice, one bulk store (nothing
+//   zeroes dq_acc before).
 // - warpgroups 1 and 2 each own 64 of the keys and do what the one-warpgroup
 //   kernel above does for them: S^T = K Q^T and dP^T = V dO^T (keys as the
 //   wgmma M, queries as N = 128), P^T and dS^T in registers, dV += P^T dO
@@ -1126,7 +1128,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // the softmax of S, the dS, and hands its dQ slab over.
 // The dq_acc layout is dq_wgmma_index's: a warpgroup's 64 rows are one
 // contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row slice in the
-// order of the key blocks, as the one-warpgroup kernel's warps do.
+// order of the key blocks, as the one-warpgroup kernel's warps do, key
+// block 0 storing.
 
 // Shared memory, byte offsets from the 1024-aligned base: K, V (128 keys),
 // 2 stages of Q and dO (128 queries), 2 of dS (queries x keys as two 64-key
