@@ -190,6 +190,14 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
     return a;
 }
 
+} // namespace
+
+void attention_zero_dq_acc(const AttnBwdArgs &a, cudaStream_t stream) {
+    CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * a.HS, stream));
+}
+
+namespace {
+
 // (1), the main kernel, (3), and with colsum (not NULL) the column sums.
 // wgmma_layout: main is a wgmma kernel, whose accumulator layout
 // (dq_wgmma_index) the conversion reads, and which writes the k and v

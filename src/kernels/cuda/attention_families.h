@@ -44,6 +44,9 @@ struct AttnBwdArgs {
     float *colsum_part, *kv_part;
 };
 
+// dq_acc zeroed (the dispatcher's, for the main kernels that add every
+// contribution into it).
+void attention_zero_dq_acc(const AttnBwdArgs &a, cudaStream_t stream);
 // A forward of one tile shape (its head size fixed), and a backward main kernel.
 typedef void (*attn_fwd_fn)(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
                             int NH, cudaStream_t stream);

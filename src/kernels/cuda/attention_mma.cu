@@ -568,8 +568,7 @@ template <class Shape> void launch_bwd_mma(const AttnBwdArgs &a, cudaStream_t st
     raise_smem_limit(kernel, Cfg::SMEM, smem_done);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + Cfg::BN - 1) / Cfg::BN);
     const float scale = 1.f / sqrtf((float)HS);
-    // every block adds into dq_acc
-    CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * HS, stream));
+    attention_zero_dq_acc(a, stream); // every block adds into it
     kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum,
                                                   a.T, a.NH, scale, scale * LOG2E);
     CUDA_CHECK_LAUNCH("attn_bwd_mma_kernel");

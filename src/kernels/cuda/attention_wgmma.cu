@@ -53,6 +53,7 @@
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/sm_count.cuh"
 
 namespace {
 
@@ -1435,8 +1436,8 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
             wgmma_commit();
             stat_s[(st ^ 1) * BM] = stat_next;
             fence_proxy_async();
-            named_bar_sync(W::BAR_DS,
-                           256); // both warpgroups' dS and the next tile's statistics stored
+            // both warpgroups' dS and the next tile's statistics stored
+            named_bar_sync(W::BAR_DS, 256);
 
             // dQ of query rows 64 w.. = their dS (all 128 keys: two atoms) x K
             float dq[32];
@@ -1621,24 +1622,11 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
     static_assert(BWD_BN == SUM_ROWS, "a block's dK, dV column sums are one chunk's");
-    // every warp adds into dq_acc
-    CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * HS, stream));
+    attention_zero_dq_acc(a, stream); // every warp adds into it
     kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH,
                                         scale, scale * LOG2E, a.dq_order, a.kv_part, Shape::GROUP,
                                         qkv_map, dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
-}
-
-// The current device's number of SMs (cached per device).
-int sm_count() {
-    static int known[64];
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 64 && known[dev]) return known[dev];
-    int n = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    if (dev < 64) known[dev] = n;
-    return n;
 }
 
 // The warp-specialized backward's schedule (WsWork): PAIRED units of two
@@ -1668,8 +1656,8 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     const int n_kb = (a.T + WsBwd::BN - 1) / WsBwd::BN;
     WsWork wk;
     wk.paired = Sched::PAIRED && !det;
-    wk.n_units = a.B * a.NH * (wk.paired ? (n_kb + 1) / 2 : n_kb);
     wk.group = WsBwd::GROUP;
+    wk.n_units = a.B * a.NH * (wk.paired ? (n_kb + 1) / 2 : n_kb);
     const int sms = sm_count();
     const int grid = Sched::PERSISTENT && !det && sms < wk.n_units ? sms : wk.n_units;
     const float scale = 1.f / sqrtf((float)WsBwd::HS);

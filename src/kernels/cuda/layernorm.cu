@@ -34,6 +34,7 @@
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
+#include "kernels/cuda/sm_count.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 #define LN_EPS 1e-5f
@@ -431,17 +432,6 @@ static int backward_grid(int N, int resident, int *rows_per_block) {
     return (N + *rows_per_block - 1) / *rows_per_block;
 }
 
-/* The current device's multiprocessors (one device per process here). */
-static int multiprocessors(void) {
-    static int sms = 0;
-    if (sms == 0) {
-        int device = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    }
-    return sms;
-}
-
 /* Launches the backward kernel; returns its number of blocks (partials). */
 template <bool COLSUM>
 static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
@@ -463,7 +453,7 @@ static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dou
             known_c = C;                                                                           \
         }                                                                                          \
         per_sm = known_per_sm > 0 ? known_per_sm : 1;                                              \
-        nblocks = backward_grid(N, per_sm * multiprocessors(), &rows);                             \
+        nblocks = backward_grid(N, per_sm * sm_count(), &rows);                                    \
         layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(               \
             dinp, partials, dout, inp, weight, mean, rstd, N, C, rows);                            \
         break;                                                                                     \
