@@ -11,7 +11,8 @@
 # build. racecheck reports shared-memory hazards inside cuBLASLt's Hopper
 # kernels, whose producer/consumer pipelines synchronise through TMA and
 # mbarriers that racecheck does not model; they are listed, not counted as
-# ours. The script fails (exit 1) on any error in our kernels, on an error
+# ours. (Our own kernels' names avoid those words: matmul_wgmma.cu's GEMM
+# is wgmma_linear_kernel.) The script fails (exit 1) on any error in our kernels, on an error
 # it cannot attribute, or on a tool that did not finish.
 # usage: [SANITIZE_TIMEOUT=400] scripts/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
 #        (default tools: memcheck racecheck; exit 124 in the table: a tool ran out of time)

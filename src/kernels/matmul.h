@@ -92,8 +92,18 @@ enum {
      * slower than the column-sum kernel on H100 with cuBLAS 13.0: off;
      * docs/gpu-training.md) */
     MATMUL_FUSE_DGELU_BGRAD = 8,
-    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU,
+    /* the GELU products (forward with a bias, backward with dpre_colsum)
+     * by matmul_wgmma.cu's GEMM where it runs (sm_90a on compute
+     * capability 9.0; elsewhere the cuBLASLt epilogues above) */
+    MATMUL_FUSE_OWN_GEMM = 16,
+    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU | MATMUL_FUSE_OWN_GEMM,
 };
+/* matmul_wgmma.cu (1: done; 0: not for this call or device, nothing done) */
+int matmul_wgmma_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
+                              const void *bias, int N, int C, int OC, cudaStream_t stream);
+size_t matmul_wgmma_dgelu_scratch_bytes(int N, int C, int OC);
+int matmul_wgmma_dgelu(void *dinp, void *dpre_colsum, const void *dout, const void *weight,
+                       const void *pre, int N, int C, int OC, void *scratch, cudaStream_t stream);
 void matmul_cuda_set_fusion(int flags);
 /* The measured choices so far: per GEMM plan, the heuristic's first
  * algorithm's time, the chosen one's, and its rate. */

@@ -436,10 +436,12 @@ static void test_layernorm(int N, int C) {
  * shape. offset_rows > 0 places every activation tensor that many rows into
  * a larger buffer, so the pointers are only 16-byte (or 128-byte) aligned. */
 static const char *fusion_name(int fused) {
-    return fused == MATMUL_FUSE_DEFAULT                               ? ""
-           : fused == 0                                               ? " unfused"
-           : fused == (MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD) ? " +dgelu_bgrad"
-                                                                      : " +bgradb";
+    return fused == MATMUL_FUSE_DEFAULT                             ? ""
+           : fused == 0                                             ? " unfused"
+           : fused == (MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM) ? " cublaslt"
+           : fused == ((MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM) | MATMUL_FUSE_DGELU_BGRAD)
+               ? " cublaslt +dgelu_bgrad"
+               : " +bgradb";
 }
 
 static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offset_rows, int fused) {
@@ -994,12 +996,21 @@ int main(void) {
     test_layernorm(33, 1600);
 
     test_gelu_form();
-    const int fusions[4] = {MATMUL_FUSE_DEFAULT, 0, MATMUL_FUSE_DEFAULT | MATMUL_FUSE_DGELU_BGRAD,
+    /* the defaults (on sm_90a our own GEMM for the GELU products), cuBLASLt's
+     * epilogues, none, and the two off by default */
+    const int cublaslt = MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM,
+              dgelu_bgrad = cublaslt | MATMUL_FUSE_DGELU_BGRAD;
+    const int fusions[5] = {MATMUL_FUSE_DEFAULT, cublaslt, 0, dgelu_bgrad,
                             MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB};
-    for (int f = 0; f < 4; f++) {
+    for (int f = 0; f < 5; f++) {
         test_matmul(1024, 768, 3072, 1, 1, 0, fusions[f]); /* fc (+ fc_proj's backward_gelu) */
         test_matmul(7, 64, 256, 1, 1, 1, fusions[f]);      /* odd rows, 128-byte aligned */
     }
+    /* our GEMM's tiles: several tiles a warpgroup (more tiles than SMs),
+     * activations a row into their buffers; a K of 25 steps (GPT-2 XL's
+     * C = 1600) */
+    test_matmul(4096, 128, 512, 1, 1, 1, MATMUL_FUSE_DEFAULT);
+    test_matmul(256, 1600, 6400, 1, 1, 0, MATMUL_FUSE_DEFAULT);
     const int D = MATMUL_FUSE_DEFAULT;
     test_matmul(1024, 768, 2304, 0, 1, 0, D); /* qkv */
     test_matmul(1024, 768, 768, 0, 1, 0, D);  /* attn proj */

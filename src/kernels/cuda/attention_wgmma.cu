@@ -53,6 +53,7 @@
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/hopper.cuh"
 #include "kernels/cuda/sm_count.cuh"
 
 namespace {
@@ -68,46 +69,11 @@ using namespace attention_tiles;
 // takes no arrays.
 
 #ifdef ATTN_WGMMA_DEVICE
-// Shared-memory matrix descriptor of a 128-byte-swizzled tile of 128-byte
-// rows starting at saddr (1024-aligned, or advanced within a row for the
-// next k step of a K-major operand): 8-row groups 1024 bytes apart (stride
-// byte offset); the leading byte offset is unused by these layouts (1).
-// Sw128(saddr).at(off) is the descriptor at saddr + off: the low word
-// holds the address in 16-byte units (14 bits, no carry out of them in 228 KB
-// of shared memory), so that a descriptor costs one integer add instead of
-// the mask, shift and or of the address (with the forward's warpgroup index
-// made warp-uniform, the descriptors then live in uniform registers).
-struct Sw128 {
-    uint32_t lo; // (saddr >> 4) | leading byte offset 1
-    __device__ __forceinline__ explicit Sw128(uint32_t saddr)
-        : lo(((saddr & 0x3FFFFu) >> 4) | 1u << 16) {}
-    __device__ __forceinline__ uint64_t at(uint32_t off) const {
-        // high word: stride byte offset 1024 >> 4, swizzle mode 1 (128 bytes) at bit 62
-        return (uint64_t)((1024 >> 4) | 1u << 30) << 32 | (lo + (off >> 4));
-    }
-};
-
-__device__ __forceinline__ void wgmma_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wgmma_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-// Waits until at most N of this warpgroup's committed wgmma groups are pending.
-template <int N> __device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 
 // Generic-proxy writes to shared memory (cp.async, st.shared) made visible
 // to the async proxy that wgmma reads through, and the other way round.
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// Keeps the compiler from moving accesses of the accumulators across the
-// asynchronous wgmma that writes them.
-template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 
 // Four 8x8 bf16 matrices from mma fragments (register i: matrix i, each
@@ -120,28 +86,7 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t 
         : "memory");
 }
 
-// mbarriers (shared-memory barrier objects that count arrivals and the bytes
-// of asynchronous copies) and TMA tile loads that complete on them.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// This thread's arrival, and `bytes` more of asynchronous copies to wait for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-                 : "memory");
-}
-// Waits for the completion of the barrier's phase of the given parity.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
-    asm volatile("{\n.reg .pred done;\n"
-                 "WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
-                 "r"(parity)
-                 : "memory");
-}
+// TMA tile loads, completing on an mbarrier (hopper.cuh).
 // One 64 x 64 bf16 box of a 4-D tensor map at coordinates (c0..c3) into
 // shared memory (128-byte swizzled by the map), completing on bar.
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
@@ -163,11 +108,6 @@ __device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int he
         for (int r = 0; r < ROWS / 64; r++)
             tma_load_4d(smem_u32(s + a * ROWS * 64 + r * 64 * 64), map, 64 * a, head, row0 + 64 * r,
                         b, bar);
-}
-// Makes the mbarrier initialisations of this thread visible to the other
-// threads and to the copy engine (a block barrier must follow).
-__device__ __forceinline__ void mbar_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
 // dst[i] += src[i] for `bytes` / 4 floats, global += shared, by the bulk
@@ -1159,23 +1099,6 @@ static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
                   WsBwd::BAR_WG == WsBwd::BAR_DQ_FULL + 2 && WsBwd::BAR_WG + 2 <= 16,
               "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
 
-#ifdef ATTN_WGMMA_DEVICE
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// This warpgroup's registers per thread lowered or raised to N (all its
-// threads execute it); the block's total must stay within the register file.
-template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-#endif
-
 // The key blocks (items) a block of the warp-specialized backward walks.
 // Units of work go to the blocks strided by the grid: with one block per
 // SM, each walks its units in turn, the next one's first loads under the
@@ -1497,17 +1420,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
 // as zeros. 0 when the driver has no cuTensorMapEncodeTiled or refuses the
 // tensor (then the cp.async kernels run).
 int make_head_map(CUtensorMap *map, const bf16 *x, int B, int T, int HEADS, int HS) {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    static int resolved = 0;
-    if (!resolved) {
-        cudaDriverEntryPointQueryResult found;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
-                                             reinterpret_cast<void **>(&encode), 12000,
-                                             cudaEnableDefault, &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess)
-            encode = nullptr;
-        resolved = 1;
-    }
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     if (!encode) return 0;
     const cuuint64_t row = (cuuint64_t)HEADS * HS * sizeof(bf16); // bytes a position
     const cuuint64_t dims[4] = {(cuuint64_t)HS, (cuuint64_t)HEADS, (cuuint64_t)T, (cuuint64_t)B};

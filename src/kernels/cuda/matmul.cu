@@ -523,6 +523,9 @@ extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, 
     if (N == 0) return;
     const cublasLtEpilogue_t ep =
         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    if (!fp8 && (g_fusion & MATMUL_FUSE_OWN_GEMM) &&
+        matmul_wgmma_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream))
+        return;
     const int fuse = g_fusion & MATMUL_FUSE_GELU;
     const product p = forward_product(inp, weight, C, fp8);
     if (fuse && lt_product(lt, stream, &p, OC, N, C, out, OC, 0.0f, ep, bias, CUDA_R_16BF, pre, OC))
@@ -552,7 +555,9 @@ extern "C" size_t matmul_backward_cuda_workspace_bytes(int N, int C, int OC, con
      * row of them); dbias and dpre_colsum use it one after the other */
     const int chunks = bias_chunks(N) > 1 ? bias_chunks(N) : 1;
     const int width = dpre_colsum && C > OC ? C : dbias || dpre_colsum ? OC : 0;
-    return (size_t)chunks * (size_t)width * sizeof(float);
+    const size_t bytes = (size_t)chunks * (size_t)width * sizeof(float);
+    const size_t own = dpre_colsum ? matmul_wgmma_dgelu_scratch_bytes(N, C, OC) : 0;
+    return own > bytes ? own : bytes;
 }
 
 /* dst (ncols, bf16) += the column sums of src (nrows x ncols, bf16), by the
@@ -603,7 +608,10 @@ extern "C" void matmul_backward_cuda(void *dinp, void *dweight, void *dbias, con
                   wp = dweight_product(inp, dout, N, C, OC, fp8);
     if (dinp) {
         int done = 0, colsum_done = 0;
-        if (!fp8 && pre && dpre_colsum && (g_fusion & MATMUL_FUSE_DGELU) &&
+        if (!fp8 && pre && dpre_colsum && (g_fusion & MATMUL_FUSE_OWN_GEMM))
+            done = colsum_done = matmul_wgmma_dgelu(dinp, dpre_colsum, dout, weight, pre, N, C, OC,
+                                                    workspace, stream);
+        if (!done && !fp8 && pre && dpre_colsum && (g_fusion & MATMUL_FUSE_DGELU) &&
             (g_fusion & MATMUL_FUSE_DGELU_BGRAD)) {
             done = colsum_done = dgelu_bgrad_gemm(lt, stream, (bf16 *)dinp, (bf16 *)dpre_colsum,
                                                   dout, weight, pre, N, C, OC, workspace);

@@ -1,0 +1,419 @@
+/* Linear layers with GPT-2's GELU epilogues by a GEMM of our own on Hopper
+ * (sm_90a: wgmma, TMA, a producer warpgroup and two consumer warpgroups in
+ * ping-pong, so that one's epilogue runs under the other's products), where
+ * cuBLASLt's GELU epilogues cost the product more than their own work and
+ * the backward's bias gradient needs a pass of its own
+ * (docs/gpu-training.md has the measurements).
+ *   matmul_wgmma_gelu_forward: out = gelu(inp W^T + bias), pre = inp W^T + bias
+ *   matmul_wgmma_dgelu:        dinp = (dout W) * gelu'(pre), and the column
+ *                              sums of dinp per 128 rows (for dpre_colsum)
+ * Both take bf16 row-major operands, K-major: the backward's W (OC x C)
+ * goes through a transposed copy (C x OC) in the caller's scratch. */
+#include "kernels/matmul.h"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cudaTypedefs.h>
+#include <stdint.h>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gelu.cuh"
+#include "kernels/cuda/hopper.cuh"
+#include "kernels/cuda/ptx.cuh"
+#include "kernels/cuda/sm_count.cuh"
+#include "kernels/cuda/smem_limit.cuh"
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+enum { EPI_DGELU = 0, EPI_GELU = 1 };
+
+struct LinearArgs {
+    int M, N, K;
+    bf16 *out;
+    bf16 *aux;          // DGELU: pre (read); GELU: pre (written)
+    const bf16 *bias;   // GELU
+    float *colsum_part; // DGELU: [M / 128][N], or NULL
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LINEAR_WGMMA_DEVICE 1 // this device pass emits the wgmma code
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&v);
+}
+// One box of a 2-D tensor map at coordinates (c0, c1) into shared memory,
+// completing on the mbarrier bar.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
+                                            uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+// D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T, A 64 x 16 and B
+// 128 x 16 in shared memory (descriptors), both K-major.
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a,
+                                                    uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+// 4 stages: 6 measured slower with the DGELU epilogue's reads (docs/gpu-training.md)
+struct P {
+    static constexpr int BM = 128, BN = 128, BK = 64, STAGES = 4, NTH = 384;
+    static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE = A_BYTES + B_BYTES;
+    static constexpr int SUMS = STAGES * STAGE;    // [2 warpgroups][4 warps][BN] fp32
+    static constexpr int BARS = SUMS + 8 * BN * 4; // full[S], empty[S], mainloop_done[2]
+    static constexpr size_t SMEM = BARS + (2 * STAGES + 2) * 8 + 1024;
+};
+static_assert(P::SMEM <= 227 * 1024, "shared memory");
+
+#ifdef LINEAR_WGMMA_DEVICE
+// Read-only loads as volatile asm, so that they stay where they are written
+// (before the products, whose time hides their latency) where __ldg may be
+// sunk to its use.
+__device__ __forceinline__ uint4 ld_nc_v4(const void *ptr) {
+    uint4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(ptr));
+    return v;
+}
+__device__ __forceinline__ uint32_t ld_nc_u32(const void *ptr) {
+    uint32_t v;
+    asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(ptr));
+    return v;
+}
+
+// The quad's 4 x 4 transpose of packed column pairs: before, thread t4 holds
+// v[j] = columns 8 (4q + j) + 2 t4 (+1) of a row (the accumulator layout);
+// after, v[k] = columns 8 (4q + t4) + 2 k (+1): 8 consecutive columns, one
+// 16-byte access, the quad's 4 covering 64 contiguous bytes of the row (the
+// accumulator layout's 4-byte accesses left the epilogue bound by its
+// stores). Its own inverse.
+__device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4) {
+#pragma unroll
+    for (int j = 0; j < 4; j += 2) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, (t4 & 1) ? v[j] : v[j + 1], 1);
+        if (t4 & 1)
+            v[j] = got;
+        else
+            v[j + 1] = got;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        const uint32_t got = __shfl_xor_sync(0xffffffffu, (t4 & 2) ? v[j] : v[j + 2], 2);
+        if (t4 & 2)
+            v[j] = got;
+        else
+            v[j + 2] = got;
+    }
+}
+
+// The DGELU epilogue of group q (columns 8 (4q + j) + 2 t4 + e, j < 4) of
+// the accumulators acc[4n + e], n = 4q + j, rows row (r = 0) and row + 8:
+// pre[r] holds the pre-activations in the store layout; cs[2j + e] gets
+// this thread's column sums of the rounded output.
+__device__ __forceinline__ void dgelu_group(const float (&acc)[64], int q, const uint4 (&pre)[2],
+                                            bf16 *out, size_t row, int ld, int col_store, int t4,
+                                            float (&cs)[8]) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        uint32_t v[4] = {pre[r].x, pre[r].y, pre[r].z, pre[r].w};
+        quad_transpose(v, t4);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int n = 4 * q + j;
+            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
+            v[j] = pack_bf16(acc[4 * n + 2 * r] * gelu_grad(x.x),
+                             acc[4 * n + 2 * r + 1] * gelu_grad(x.y));
+            const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
+            cs[2 * j] += f.x, cs[2 * j + 1] += f.y;
+        }
+        quad_transpose(v, t4);
+        *reinterpret_cast<uint4 *>(out + (row + 8 * r) * ld + col_store) =
+            make_uint4(v[0], v[1], v[2], v[3]);
+    }
+}
+
+// The GELU epilogue of group q: bias2[n] the bias pair of columns 8 n + 2 t4
+// (+1); pre and gelu(pre) stored.
+__device__ __forceinline__ void gelu_group(const float (&acc)[64], int q,
+                                           const uint32_t (&bias2)[16], bf16 *out, bf16 *pre_out,
+                                           size_t row, int ld, int col_store, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        uint32_t a[4], o[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int n = 4 * q + j;
+            const float2 b =
+                __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&bias2[n]));
+            const float x0 = acc[4 * n + 2 * r] + b.x, x1 = acc[4 * n + 2 * r + 1] + b.y;
+            a[j] = pack_bf16(x0, x1);
+            o[j] = pack_bf16(gelu(x0), gelu(x1));
+        }
+        quad_transpose(a, t4);
+        quad_transpose(o, t4);
+        const size_t at = (row + 8 * r) * ld + col_store;
+        *reinterpret_cast<uint4 *>(pre_out + at) = make_uint4(a[0], a[1], a[2], a[3]);
+        *reinterpret_cast<uint4 *>(out + at) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+}
+
+// cs summed over the warp's 8 row groups g, stored by g = 0 at
+// sums_row[8 (4q + j) + 2 t4 + e]
+__device__ __forceinline__ void colsum_group(float (&cs)[8], int q, float *sums_row, int g,
+                                             int t4) {
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+#pragma unroll
+        for (int m = 4; m < 32; m <<= 1) cs[k] += __shfl_xor_sync(0xffffffffu, cs[k], m);
+    if (g == 0)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            *reinterpret_cast<float2 *>(sums_row + 8 * (4 * q + j) + 2 * t4) =
+                make_float2(cs[2 * j], cs[2 * j + 1]);
+}
+#endif
+
+// Each consumer warpgroup computes its own 128 x 128 tiles (the block's
+// tiles in turn: warpgroup 0 the even ones), two m64n128k16 a k step (128
+// accumulators a thread), so that one's epilogue runs under the other's
+// products. The producer fills the stages in the block's tile order; a
+// warpgroup starts a tile's products only once the other has finished its
+// products of the tile before (mainloop_done), which also keeps every
+// stage's fills in the order of their waits (a warpgroup waiting on a
+// stage's fill f must not see the phase of f - 2 as f's).
+template <int EPI>
+__global__ void __launch_bounds__(P::NTH, 1)
+    wgmma_linear_kernel(const __grid_constant__ CUtensorMap map_a,
+                        const __grid_constant__ CUtensorMap map_b, const LinearArgs p) {
+#ifdef LINEAR_WGMMA_DEVICE
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    const uint32_t bars = smem_u32(sm + P::BARS);
+    auto full = [&](int s) { return bars + 8 * s; };
+    auto empty = [&](int s) { return bars + 8 * (P::STAGES + s); };
+    auto done = [&](int w) { return bars + 8 * (2 * P::STAGES + w); };
+    auto sA = [&](int s) { return smem_u32(sm + s * P::STAGE); };
+    auto sB = [&](int s) { return smem_u32(sm + s * P::STAGE + P::A_BYTES); };
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+    const int n_nblk = p.N / P::BN, tiles = (p.M / P::BM) * n_nblk, ksteps = p.K / P::BK;
+    if (tid == 0) {
+        for (int s = 0; s < P::STAGES; s++) {
+            mbar_init(full(s), 1);
+            mbar_init(empty(s), 4); // the consuming warpgroup's 4 warps
+        }
+        mbar_init(done(0), 1);
+        mbar_init(done(1), 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (wg == 0) { // the producer: one thread issues every stage's two TMA loads
+        setmaxnreg_dec<40>();
+        if (tid == 0) {
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                const int m0 = (t / n_nblk) * P::BM, n0 = (t % n_nblk) * P::BN;
+                for (int kb = 0; kb < ksteps; kb++, it++) {
+                    const int s = it % P::STAGES;
+                    if (it >= P::STAGES) mbar_wait(empty(s), ((it / P::STAGES) - 1) & 1);
+                    mbar_arrive_expect_tx(full(s), P::STAGE);
+                    tma_load_2d(sA(s), &map_a, kb * P::BK, m0, full(s));
+                    tma_load_2d(sB(s), &map_b, kb * P::BK, n0, full(s));
+                }
+            }
+        }
+        return;
+    }
+
+    setmaxnreg_inc<232>();
+    const int w = wg - 1, warp = (tid >> 5) & 3, g = lane >> 2, t4 = lane & 3;
+    float *sums = reinterpret_cast<float *>(sm + P::SUMS) + w * 4 * P::BN;
+    // i: the block's tile index (t = blockIdx.x + i gridDim.x); j: this warpgroup's
+    for (int i = w, j = 0; blockIdx.x + i * gridDim.x < tiles; i += 2, j++) {
+        const int t = blockIdx.x + i * gridDim.x;
+        const int mblk = t / n_nblk, m0 = mblk * P::BM, n0 = (t % n_nblk) * P::BN;
+        // acc_h[4n + e]: row m0 + 64 h + 16 warp + g + 8 (e >> 1), col n0 + 8 n + 2 t4 + (e & 1)
+        const size_t row0 = (size_t)m0 + 16 * warp + g;
+        // The epilogue's reads, issued before the products: after them, they
+        // are round trips in series with the epilogue.
+        uint4 pre[16];      // DGELU: [8h + 2q + r], the store layout
+        uint32_t bias2[16]; // GELU: [n]
+        if constexpr (EPI == EPI_DGELU) {
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int q = 0; q < 4; q++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++)
+                        pre[8 * h + 2 * q + r] =
+                            ld_nc_v4(p.aux + (row0 + 64 * h + 8 * r) * p.N + n0 + 8 * (4 * q + t4));
+        } else {
+#pragma unroll
+            for (int n = 0; n < 16; n++) bias2[n] = ld_nc_u32(p.bias + n0 + 8 * n + 2 * t4);
+        }
+        if (i > 0) // the other warpgroup's products of tile i - 1 are done
+            mbar_wait(done(w ^ 1), (w == 0 ? j - 1 : j) & 1);
+        float acc0[64], acc1[64]; // rows m0 + 0..63, m0 + 64..127
+        int it = i * ksteps;
+        for (int kb = 0; kb < ksteps; kb++, it++) {
+            const int s = it % P::STAGES;
+            mbar_wait(full(s), (it / P::STAGES) & 1);
+            const Sw128 da(sA(s)), db(sB(s));
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                wgmma_m64n128k16_ss(acc0, da.at(32 * kk), db.at(32 * kk), kb > 0 || kk > 0);
+                wgmma_m64n128k16_ss(acc1, da.at(64 * 128 + 32 * kk), db.at(32 * kk),
+                                    kb > 0 || kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<1>(); // the step before's products done: its stage is free
+            fence_regs(acc0);
+            fence_regs(acc1);
+            if (kb > 0 && lane == 0) mbar_arrive(empty((it - 1) % P::STAGES));
+        }
+        wgmma_wait<0>();
+        fence_regs(acc0);
+        fence_regs(acc1);
+        if (lane == 0) mbar_arrive(empty((it - 1) % P::STAGES));
+        if (tid % 128 == 0) mbar_arrive(done(w)); // the other warpgroup may start its products
+
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            const int col_store = n0 + 8 * (4 * q + t4);
+            if constexpr (EPI == EPI_DGELU) {
+                float cs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+                const uint4 p0[2] = {pre[2 * q], pre[2 * q + 1]};
+                const uint4 p1[2] = {pre[8 + 2 * q], pre[8 + 2 * q + 1]};
+                dgelu_group(acc0, q, p0, p.out, row0, p.N, col_store, t4, cs);
+                dgelu_group(acc1, q, p1, p.out, row0 + 64, p.N, col_store, t4, cs);
+                if (p.colsum_part) colsum_group(cs, q, sums + warp * P::BN, g, t4);
+            } else {
+                gelu_group(acc0, q, bias2, p.out, p.aux, row0, p.N, col_store, t4);
+                gelu_group(acc1, q, bias2, p.out, p.aux, row0 + 64, p.N, col_store, t4);
+            }
+        }
+        if (EPI == EPI_DGELU && p.colsum_part) {
+            named_bar_sync(1 + w, 128);
+            const int c = tid % 128; // one column each, the 4 warps' sums in order
+            p.colsum_part[(size_t)mblk * p.N + n0 + c] =
+                sums[c] + sums[P::BN + c] + sums[2 * P::BN + c] + sums[3 * P::BN + c];
+            named_bar_sync(1 + w, 128);
+        }
+    }
+#else
+    __trap();
+#endif
+}
+
+// out (cols x rows) = in (rows x cols) transposed, bf16, 32 x 32 tiles
+static __global__ void transpose_kernel(bf16 *out, const bf16 *in, int rows, int cols) {
+    __shared__ bf16 tile[32][33];
+    const int c = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * 32;
+    for (int k = threadIdx.y; k < 32; k += 8)
+        if (r0 + k < rows && c < cols) tile[k][threadIdx.x] = in[(size_t)(r0 + k) * cols + c];
+    __syncthreads();
+    const int r = r0 + threadIdx.x, c0 = blockIdx.x * 32;
+    for (int k = threadIdx.y; k < 32; k += 8)
+        if (c0 + k < cols && r < rows) out[(size_t)(c0 + k) * rows + r] = tile[threadIdx.x][k];
+}
+
+// a row-major [rows][cols] bf16 matrix in boxes of box_rows x 64 columns, 128-byte swizzle; 0
+// where the driver has no tensor maps
+static int make_map(CUtensorMap *m, const void *x, int rows, int cols, int box_rows) {
+    const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    if (!encode) return 0;
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)cols * sizeof(bf16)};
+    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows}, es[2] = {1, 1};
+    return encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(x), dims, strides, box,
+                  es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Whether this call can run here: sm_90a code on compute capability 9.0,
+// the tile multiples, 16-byte aligned operands.
+static bool runs(int M, int N, int K, const void *const *ptrs, int n) {
+#ifdef GPT2_HAVE_SM90A
+    int dev = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    if (major != 9 || minor != 0) return false;
+    if (M % P::BM || N % P::BN || K % P::BK) return false;
+    for (int i = 0; i < n; i++)
+        if (ptrs[i] && (uintptr_t)ptrs[i] % 16) return false;
+    return true;
+#else
+    (void)M, (void)N, (void)K, (void)ptrs, (void)n;
+    return false;
+#endif
+}
+
+template <int EPI>
+static int launch(const void *A, const void *Bt, const LinearArgs &p, cudaStream_t stream) {
+    CUtensorMap ma, mb;
+    if (!make_map(&ma, A, p.M, p.K, P::BM) || !make_map(&mb, Bt, p.N, p.K, P::BN)) return 0;
+    static unsigned long long raised = 0; // a bit per device
+    raise_smem_limit(wgmma_linear_kernel<EPI>, P::SMEM, raised);
+    const int tiles = (p.M / P::BM) * (p.N / P::BN), sms = sm_count();
+    auto kernel = wgmma_linear_kernel<EPI>;
+    const int grid = tiles < sms ? tiles : sms;
+    kernel<<<grid, P::NTH, P::SMEM, stream>>>(ma, mb, p);
+    CUDA_CHECK_LAUNCH("wgmma_linear_kernel");
+    return 1;
+}
+
+} // namespace
+
+extern "C" int matmul_wgmma_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
+                                         const void *bias, int N, int C, int OC,
+                                         cudaStream_t stream) {
+    const void *ptrs[] = {out, pre, inp, weight, bias};
+    if (!bias || !runs(N, OC, C, ptrs, 5)) return 0;
+    const LinearArgs p = {N, OC, C, (bf16 *)out, (bf16 *)pre, (const bf16 *)bias, nullptr};
+    return launch<EPI_GELU>(inp, weight, p, stream);
+}
+
+extern "C" size_t matmul_wgmma_dgelu_scratch_bytes(int N, int C, int OC) {
+    return (size_t)C * OC * sizeof(bf16) + (size_t)(N / P::BM) * C * sizeof(float);
+}
+
+extern "C" int matmul_wgmma_dgelu(void *dinp, void *dpre_colsum, const void *dout,
+                                  const void *weight, const void *pre, int N, int C, int OC,
+                                  void *scratch, cudaStream_t stream) {
+    const void *ptrs[] = {dinp, dout, weight, pre, scratch};
+    if (!runs(N, C, OC, ptrs, 5)) return 0;
+    bf16 *wt = (bf16 *)scratch; // W^T: C x OC
+    float *partials = (float *)((char *)scratch + (size_t)C * OC * sizeof(bf16));
+    transpose_kernel<<<dim3((C + 31) / 32, (OC + 31) / 32), dim3(32, 8), 0, stream>>>(
+        wt, (const bf16 *)weight, OC, C);
+    CUDA_CHECK_LAUNCH("transpose_kernel");
+    const LinearArgs p = {
+        N, C, OC, (bf16 *)dinp, (bf16 *)pre, nullptr, dpre_colsum ? partials : nullptr};
+    if (!launch<EPI_DGELU>(dout, wt, p, stream)) return 0;
+    if (dpre_colsum) bias_partials_add_cuda(dpre_colsum, partials, N / P::BM, C, stream);
+    return 1;
+}
