@@ -12,8 +12,9 @@
 # kernels, whose producer/consumer pipelines synchronise through TMA and
 # mbarriers that racecheck does not model; they are listed, not counted as
 # ours. (Our own kernels' names avoid those words: matmul_wgmma.cu's GEMM
-# is wgmma_linear_kernel.) The script fails (exit 1) on any error in our kernels, on an error
-# it cannot attribute, or on a tool that did not finish.
+# is wgmma_linear_kernel.) The script fails (exit 1) on any error in our
+# kernels, on an error it cannot attribute, or on a tool that did not
+# finish.
 # usage: [SANITIZE_TIMEOUT=400] scripts/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
 #        (default tools: memcheck racecheck; exit 124 in the table: a tool ran out of time)
 set -uo pipefail

@@ -13,7 +13,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/cuda/bf16_vec.cuh" // unpack8
+#include "kernels/cuda/bf16_vec.cuh" // unpack8, pack_bf16
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ptx.cuh"
 #include "kernels/cuda/smem_limit.cuh" /* raise_smem_limit, for the launchers */
@@ -23,11 +23,6 @@ namespace attention_tiles {
 typedef __nv_bfloat16 bf16;
 
 constexpr float LN2 = 0.6931471805599453f;
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); // .x = lo in the low half
-    return *reinterpret_cast<uint32_t *>(&v);
-}
 
 // x rounded to bf16, as a float: the value a bf16 store keeps.
 __device__ __forceinline__ float round_bf16(float x) {

@@ -33,6 +33,12 @@ static __device__ __forceinline__ void unpack8(float f[8], uint4 u) {
     }
 }
 
+/* Two values rounded to bf16 in one 32-bit word, lo in the low half. */
+static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t *>(&v);
+}
+
 static __device__ __forceinline__ uint4 pack8(const float f[8]) {
     uint4 u;
     __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&u);

@@ -16,6 +16,7 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/hopper.cuh"
@@ -25,7 +26,6 @@
 
 namespace {
 
-typedef __nv_bfloat16 bf16;
 enum { EPI_DGELU = 0, EPI_GELU = 1 };
 
 struct LinearArgs {
@@ -38,10 +38,6 @@ struct LinearArgs {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define LINEAR_WGMMA_DEVICE 1 // this device pass emits the wgmma code
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t *>(&v);
-}
 // One box of a 2-D tensor map at coordinates (c0, c1) into shared memory,
 // completing on the mbarrier bar.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
