@@ -14,6 +14,7 @@
 # usage: bench/bench_scaling.sh BUILD_DIR
 #   env: PARTS="ours torch memory" GPUS="1 2 4" STEPS=30 ACCUM_STEPS=8 TORCH_STEPS=STEPS TORCH_ACCUM=1
 #        ZERO_STAGES="1 0" ACCUM=1 (0: no accumulation runs)
+#        TRANSPORTS="auto nccl" (comm_transport of the ZeRO-1 runs without accumulation)
 #        MEMORY="350M 774M 1558M" DEADLINE_S=<stop starting runs after this many seconds>
 #        RESULTS=<file> (appended to when it exists: parts may run in separate calls)
 #        NCCL_*: passed to every rank (mpirun -x); BENCH_WORK=<dir for the runs' logs>
@@ -53,7 +54,10 @@ ours() {
 has ours && for n in $gpus; do
   for z in ${ZERO_STAGES:-1 0}; do
     [ "$n" = 1 ] && [ "$z" = 0 ] && continue  # one rank: nothing to shard
-    ours noaccum "n${n}_z$z" "$n" 124M micro_batch=32 total_batch=$((32768 * n)) max_steps="$steps" zero_stage="$z"
+    for t in $([ "$n$z" = 11 ] || [ "$z" = 0 ] && echo auto || echo "${TRANSPORTS:-auto nccl}"); do
+      ours noaccum "n${n}_z${z}_$t" "$n" 124M micro_batch=32 total_batch=$((32768 * n)) max_steps="$steps" \
+        zero_stage="$z" comm_transport="$t"
+    done
   done
 done
 has ours && [ "${ACCUM:-1}" = 1 ] && for n in $gpus; do
@@ -84,5 +88,5 @@ has memory && for cfg in ${MEMORY-350M 774M 1558M}; do
     done
   done
 done
-grep -h -m1 -A4 "^GPU map" "$work/n4_z1.log" "$work/n2_z1.log" 2>/dev/null | head -5
+grep -h -m1 -A4 "^GPU map" "$work/n4_z1_auto.log" "$work/n2_z1_auto.log" 2>/dev/null | head -5
 [ "${REPORT:-1}" = 1 ] && python3 bench/scaling_report.py report "$results"

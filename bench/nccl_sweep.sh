@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How NCCL's thread-block budget trades overlap against reduction speed: GPT-2
-# 124M, micro-batch 32, ZeRO-1, no accumulation, on GPUS GPUs, once with
-# NCCL's default and once per NCCL_MAX_CTAS value in CTAS, beside the one-GPU
-# run. Fewer blocks leave more SMs to the backward GEMMs the bucket reductions
-# overlap, but make the reduction tail and the all-gather slower. Prints one
+# 124M, micro-batch 32, ZeRO-1 through NCCL (comm_transport nccl), no
+# accumulation, on GPUS GPUs, once with NCCL's default and once per
+# NCCL_MAX_CTAS value in CTAS, beside the one-GPU run. Fewer blocks leave
+# more SMs to the backward GEMMs the bucket reductions overlap, but make the
+# reduction tail and the all-gather slower. Prints one
 # line per setting: tokens/s, scaling efficiency, step ms, exposed comm; and
 # (SOLO=1) the one-GPU run on each GPU alone and on all of them at once.
 # usage: bench/nccl_sweep.sh BUILD_DIR    env: GPUS=4 CTAS="16 8 4" STEPS=30 SOLO=1 WORK=<logs dir>
@@ -15,7 +16,7 @@ work=${WORK:-$(mktemp -d)}; mkdir -p "$work"
 run() {  # run LABEL NP [NCCL_MAX_CTAS]: one bench_scaling run, its line labelled
   local label=$1 np=$2 ctas=${3:-}
   (if [ -n "$ctas" ]; then export NCCL_MAX_CTAS=$ctas; fi
-   RESULTS=$work/$label.txt BENCH_WORK=$work/$label REPORT=0 PARTS=ours GPUS=$np ZERO_STAGES=1 ACCUM=0 \
+   RESULTS=$work/$label.txt BENCH_WORK=$work/$label REPORT=0 PARTS=ours GPUS=$np ZERO_STAGES=1 ACCUM=0 TRANSPORTS=nccl \
      "$root/bench/bench_scaling.sh" "$build" >"$work/$label.log" 2>&1)
   grep '^ours' "$work/$label.txt" | sed "s/^ours/$label/"
 }

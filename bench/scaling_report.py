@@ -28,8 +28,10 @@ def parse(kind, run_dir, np_, args):
                   r"\(estimate ([0-9.]+) GiB", log)
     peak, peak_max, est = (float(g) for g in m.groups()) if m else (0.0, 0.0, 0.0)
     cfg = kind[4:] if kind.startswith("mem_") else "124M"
+    m = re.search(r"ZeRO-1's data moved by (copy engines|NCCL)", log)
+    transport = {"copy engines": "copy_engines", "NCCL": "nccl"}[m.group(1)] if m else "-"
     print(f"ours kind={kind} cfg={cfg} micro={kv.get('micro_batch', '?')} n={np_} z={kv.get('zero_stage', '1')} "
-          f"tps={tps:.0f} ms={ms:.2f} "
+          f"t={transport} tps={tps:.0f} ms={ms:.2f} "
           f"exposed={exposed:.3f} peak={peak:.2f} peak_max={peak_max:.2f} est={est:.2f}")
 
 
@@ -48,14 +50,20 @@ def load(path):
 def report(path):
     machine, ours, torch = load(path)
     print(f"\n=== GPT-2 124M, micro-batch 32, T=1024, bf16 | {machine} ===")
-    print(f"{'batch':27} {'GPUs':>4} | {'ours tok/s':>11} {'per GPU':>8} {'scaling':>8} {'step ms':>8} "
+    print(f"{'batch':38} {'GPUs':>4} | {'ours tok/s':>11} {'per GPU':>8} {'scaling':>8} {'step ms':>8} "
           f"{'exposed comm':>17} | {'DDP tok/s':>10} {'per GPU':>8} {'scaling':>8} | {'ours/DDP':>8}")
     for kind, label, accum_of in (("noaccum", "32K x N, no accum", lambda n: 1),
                                   ("accum", "0.5M (accumulation)", lambda n: 16 // n)):
-        for z in ("1", "0"):
-            runs = sorted((r for r in ours if r["kind"] == kind and r["z"] == z), key=lambda r: int(r["n"]))
-            if not runs:
+        one_shown = False
+        # ZeRO-1 by each transport (the one-GPU run heads the first), then zero_stage 0
+        for z, transport in (("1", "copy_engines"), ("1", "nccl"), ("0", None)):
+            many = [r for r in ours if r["kind"] == kind and r["z"] == z and r["n"] != "1"
+                    and (transport is None or r.get("t", "nccl") == transport)]
+            if not many:
                 continue
+            one = [] if one_shown else [r for r in ours if r["kind"] == kind and r["n"] == "1"]
+            one_shown = True
+            runs = sorted(one + many, key=lambda r: int(r["n"]))
             base = next((float(r["tps"]) for r in ours if r["kind"] == kind and r["n"] == "1"), 0.0)
             tbase = next((float(t["tok/s"]) for t in torch if t["N"] == "1" and t["accum"] == str(accum_of(1))), 0.0)
             for r in runs:
@@ -64,11 +72,11 @@ def report(path):
                 t = next((t for t in torch if t["N"] == str(n) and t["accum"] == str(accum_of(n))), None) if z == "1" else None
                 ttps = float(t["tok/s"]) if t else 0.0
                 teff = ttps / (n * tbase) if t and tbase else 0.0
-                zl = "ZeRO-1" if z == "1" else "zero 0"
+                zl = {"copy_engines": "ZeRO-1, copy engines", "nccl": "ZeRO-1, NCCL"}.get(transport, "zero 0")
                 exp_txt = f"{exp:6.2f} ms {100 * exp / ms:4.1f}%" if n > 1 else f"{'-':>17}"
                 tt = f"{ttps:10.0f} {ttps / n:8.0f} {100 * teff:7.1f}%" if t else f"{'-':>10} {'-':>8} {'-':>8}"
                 ratio = f"{tps / ttps:8.3f}" if t else f"{'-':>8}"
-                print(f"{label + ', ' + zl:27} {n:4d} | {tps:11.0f} {tps / n:8.0f} {100 * eff:7.1f}% {ms:8.2f} "
+                print(f"{label + ', ' + zl:38} {n:4d} | {tps:11.0f} {tps / n:8.0f} {100 * eff:7.1f}% {ms:8.2f} "
                       f"{exp_txt:>17} | {tt} | {ratio}")
     mem = [r for r in ours if r["kind"].startswith("mem_") or r["kind"] == "noaccum"]
     if not mem:

@@ -46,6 +46,7 @@
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
+static const char *const comm_transports[] = {"auto", "nccl", "copy_engines", NULL};
 static const char *const op_timings[] = {"sync", "stream", NULL};
 static const char *const async_modes[] = {"auto", "true", "false", NULL};
 
@@ -203,6 +204,12 @@ const config_key config_keys[] = {
     ENUM_KEY("dist", grad_reduce_dtype, "bf16", reduce_dtypes,
              "device=cuda, several ranks: reduce the bf16 gradients in bf16 (half the traffic), or "
              "cast each bucket to fp32 so that the sum over ranks is rounded once"),
+    ENUM_KEY("dist", comm_transport, "auto", comm_transports,
+             "device=cuda, several ranks, zero_stage 1: what moves the gradients to their shard's "
+             "owner and the updated parameters back: copy_engines (one node whose GPUs reach "
+             "each other's memory: the copy engines move them and short kernels sum, leaving the "
+             "SMs to forward and backward), nccl, or auto (copy engines for 2 ranks that can use "
+             "them, where they were measured faster; NCCL otherwise)"),
     DOUBLE_KEY("dist", nccl_timeout_s, "300", ABOVE(0, 1e6),
                "device=cuda, several ranks: a collective still pending after this many seconds "
                "(a rank died or hangs) aborts NCCL and ends the job with exit code 1"),

@@ -176,6 +176,19 @@ static void validate_profile(const config *cfg) {
                         "device=cpu has none: use profile_ops_timing = sync");
 }
 
+/* The copy engines move ZeRO-1's data between GPUs. */
+static void validate_dist(const config *cfg) {
+    if (strcmp(cfg->comm_transport, "copy_engines") != 0) return;
+    if (strcmp(cfg->device, "cpu") == 0)
+        fail_collective(EXIT_USAGE, "comm_transport = copy_engines needs device=cuda (the CPU "
+                                    "backend communicates over MPI): use comm_transport = auto");
+    if (cfg->zero_stage != 1)
+        fail_collective(EXIT_USAGE,
+                        "comm_transport = copy_engines moves ZeRO-1's shards, which needs "
+                        "zero_stage = 1 (zero_stage 0 all-reduces through NCCL): set zero_stage = "
+                        "1 or comm_transport = auto");
+}
+
 void config_validate(config *cfg, int launched_world) {
     if (launched_world < 1) FAIL("config_validate: world size %d", launched_world);
     validate_keys(cfg);
@@ -186,6 +199,7 @@ void config_validate(config *cfg, int launched_world) {
     validate_schedule(cfg);
     validate_run(cfg);
     validate_fp8(cfg);
+    validate_dist(cfg);
     char why[2 * CONFIG_STR_MAX];
     if (!config_check_allowed(cfg, why, sizeof why)) fail_collective(EXIT_USAGE, "%s", why);
 }

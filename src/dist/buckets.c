@@ -10,11 +10,15 @@
 #include "base/clock.h"
 #include "base/fail.h"
 
+size_t buckets_elements_per_bucket(double bucket_mb, size_t elem_bytes) {
+    const size_t per_bucket = (size_t)(bucket_mb * 1048576.0 / (double)elem_bytes) / 128 * 128;
+    return per_bucket < 128 ? 128 : per_bucket;
+}
+
 void buckets_init(bucket_plan *p, size_t n_elements, size_t elem_bytes, double bucket_mb,
                   communicator *comm, const shard_map *map) {
     memset(p, 0, sizeof *p);
-    size_t per_bucket = (size_t)(bucket_mb * 1048576.0 / (double)elem_bytes) / 128 * 128;
-    if (per_bucket < 128) per_bucket = 128;
+    const size_t per_bucket = buckets_elements_per_bucket(bucket_mb, elem_bytes);
     p->n_buckets = (int)((n_elements + per_bucket - 1) / per_bucket);
     p->buckets = xcalloc((size_t)p->n_buckets, sizeof(grad_bucket));
     for (int i = 0; i < p->n_buckets; i++) {

@@ -28,6 +28,9 @@ typedef struct {
     comm_timing timing; /* of the last completed step (ddp_step_done) */
 } bucket_plan;
 
+/* Elements in one bucket of bucket_mb MiB (the last may hold fewer). */
+size_t buckets_elements_per_bucket(double bucket_mb, size_t elem_bytes);
+
 /* Buckets of bucket_mb MiB (a multiple of 128 elements, at least 128) over
  * n_elements of elem_bytes each. */
 void buckets_init(bucket_plan *p, size_t n_elements, size_t elem_bytes, double bucket_mb,

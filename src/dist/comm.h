@@ -81,9 +81,20 @@ communicator *comm_mpi_create(void);
 extern "C" {
 #endif
 struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
+
+/* What moves ZeRO-1's gradients to their owners and the parameters back. */
+typedef enum {
+    COMM_TRANSPORT_NCCL,         /* ncclReduce and ncclBroadcast per shard owner */
+    COMM_TRANSPORT_AUTO,         /* copy engines for up to COPY_ENGINES_AUTO_RANKS ranks that
+                                    can use them, else NCCL */
+    COMM_TRANSPORT_COPY_ENGINES, /* copy engines (dist/copy_engines.h), or a collective error */
+} comm_transport;
+
 typedef struct {
-    double timeout_s; /* a collective pending this long ends the job (watchdog) */
-    bool reduce_fp32; /* reduce bf16 gradients in fp32 (cast per bucket) instead of bf16 */
+    double timeout_s;         /* a collective pending this long ends the job (watchdog) */
+    bool reduce_fp32;         /* reduce bf16 gradients in fp32 (cast per bucket) instead of bf16 */
+    comm_transport transport; /* for ZeRO-1's collectives (zero_stage 0 all-reduces by NCCL) */
+    size_t bucket_elements;   /* the most elements of one bucket (the copy engines' inboxes) */
 } comm_nccl_options;
 
 /* NCCL over every rank of MPI_COMM_WORLD (collective: rank 0 creates the
@@ -93,6 +104,9 @@ typedef struct {
  * events only: no call synchronises the host but sum_scalar and barrier. */
 communicator *comm_nccl_create(struct CUstream_st *compute_stream, comm_dtype dtype,
                                const comm_nccl_options *opt);
+/* What moves ZeRO-1's data, for the start-up report: "NCCL", "copy
+ * engines", or "NCCL (copy engines not usable: why)". */
+const char *comm_nccl_transport(const communicator *c);
 #ifdef __cplusplus
 }
 #endif

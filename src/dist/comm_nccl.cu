@@ -30,6 +30,11 @@
  * reduced in fp32 and the owner's part cast back, so that the sum over ranks
  * is rounded once.
  *
+ * On one node ZeRO-1's reduction and all-gather can leave NCCL for the copy
+ * engines (dist/copy_engines.h): the same contracts, on the same stream,
+ * without NCCL's kernels holding SMs beside backward's and forward's
+ * products. Their gradient sum is always formed in fp32 and rounded once.
+ *
  * Failure: nccl_watchdog.h (a collective pending too long ends the job). */
 #include "dist/comm.h"
 
@@ -48,6 +53,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
+#include "dist/copy_engines.h"
 #include "dist/nccl_watchdog.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -113,6 +119,8 @@ typedef struct {
     int n_stalls;
     double scalar_ms; /* host time blocked in sum_scalar */
     double *dev_scalar, *host_scalar;
+    copy_engines *ce; /* ZeRO-1's collectives by copy engines; NULL: NCCL's */
+    char transport[640];
     watchdog wd;
 } nccl_impl;
 
@@ -176,6 +184,12 @@ static void nccl_reduce_scatter_async(communicator *c, const void *buf, size_t b
                                       const shard_map *map, void *shard_out) {
     nccl_impl *m = impl_of(c);
     comm_after_compute(m);
+    if (m->ce) {
+        copy_engines_reduce(m->ce, buf, begin, end, map, shard_out);
+        watchdog_post(&m->wd, m->stream, "reduce of gradients [%zu, %zu) by copy engines", begin,
+                      end);
+        return;
+    }
     const size_t n = end - begin, my_lo = map->lo[c->rank];
     const void *send = at(m, buf, begin);
     ncclDataType_t wire = m->type;
@@ -265,6 +279,16 @@ static void nccl_all_gather_async(communicator *c, void *buf, const shard_map *m
     CHECK(n_pieces >= 1, "all-gather of no pieces");
     gather_pieces_reserve(m, n_pieces);
     comm_after_compute(m); /* this rank's optimizer has written its shard */
+    if (m->ce) {
+        copy_engines_gather(m->ce, buf, map, pieces, n_pieces);
+        for (int k = 0; k < n_pieces; k++) {
+            m->pieces[k].range = pieces[k]; /* the event is not recorded: waits go by counter */
+            m->pieces[k].waited = false;
+        }
+        m->n_pieces = n_pieces;
+        watchdog_post(&m->wd, m->stream, "all-gather of the parameters by copy engines");
+        return;
+    }
     for (int k = 0; k < n_pieces; k++) {
         if (n_pieces == 1 && shards_equal(map)) {
             const size_t count = map->hi[0] - map->lo[0];
@@ -288,7 +312,10 @@ static void nccl_gather_wait(communicator *c, size_t begin, size_t end) {
         gather_piece *p = &m->pieces[k];
         if (p->waited || p->range.end <= begin || p->range.begin >= end) continue;
         if (slot == -2) slot = stall_begin(m);
-        CUDA_CHECK(cudaStreamWaitEvent(m->compute, p->done, 0));
+        if (m->ce)
+            copy_engines_gather_wait(m->ce, m->compute, k);
+        else
+            CUDA_CHECK(cudaStreamWaitEvent(m->compute, p->done, 0));
         p->waited = true;
     }
     if (slot != -2) stall_end(m, slot, STALL_GATHER);
@@ -339,6 +366,7 @@ static void nccl_wait_all(communicator *c) { compute_after_comm(impl_of(c), STAL
 static void nccl_barrier(communicator *c) { scalar_all_reduce(impl_of(c), 0.0, "barrier"); }
 
 [[noreturn]] static void nccl_abort(communicator *c, int exit_code) {
+    if (impl_of(c)->ce) copy_engines_unblock(impl_of(c)->ce);
     ncclCommAbort(impl_of(c)->nccl);
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     exit(exit_code);
@@ -376,6 +404,10 @@ static bool nccl_timing(communicator *c, comm_timing *out) {
 static void nccl_destroy(communicator *c) {
     nccl_impl *m = impl_of(c);
     CUDA_CHECK(cudaStreamSynchronize(m->stream));
+    watchdog_block(&m->wd, "the copy engines' shutdown");
+    watchdog_set_before_abort(&m->wd, nullptr, nullptr);
+    copy_engines_destroy(m->ce); /* collective, as the NCCL destroy below */
+    watchdog_unblock(&m->wd);
     /* Destroy finalises: it waits for the peers to be quiescent too. From
      * here on the watchdog only ends the process, it never touches the comm. */
     watchdog_detach(&m->wd);
@@ -444,6 +476,45 @@ static void create_stream_and_events(nccl_impl *m) {
     CUDA_CHECK(cudaMallocHost((void **)&m->host_scalar, sizeof(double)));
 }
 
+/* The watchdog's hook before an abort (copy_engines_unblock). */
+static void unblock_peers(void *ce) { copy_engines_unblock(static_cast<copy_engines *>(ce)); }
+
+/* Collective: the copy engines when asked for (or allowed, with auto) and
+ * every rank can use them; NCCL otherwise. */
+static void choose_transport(nccl_impl *m, comm_dtype dtype, const comm_nccl_options *opt) {
+    snprintf(m->transport, sizeof m->transport, "NCCL");
+    if (opt->transport == COMM_TRANSPORT_NCCL) return;
+    int world = 0;
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    if (opt->transport == COMM_TRANSPORT_AUTO && world > COPY_ENGINES_AUTO_RANKS) {
+        snprintf(m->transport, sizeof m->transport,
+                 "NCCL (auto uses the copy engines up to %d ranks, where they were measured; "
+                 "comm_transport = copy_engines for more)",
+                 (int)COPY_ENGINES_AUTO_RANKS);
+        return;
+    }
+    char why[512] = "";
+    if (dtype == COMM_BF16)
+        m->ce = copy_engines_create(m->stream, opt->bucket_elements, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "they move bf16 buffers only");
+    if (m->ce) {
+        snprintf(m->transport, sizeof m->transport, "copy engines");
+        watchdog_set_before_abort(&m->wd, unblock_peers, m->ce);
+        return;
+    }
+    if (opt->transport == COMM_TRANSPORT_COPY_ENGINES)
+        fail_collective(EXIT_USAGE,
+                        "comm_transport = copy_engines, but %s: set comm_transport = auto (copy "
+                        "engines where they can be used, NCCL elsewhere) or nccl",
+                        why);
+    snprintf(m->transport, sizeof m->transport, "NCCL (copy engines not usable: %s)", why);
+}
+
+extern "C" const char *comm_nccl_transport(const communicator *c) {
+    return static_cast<const nccl_impl *>(c->impl)->transport;
+}
+
 extern "C" communicator *comm_nccl_create(struct CUstream_st *compute_stream, comm_dtype dtype,
                                           const comm_nccl_options *opt) {
     communicator *c = (communicator *)xcalloc(1, sizeof *c);
@@ -460,6 +531,7 @@ extern "C" communicator *comm_nccl_create(struct CUstream_st *compute_stream, co
     watchdog_start(&m->wd, opt->timeout_s, m->device, c->rank, c->world);
     nccl_init_world(m, c->rank, c->world);
     create_stream_and_events(m);
+    choose_transport(m, dtype, opt);
     c->ops = &NCCL_COMM_OPS;
     c->dtype = dtype;
     c->impl = m;

@@ -36,6 +36,9 @@ static void watchdog_retire(watchdog *w) {
             "communicator (ncclCommAbort) and exiting\n",
             w->rank, w->world, host, why);
     fflush(stderr); /* not stdout: the host thread may hold its lock */
+    pthread_mutex_lock(&w->lock);
+    if (w->before_abort) w->before_abort(w->before_abort_ctx);
+    pthread_mutex_unlock(&w->lock);
     ncclComm_t nccl = __atomic_load_n(&w->nccl, __ATOMIC_ACQUIRE);
     if (nccl) ncclCommAbort(nccl);
     /* Not exit(): the host thread may be inside CUDA or MPI calls. A rank that
@@ -115,6 +118,13 @@ void watchdog_detach(watchdog *w) {
     pthread_mutex_lock(&w->lock);
     __atomic_store_n(&w->nccl, (ncclComm_t)NULL, __ATOMIC_RELEASE);
     w->last_call_s = 0;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void watchdog_set_before_abort(watchdog *w, void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&w->lock);
+    w->before_abort = fn;
+    w->before_abort_ctx = ctx;
     pthread_mutex_unlock(&w->lock);
 }
 

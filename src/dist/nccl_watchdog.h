@@ -42,6 +42,10 @@ typedef struct {
     int stop;        /* read and written with __atomic builtins */
     ncclComm_t nccl; /* NULL before init and from destroy on (__atomic, set under lock) */
     int device, rank, world;
+    /* Called when it fires, before the abort: releases waits outside NCCL
+     * that would keep the device busy, and with it NCCL's abort (under lock) */
+    void (*before_abort)(void *ctx);
+    void *before_abort_ctx;
 } watchdog;
 
 /* Starts the thread for this rank's device; nothing is watched until the
@@ -54,6 +58,12 @@ void watchdog_stop(watchdog *w);
  * and the host's silence no longer counts. */
 void watchdog_attach(watchdog *w, ncclComm_t nccl);
 void watchdog_detach(watchdog *w);
+
+/* fn(ctx) runs on the watchdog's thread when it fires, before ncclCommAbort
+ * (NULL: nothing). For streams that wait on other ranks outside NCCL
+ * (dist/copy_engines.h): NCCL's abort waits for the device, and such a wait
+ * would never end. */
+void watchdog_set_before_abort(watchdog *w, void (*fn)(void *ctx), void *ctx);
 
 /* Brackets a call that blocks the host (init, destroy) with the same limit. */
 void watchdog_block(watchdog *w, const char *what);

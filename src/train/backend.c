@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "dist/buckets.h"
 #include "kernels/attention.h"
 #include "kernels/ops_profile.h"
 #include "model/shape.h"
@@ -133,12 +134,25 @@ communicator *backend_communicator(const config *cfg, const dist_state *dist,
 #endif
     if (dist->world == 1) return comm_mpi_create(); /* nothing to communicate */
 #if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
-    const comm_nccl_options opt = {.timeout_s = cfg->nccl_timeout_s,
-                                   .reduce_fp32 = strcmp(cfg->grad_reduce_dtype, "fp32") == 0};
+    /* zero_stage 0 all-reduces: NCCL's alone. */
+    const comm_transport transport =
+        cfg->zero_stage != 1                               ? COMM_TRANSPORT_NCCL
+        : strcmp(cfg->comm_transport, "copy_engines") == 0 ? COMM_TRANSPORT_COPY_ENGINES
+        : strcmp(cfg->comm_transport, "auto") == 0         ? COMM_TRANSPORT_AUTO
+                                                           : COMM_TRANSPORT_NCCL;
+    const comm_nccl_options opt = {
+        .timeout_s = cfg->nccl_timeout_s,
+        .reduce_fp32 = strcmp(cfg->grad_reduce_dtype, "fp32") == 0,
+        .transport = transport,
+        .bucket_elements = buckets_elements_per_bucket(cfg->bucket_mb, ops->elem_bytes)};
     communicator *c = comm_nccl_create(ops_cuda_stream(), COMM_BF16, &opt);
+    const char *moved_by = comm_nccl_transport(c);
+    const bool by_copy_engines = strcmp(moved_by, "copy engines") == 0;
     if (dist->rank == 0)
-        printf("communicator: NCCL, %d ranks, gradients reduced in %s, watchdog %g s\n",
-               dist->world, cfg->grad_reduce_dtype, cfg->nccl_timeout_s);
+        printf("communicator: NCCL, %d ranks, gradients reduced in %s%s%s, watchdog %g s\n",
+               dist->world, by_copy_engines ? "fp32 (rounded once)" : cfg->grad_reduce_dtype,
+               cfg->zero_stage == 1 ? ", ZeRO-1's data moved by " : "",
+               cfg->zero_stage == 1 ? moved_by : "", cfg->nccl_timeout_s);
     return c;
 #else
     (void)cfg;

@@ -4,7 +4,9 @@
 # and ends the job); (2) SIGSTOP of one rank (no process dies: the other
 # rank's NCCL watchdog finds its collective, or its wait outside NCCL,
 # pending for nccl_timeout_s, says so, aborts NCCL and exits 1; mpirun then
-# ends the stopped one). usage: nccl_abort.sh GPT2_DDP WORK_DIR
+# ends the stopped one); (3) the same with the copy engines' reduction, whose
+# streams wait for each other's flags outside NCCL.
+# usage: nccl_abort.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
@@ -13,13 +15,14 @@ need_gpus 2
 rm -rf "$work"; mkdir -p "$work"
 timeout_s=15
 
-# start NAME: 2 GPU ranks training "forever" in the background; sets launcher.
+# start NAME [KEY=VALUE...]: 2 GPU ranks training "forever" in the background; sets launcher.
 start() {
+  local name=$1; shift
   mpirun --bind-to none -x NCCL_NVLS_ENABLE -np 2 "$bin" configs/tiny.ini device=cuda \
     max_steps=1000000 eval_every=0 log_every=1 nccl_timeout_s=$timeout_s out_dir="$work" \
-    run_name="$1" >"$work/$1.log" 2>&1 &
+    run_name="$name" "$@" >"$work/$name.log" 2>&1 &
   launcher=$!
-  wait_for "grep -q '^step *20/' '$work/$1.log'" 180 || fail "$1: no training steps" "$work/$1.log"
+  wait_for "grep -q '^step *20/' '$work/$name.log'" 180 || fail "$name: no training steps" "$work/$name.log"
 }
 
 # alive PID: the process exists and is not a zombie (a rank mpirun left to
@@ -57,4 +60,12 @@ t0=$(date +%s); kill -STOP "$victim"
 finish stopped $((timeout_s + 45)) "$t0" "$pids"
 grep -m1 "nccl_timeout_s = $timeout_s" "$work/stopped.log" \
   || fail "stopped: no watchdog message naming nccl_timeout_s" "$work/stopped.log"
+
+start stopped_ce comm_transport=copy_engines
+grep -q "by copy engines" "$work/stopped_ce.log" || fail "stopped_ce: not on the copy engines" "$work/stopped_ce.log"
+pids=$(rank_pids "$launcher" | tr "\n" " "); victim=${pids% }; victim=${victim##* }
+t0=$(date +%s); kill -STOP "$victim"
+finish stopped_ce $((timeout_s + 45)) "$t0" "$pids"
+grep -m1 "nccl_timeout_s = $timeout_s" "$work/stopped_ce.log" \
+  || fail "stopped_ce: no watchdog message naming nccl_timeout_s" "$work/stopped_ce.log"
 echo "nccl abort: OK"

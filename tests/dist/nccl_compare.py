@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Compares GPU runs against the one-GPU run REF: the loss at every step, and
 that every rank of a run printed the same parameter checksum.
-usage: nccl_compare.py WORK_DIR REF RUN...
+usage: nccl_compare.py WORK_DIR REF RUN... [--identical A=B ...]
+
+--identical A=B: runs A and B must log the same loss at every step, bit for
+bit, and end with the same parameter checksum (the copy engines' reduction
+against NCCL's on two GPUs: both round a + b once).
 
 Why losses differ at all: gradients are bf16. One GPU sums a step's
 micro-batches into its bf16 gradient buffer one after another; N GPUs sum
@@ -40,8 +44,26 @@ def checksums(log):
     return re.findall(r"^param checksum rank (\d+): ([0-9a-f]+)$", open(log).read(), re.M)
 
 
+def identical(work, a, b):
+    la, lb = losses(os.path.join(work, a)), losses(os.path.join(work, b))
+    sa = {s for _, s in checksums(os.path.join(work, a + ".log"))}
+    sb = {s for _, s in checksums(os.path.join(work, b + ".log"))}
+    first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), None)
+    ok = len(la) == len(lb) > 0 and first is None and len(sa) == 1 and sa == sb
+    where = "" if first is None else f", first difference at step {first}: {la[first]!r} != {lb[first]!r}"
+    print(f"{a} = {b}: {len(la)} / {len(lb)} losses{where}; checksums {sorted(sa)} / {sorted(sb)}: "
+          f"{'identical ok' if ok else 'FAIL'}")
+    return ok
+
+
 def main():
-    work, ref, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    pairs = []
+    while "--identical" in args:
+        i = args.index("--identical")
+        pairs.append(args[i + 1].split("="))
+        del args[i:i + 2]
+    work, ref, runs = args[0], args[1], args[2:]
     ref_l = losses(os.path.join(work, ref))
     failed = False
     tol_max, tol_mean = LOSS_MAX, LOSS_MEAN
@@ -66,6 +88,8 @@ def main():
     print(f"tolerances: every step {tol_max:.3g}, mean {tol_mean:.3g} (relative; fixed {LOSS_MAX:g} / "
           f"{LOSS_MEAN:g}, or {FLOOR_FACTOR:g}x the one-GPU floor); "
           f"{ref} final loss {ref_l[-1]:.5f} after {len(ref_l)} steps")
+    for a, b in pairs:
+        failed |= not identical(work, a, b)
     return 1 if failed else 0
 
 

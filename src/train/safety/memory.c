@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "dist/buckets.h"
+#include "dist/copy_engines.h"
 #include "dist/zero.h"
 #include "model/fp8_layers.h"
 #include "model/gpt2.h"
@@ -57,12 +59,19 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
         m.activations -= gpt2_fp8_saved_bytes(lay, m.elem_bytes, cfg->micro_batch, cfg->seq_len,
                                               cfg->recompute_gelu);
     }
+    /* The copy engines' inboxes: two bucket slots per other rank (dist/copy_engines.h). */
+    const bool copy_engines =
+        strcmp(cfg->comm_transport, "copy_engines") == 0 ||
+        (strcmp(cfg->comm_transport, "auto") == 0 && world <= COPY_ENGINES_AUTO_RANKS);
+    if (m.elem_bytes == 2 && cfg->zero_stage == 1 && world > 1 && copy_engines)
+        m.comm_inbox = (size_t)(world - 1) * 2 *
+                       buckets_elements_per_bucket(cfg->bucket_mb, m.elem_bytes) * m.elem_bytes;
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
     /* Rank 0's snapshot: the full master and its shard's m and v. */
     if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
         m.host_snapshot = (n + 2 * shard) * sizeof(float);
-    m.total =
-        m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.fp8 + m.host_copy;
+    m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.fp8 +
+              m.host_copy + m.comm_inbox;
     /* On the CPU backend the buffers share the RAM the pre-flight checks
      * (auto saves wait there: only true allocates them). */
     if (m.elem_bytes == sizeof(float) && strcmp(cfg->checkpoint_async, "true") == 0)
@@ -88,6 +97,10 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
     if (m->fp8)
         fprintf(out, "  fp8 copies       %9.3f GiB (the linear layers' FP8 operands, fp8 = true)\n",
                 gib(m->fp8));
+    if (m->comm_inbox)
+        fprintf(out,
+                "  reduce inboxes   %9.3f GiB (comm_transport %s: two buckets per other rank)\n",
+                gib(m->comm_inbox), cfg->comm_transport);
     if (m->host_copy)
         fprintf(out, "  host weights     %9.3f GiB (fp32 copy: initial weights, save scratch)\n",
                 gib(m->host_copy));

@@ -20,6 +20,8 @@ typedef struct {
     size_t optimizer;      /* fp32 master, m, v for this rank's range */
     size_t optimizer_full; /* the same at zero_stage 0, for comparison */
     size_t activations;    /* model buffers for one micro-batch */
+    size_t comm_inbox;     /* comm_transport copy_engines or auto: the inboxes peers copy
+                              their gradients into (dist/copy_engines.h) */
     size_t fp8;            /* fp8 = true: the FP8 copies and scaling state (model/fp8_layers.h) */
     size_t host_copy;      /* CPU backend: the fp32 weights the run keeps on the host
                               (initial weights, then checkpoint scratch); 0 on GPUs,
