@@ -3,9 +3,9 @@
 #include "dist/copy_engines.h"
 
 #include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <cudaTypedefs.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,11 +16,11 @@
 #include "kernels/cuda/cuda_check.h"
 
 enum {
-    SLOTS = 2,          /* inbox slots per sender: bucket k + 1 lands while bucket k is summed */
-    FLAGS_BYTES = 256,  /* the flags, then the inbox at a 256-byte boundary */
-    REASON_LEN = 512,   /* why the copy engines cannot be used */
-    AHEAD = 1u << 30,   /* copy_engines_unblock: past every count a stream waits for */
-    BUS_LEN = 32,       /* a PCI bus id */
+    SLOTS = 2,         /* inbox slots per sender: bucket k + 1 lands while bucket k is summed */
+    FLAGS_BYTES = 256, /* the flags, then the inbox at a 256-byte boundary */
+    REASON_LEN = 512,  /* why the copy engines cannot be used */
+    AHEAD = 1u << 30,  /* copy_engines_unblock: past every count a stream waits for */
+    BUS_LEN = 32,      /* a PCI bus id */
     SUM_THREADS = 256,
 };
 
@@ -85,8 +85,8 @@ static void wait_count(const copy_engines *p, cudaStream_t stream, const uint32_
 /* The stream sets *flag = count after everything before it, with a system
  * fence first, so that the copies before it are visible to the peer. */
 static void raise_count(const copy_engines *p, uint32_t *flag, uint32_t count) {
-    const CUresult rc = p->write_value(p->stream, dev_address(flag), count,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT);
+    const CUresult rc =
+        p->write_value(p->stream, dev_address(flag), count, CU_STREAM_WRITE_VALUE_DEFAULT);
     CHECK(rc == CUDA_SUCCESS, "cuStreamWriteValue32 failed (CUresult %d)", (int)rc);
 }
 
@@ -127,8 +127,7 @@ static __global__ void sum_parts(__nv_bfloat16 *out, sum_sources src, size_t n) 
 /* ------------------------------------------------------------ one bucket */
 
 /* [begin, end) within rank r's shard. */
-static void part_of(const shard_map *map, int r, size_t begin, size_t end, size_t *lo,
-                    size_t *hi) {
+static void part_of(const shard_map *map, int r, size_t begin, size_t end, size_t *lo, size_t *hi) {
     *lo = map->lo[r] > begin ? map->lo[r] : begin;
     *hi = map->hi[r] < end ? map->hi[r] : end;
     if (*hi < *lo) *hi = *lo;
@@ -144,14 +143,16 @@ extern "C" void copy_engines_reduce(copy_engines *p, const void *buf, size_t beg
         if (r == p->rank) continue;
         size_t lo, hi;
         part_of(map, r, begin, end, &lo, &hi);
-        CHECK(hi - lo <= p->slot_elements, "a bucket's part of %zu elements exceeds the %zu of an "
-              "inbox slot", hi - lo, p->slot_elements);
+        CHECK(hi - lo <= p->slot_elements,
+              "a bucket's part of %zu elements exceeds the %zu of an "
+              "inbox slot",
+              hi - lo, p->slot_elements);
         /* The slot's last bucket (count - SLOTS) must be summed by its owner. */
         wait_count(p, p->stream, &flags_of(p, p->rank)->summed[r], count - SLOTS);
         if (hi > lo)
             CUDA_CHECK(cudaMemcpyAsync(inbox(p, r, p->rank, slot), grads + lo,
-                                       (hi - lo) * sizeof(__nv_bfloat16),
-                                       cudaMemcpyDeviceToDevice, p->stream));
+                                       (hi - lo) * sizeof(__nv_bfloat16), cudaMemcpyDeviceToDevice,
+                                       p->stream));
         raise_count(p, &flags_of(p, r)->arrived[p->rank], count);
     }
     /* The other ranks' parts of this rank's own part, summed with its own. */
@@ -168,8 +169,8 @@ extern "C" void copy_engines_reduce(copy_engines *p, const void *buf, size_t beg
         src.part[s] = inbox(p, p->rank, s, slot);
     }
     if (hi > lo) {
-        CHECK((hi - lo) % 8 == 0 && lo % 8 == 0, "part [%zu, %zu) is not in 8-element units",
-              lo, hi);
+        CHECK((hi - lo) % 8 == 0 && lo % 8 == 0, "part [%zu, %zu) is not in 8-element units", lo,
+              hi);
         __nv_bfloat16 *out = static_cast<__nv_bfloat16 *>(shard_out) + (lo - map->lo[p->rank]);
         const size_t blocks = ((hi - lo) / 8 + SUM_THREADS - 1) / SUM_THREADS;
         sum_parts<<<(unsigned)(blocks < (size_t)p->sum_blocks ? blocks : p->sum_blocks),
@@ -292,8 +293,8 @@ static bool driver_entry(const char *name, void **fn) {
 static bool can_reach_peers(int rank, int world, const char *buses, int device, char *why,
                             size_t len) {
     MPI_Comm node;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
-                                  &node));
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     int on_node = 0;
     MPI_CHECK(MPI_Comm_size(node, &on_node));
     MPI_CHECK(MPI_Comm_free(&node));
@@ -321,8 +322,8 @@ static bool can_reach_peers(int rank, int world, const char *buses, int device, 
         }
         CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
         if (!can) {
-            snprintf(why, len, "rank %d's GPU cannot access the memory of rank %d's (PCI %s)",
-                     rank, r, bus);
+            snprintf(why, len, "rank %d's GPU cannot access the memory of rank %d's (PCI %s)", rank,
+                     r, bus);
             return false;
         }
     }
@@ -388,13 +389,13 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
 
     CUDA_CHECK(cudaStreamCreateWithFlags(&p->rescue, cudaStreamNonBlocking));
     /* This rank's mailbox, zeroed before any peer can map it. */
-    const size_t bytes = FLAGS_BYTES + (size_t)(p->world - 1) * SLOTS * p->slot_elements *
-                                           sizeof(__nv_bfloat16);
+    const size_t bytes =
+        FLAGS_BYTES + (size_t)(p->world - 1) * SLOTS * p->slot_elements * sizeof(__nv_bfloat16);
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&p->mailbox[p->rank]), bytes));
     CUDA_CHECK(cudaMemset(p->mailbox[p->rank], 0, FLAGS_BYTES));
     CUDA_CHECK(cudaDeviceSynchronize());
-    cudaIpcMemHandle_t mine, *handles =
-        static_cast<cudaIpcMemHandle_t *>(xcalloc((size_t)p->world, sizeof(cudaIpcMemHandle_t)));
+    cudaIpcMemHandle_t mine, *handles = static_cast<cudaIpcMemHandle_t *>(
+                                 xcalloc((size_t)p->world, sizeof(cudaIpcMemHandle_t)));
     memset(&mine, 0, sizeof mine);
     cudaError_t st = cudaIpcGetMemHandle(&mine, p->mailbox[p->rank]);
     if (st != cudaSuccess) {
@@ -402,8 +403,8 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
         snprintf(reason, sizeof reason, "CUDA IPC refused on rank %d: %s", p->rank,
                  cudaGetErrorString(st));
     }
-    MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, handles, (int)sizeof mine,
-                            MPI_BYTE, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, handles, (int)sizeof mine, MPI_BYTE,
+                            MPI_COMM_WORLD));
     for (int r = 0; r < p->world && !reason[0]; r++) {
         if (r == p->rank) continue;
         void *mapped = nullptr;

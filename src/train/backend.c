@@ -30,6 +30,11 @@ void backend_resolve_device(config *cfg) {
                         "fp8 = true needs device=cuda, but device=auto found no GPU%s (FP8 needs "
                         "a GPU of compute capability 8.9 or newer)",
                         GPT2_HAVE_CUDA ? "" : " (this binary has no CUDA backend)");
+    if (strcmp(cfg->comm_transport, "copy_engines") == 0 && strcmp(cfg->device, "cpu") == 0)
+        fail_collective(EXIT_USAGE,
+                        "comm_transport = copy_engines needs device=cuda, but device=auto found "
+                        "no GPU%s: use comm_transport = auto",
+                        GPT2_HAVE_CUDA ? "" : " (this binary has no CUDA backend)");
     if (strcmp(cfg->device, "cuda") != 0) return;
     if (!GPT2_HAVE_CUDA && !cfg->dry_run)
         fail_collective(EXIT_USAGE,

@@ -49,12 +49,12 @@ finish() {
   [ "$elapsed" -le "$limit" ] || fail "$name: took longer than ${limit}s" "$work/$name.log"
 }
 
-start killed
+start killed comm_transport=nccl
 pids=$(rank_pids "$launcher" | tr "\n" " "); victim=${pids% }; victim=${victim##* }
 t0=$(date +%s); kill -9 "$victim"
 finish killed 60 "$t0" "$pids"
 
-start stopped
+start stopped comm_transport=nccl
 pids=$(rank_pids "$launcher" | tr "\n" " "); victim=${pids% }; victim=${victim##* }
 t0=$(date +%s); kill -STOP "$victim"
 finish stopped $((timeout_s + 45)) "$t0" "$pids"

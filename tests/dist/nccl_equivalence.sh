@@ -31,15 +31,19 @@ one g1_micro8 1 micro_batch=8
 runs=(g1_micro8)
 for np in 2 4; do
   [ "$np" -le "$gpus" ] || { echo "only $gpus GPUs: no $np-GPU runs"; continue; }
-  for z in 1 0; do one g${np}_z$z "$np" zero_stage=$z; runs+=(g${np}_z$z); done
-  one g${np}_fp32 "$np" grad_reduce_dtype=fp32; runs+=(g${np}_fp32)
+  # NCCL's runs name their transport: auto picks the copy engines on 2 GPUs
+  for z in 1 0; do one g${np}_z$z "$np" zero_stage=$z comm_transport=nccl; runs+=(g${np}_z$z); done
+  one g${np}_fp32 "$np" grad_reduce_dtype=fp32 comm_transport=nccl; runs+=(g${np}_fp32)
+  grep -q "reduced in bf16, ZeRO-1's data moved by NCCL," "$work/g${np}_z1.log" \
+    || fail "g${np}_z1 does not say it runs on NCCL" "$work/g${np}_z1.log"
   one g${np}_ce "$np" comm_transport=copy_engines; runs+=(g${np}_ce)
   grep -q "reduced in fp32 (rounded once), ZeRO-1's data moved by copy engines" "$work/g${np}_ce.log" \
     || fail "g${np}_ce does not say it runs on the copy engines" "$work/g${np}_ce.log"
 done
 identical=()
 det=(attention_deterministic=true matmul_autotune=false)
-if gpu_run -np 2 "$bin" "${run[@]}" run_name=g2_det "${det[@]}" >"$work/g2_det.log" 2>&1; then
+if gpu_run -np 2 "$bin" "${run[@]}" run_name=g2_det "${det[@]}" comm_transport=nccl \
+    >"$work/g2_det.log" 2>&1; then
   one g2_det_ce 2 "${det[@]}" comm_transport=copy_engines
   identical=(--identical g2_det_ce=g2_det)
 else
