@@ -55,6 +55,7 @@
 #include "base/fail.h"
 #include "dist/copy_engines.h"
 #include "dist/nccl_watchdog.h"
+#include "dist/zero.h"
 #include "kernels/cuda/cuda_check.h"
 
 /* Names the failed statement, NCCL's message and its last error text. */
@@ -204,9 +205,9 @@ static void nccl_reduce_scatter_async(communicator *c, const void *buf, size_t b
     size_t mine_lo = 0, mine_hi = 0; /* this rank's part of the bucket */
     NCCL_CHECK(ncclGroupStart());
     for (int r = 0; r < c->world; r++) {
-        const size_t lo = map->lo[r] > begin ? map->lo[r] : begin;
-        const size_t hi = map->hi[r] < end ? map->hi[r] : end;
-        if (lo >= hi) continue;
+        size_t lo, hi;
+        zero_shard_part(map, r, begin, end, &lo, &hi);
+        if (lo == hi) continue;
         const void *piece = (const char *)send + (lo - begin) * wire_bytes;
         /* Only the root's receive buffer is used; others pass their send
          * buffer, which a reduce never writes on a non-root. */
@@ -264,9 +265,9 @@ static void broadcast_piece(communicator *c, nccl_impl *m, void *buf, const shar
                             comm_range range) {
     NCCL_CHECK(ncclGroupStart());
     for (int r = 0; r < c->world; r++) {
-        const size_t lo = map->lo[r] > range.begin ? map->lo[r] : range.begin;
-        const size_t hi = map->hi[r] < range.end ? map->hi[r] : range.end;
-        if (lo >= hi) continue;
+        size_t lo, hi;
+        zero_shard_part(map, r, range.begin, range.end, &lo, &hi);
+        if (lo == hi) continue;
         void *part = at(m, buf, lo);
         NCCL_CHECK(ncclBroadcast(part, part, hi - lo, m->type, r, m->nccl, m->stream));
     }
@@ -313,7 +314,7 @@ static void nccl_gather_wait(communicator *c, size_t begin, size_t end) {
         if (p->waited || p->range.end <= begin || p->range.begin >= end) continue;
         if (slot == -2) slot = stall_begin(m);
         if (m->ce)
-            copy_engines_gather_wait(m->ce, m->compute, k);
+            copy_engines_gather_wait(m->ce, m->compute, p->range, k);
         else
             CUDA_CHECK(cudaStreamWaitEvent(m->compute, p->done, 0));
         p->waited = true;

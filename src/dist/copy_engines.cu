@@ -13,14 +13,15 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 enum {
-    SLOTS = 2,         /* inbox slots per sender: bucket k + 1 lands while bucket k is summed */
-    FLAGS_BYTES = 256, /* the flags, then the inbox at a 256-byte boundary */
-    REASON_LEN = 512,  /* why the copy engines cannot be used */
-    AHEAD = 1u << 30,  /* copy_engines_unblock: past every count a stream waits for */
-    BUS_LEN = 32,      /* a PCI bus id */
+    SLOTS = COPY_ENGINES_SLOTS,
+    FLAGS_BYTES = COPY_ENGINES_FLAGS_BYTES,
+    REASON_LEN = 512, /* why the copy engines cannot be used */
+    AHEAD = 1u << 30, /* copy_engines_unblock: past every count a stream waits for */
+    BUS_LEN = 32,     /* a PCI bus id */
     SUM_THREADS = 256,
 };
 
@@ -47,13 +48,12 @@ struct copy_engines {
     int sum_blocks;
     /* the all-gather: every rank's parameters as mapped here (params[rank]:
      * this rank's own), the IPC mappings to close, and the last gather's
-     * pieces, counted from pieces_before */
+     * map and number of pieces, counted from pieces_before */
     char *params[COPY_ENGINES_MAX_RANKS];
     void *params_mapping[COPY_ENGINES_MAX_RANKS];
     uint32_t pieces; /* pieces posted so far (atomic) */
     uint32_t pieces_before;
-    comm_range *gather_pieces;
-    int n_gather_pieces, cap_gather_pieces;
+    int n_gather_pieces;
     const shard_map *gather_map;
     PFN_cuStreamWaitValue32_v11070 wait_value;
     PFN_cuStreamWriteValue32_v11070 write_value;
@@ -107,31 +107,16 @@ static __global__ void sum_parts(__nv_bfloat16 *out, sum_sources src, size_t n) 
          v += (size_t)gridDim.x * blockDim.x) {
         float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
         for (int k = 0; k < src.n; k++) {
-            const uint4 raw = reinterpret_cast<const uint4 *>(src.part[k])[v];
-            const __nv_bfloat162 *pairs = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+            float part[8];
+            unpack8(part, reinterpret_cast<const uint4 *>(src.part[k])[v]);
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const float2 f = __bfloat1622float2(pairs[j]);
-                acc[2 * j] += f.x;
-                acc[2 * j + 1] += f.y;
-            }
+            for (int j = 0; j < 8; j++) acc[j] += part[j];
         }
-        uint4 packed;
-        __nv_bfloat162 *pairs = reinterpret_cast<__nv_bfloat162 *>(&packed);
-#pragma unroll
-        for (int j = 0; j < 4; j++) pairs[j] = __floats2bfloat162_rn(acc[2 * j], acc[2 * j + 1]);
-        reinterpret_cast<uint4 *>(out)[v] = packed;
+        reinterpret_cast<uint4 *>(out)[v] = pack8(acc);
     }
 }
 
 /* ------------------------------------------------------------ one bucket */
-
-/* [begin, end) within rank r's shard. */
-static void part_of(const shard_map *map, int r, size_t begin, size_t end, size_t *lo, size_t *hi) {
-    *lo = map->lo[r] > begin ? map->lo[r] : begin;
-    *hi = map->hi[r] < end ? map->hi[r] : end;
-    if (*hi < *lo) *hi = *lo;
-}
 
 extern "C" void copy_engines_reduce(copy_engines *p, const void *buf, size_t begin, size_t end,
                                     const shard_map *map, void *shard_out) {
@@ -142,7 +127,7 @@ extern "C" void copy_engines_reduce(copy_engines *p, const void *buf, size_t beg
     for (int r = 0; r < p->world; r++) {
         if (r == p->rank) continue;
         size_t lo, hi;
-        part_of(map, r, begin, end, &lo, &hi);
+        zero_shard_part(map, r, begin, end, &lo, &hi);
         CHECK(hi - lo <= p->slot_elements,
               "a bucket's part of %zu elements exceeds the %zu of an "
               "inbox slot",
@@ -157,7 +142,7 @@ extern "C" void copy_engines_reduce(copy_engines *p, const void *buf, size_t beg
     }
     /* The other ranks' parts of this rank's own part, summed with its own. */
     size_t lo, hi;
-    part_of(map, p->rank, begin, end, &lo, &hi);
+    zero_shard_part(map, p->rank, begin, end, &lo, &hi);
     sum_sources src;
     src.n = p->world;
     for (int s = 0; s < p->world; s++) {
@@ -220,10 +205,9 @@ extern "C" void copy_engines_gather(copy_engines *p, void *buf, const shard_map 
     CHECK(p->params[p->rank] == buf, "the all-gather's parameters moved (%p, mapped %p)", buf,
           (void *)p->params[p->rank]);
     const uint32_t before = __atomic_load_n(&p->pieces, __ATOMIC_RELAXED);
-    const size_t lo = map->lo[p->rank], hi = map->hi[p->rank];
     for (int k = 0; k < n_pieces; k++) {
-        const size_t a = pieces[k].begin > lo ? pieces[k].begin : lo;
-        const size_t b = pieces[k].end < hi ? pieces[k].end : hi;
+        size_t a, b;
+        zero_shard_part(map, p->rank, pieces[k].begin, pieces[k].end, &a, &b);
         for (int r = 0; r < p->world; r++) {
             if (r == p->rank) continue;
             if (b > a)
@@ -234,23 +218,18 @@ extern "C" void copy_engines_gather(copy_engines *p, void *buf, const shard_map 
             raise_count(p, &flags_of(p, r)->gathered[p->rank], before + (uint32_t)k + 1);
         }
     }
-    if (n_pieces > p->cap_gather_pieces) {
-        free(p->gather_pieces);
-        p->gather_pieces = static_cast<comm_range *>(xmalloc(n_pieces * sizeof(comm_range)));
-        p->cap_gather_pieces = n_pieces;
-    }
-    memcpy(p->gather_pieces, pieces, (size_t)n_pieces * sizeof(comm_range));
     p->n_gather_pieces = n_pieces;
     p->gather_map = map;
     p->pieces_before = before;
     __atomic_store_n(&p->pieces, before + (uint32_t)n_pieces, __ATOMIC_RELAXED);
 }
 
-extern "C" void copy_engines_gather_wait(copy_engines *p, struct CUstream_st *stream, int k) {
+extern "C" void copy_engines_gather_wait(copy_engines *p, struct CUstream_st *stream,
+                                         comm_range piece, int k) {
     CHECK(k >= 0 && k < p->n_gather_pieces, "piece %d of a gather of %d", k, p->n_gather_pieces);
     for (int s = 0; s < p->world; s++) {
         size_t a, b;
-        part_of(p->gather_map, s, p->gather_pieces[k].begin, p->gather_pieces[k].end, &a, &b);
+        zero_shard_part(p->gather_map, s, piece.begin, piece.end, &a, &b);
         if (s != p->rank && b > a)
             wait_count(p, stream, &flags_of(p, p->rank)->gathered[s],
                        p->pieces_before + (uint32_t)k + 1);
@@ -354,7 +333,6 @@ static void release_mailboxes(copy_engines *p) {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     CUDA_CHECK(cudaFree(p->mailbox[p->rank]));
     CUDA_CHECK(cudaStreamDestroy(p->rescue));
-    free(p->gather_pieces);
     free(p);
 }
 
@@ -364,7 +342,9 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &p->rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &p->world));
     p->stream = stream;
-    p->slot_elements = (slot_elements + 127) / 128 * 128;
+    CHECK(slot_elements % 8 == 0, "inbox slot of %zu elements, not whole 8-element units",
+          slot_elements);
+    p->slot_elements = slot_elements;
     char reason[REASON_LEN] = "";
     int device = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&device));
@@ -389,8 +369,7 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
 
     CUDA_CHECK(cudaStreamCreateWithFlags(&p->rescue, cudaStreamNonBlocking));
     /* This rank's mailbox, zeroed before any peer can map it. */
-    const size_t bytes =
-        FLAGS_BYTES + (size_t)(p->world - 1) * SLOTS * p->slot_elements * sizeof(__nv_bfloat16);
+    const size_t bytes = copy_engines_mailbox_bytes(p->world, p->slot_elements);
     CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&p->mailbox[p->rank]), bytes));
     CUDA_CHECK(cudaMemset(p->mailbox[p->rank], 0, FLAGS_BYTES));
     CUDA_CHECK(cudaDeviceSynchronize());

@@ -45,15 +45,27 @@ enum {
      * were measured faster than NCCL (2x H200); beyond, until measured
      * there, only comm_transport = copy_engines does */
     COPY_ENGINES_AUTO_RANKS = 2,
+    /* inbox slots per sender: bucket k + 1 lands while bucket k is summed */
+    COPY_ENGINES_SLOTS = 2,
+    COPY_ENGINES_FLAGS_BYTES = 256, /* a mailbox's counters, then its inbox at 256 bytes */
 };
+
+/* The bytes of one rank's mailbox: its counters, then COPY_ENGINES_SLOTS
+ * bucket slots of slot_elements bf16 elements for each other rank (the
+ * memory estimate counts them too). */
+static inline size_t copy_engines_mailbox_bytes(int world, size_t slot_elements) {
+    return COPY_ENGINES_FLAGS_BYTES +
+           (size_t)(world - 1) * COPY_ENGINES_SLOTS * slot_elements * 2 /* bf16 */;
+}
 
 typedef struct copy_engines copy_engines;
 struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
 
 /* Collective over MPI_COMM_WORLD, on the current CUDA device; its copies and
  * sums run on `stream`. slot_elements: the most bf16 elements of one
- * bucket. Returns NULL on every rank, with the reason in why, when any rank
- * cannot use it: ranks on more than one node, more than
+ * bucket, a multiple of 8 (buckets_elements_per_bucket's are). Returns
+ * NULL on every rank, with the reason in why, when any rank cannot use it:
+ * ranks on more than one node, more than
  * COPY_ENGINES_MAX_RANKS ranks, a peer's GPU not visible to a rank or not
  * reachable from its GPU, no stream memory operations, or CUDA IPC
  * refused. */
@@ -75,8 +87,8 @@ void copy_engines_reduce(copy_engines *p, const void *buf, size_t begin, size_t 
 void copy_engines_gather(copy_engines *p, void *buf, const shard_map *map, const comm_range *pieces,
                          int n_pieces);
 /* `stream` (compute's) waits until every owner's part of piece k of the
- * last gather has landed in this rank's buf. */
-void copy_engines_gather_wait(copy_engines *p, struct CUstream_st *stream, int k);
+ * last gather, the range `piece`, has landed in this rank's buf. */
+void copy_engines_gather_wait(copy_engines *p, struct CUstream_st *stream, comm_range piece, int k);
 
 /* When the job is being aborted (any thread): raises this rank's counters
  * far past every count a stream waits for, on a stream of its own, so that

@@ -26,3 +26,10 @@ void zero_shard_map_free(shard_map *map) {
     free(map->hi);
     map->lo = map->hi = NULL;
 }
+
+void zero_shard_part(const shard_map *map, int r, size_t begin, size_t end, size_t *lo,
+                     size_t *hi) {
+    *lo = map->lo[r] > begin ? map->lo[r] : begin;
+    *hi = map->hi[r] < end ? map->hi[r] : end;
+    if (*hi < *lo) *hi = *lo;
+}

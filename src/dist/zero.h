@@ -6,6 +6,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZERO_ALIGN 128
 
 typedef struct {
@@ -17,4 +21,12 @@ typedef struct {
 /* n_elements must be a multiple of ZERO_ALIGN (the layout pads to it). */
 void zero_shard_map(shard_map *map, size_t n_elements, int world);
 void zero_shard_map_free(shard_map *map);
+
+/* The part of [begin, end) in rank r's shard: [*lo, *hi), empty (*lo ==
+ * *hi) where the two do not meet. */
+void zero_shard_part(const shard_map *map, int r, size_t begin, size_t end, size_t *lo, size_t *hi);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,6 +1,9 @@
 /* ZeRO-1 shard map: for many sizes and rank counts the shards are contiguous,
  * cover the buffer exactly once, start on 128-element boundaries, and differ
- * in size by at most one 128-element unit. */
+ * in size by at most one 128-element unit; and the parts of a range in each
+ * shard (zero_shard_part) lie in that shard and in the range and, over the
+ * ranks, cover the range exactly once. */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "dist/zero.h"
@@ -32,6 +35,30 @@ int main(void) {
                 printf("n=%zu world=%d: shard sizes %zu..%zu are unbalanced\n", sizes[s], world,
                        smallest, largest);
                 failures++;
+            }
+            /* Ranges that start and end inside, on and across shard edges. */
+            for (size_t begin = 0; begin < sizes[s]; begin += sizes[s] / 7 + 1) {
+                for (size_t len = 0; begin + len <= sizes[s]; len = 2 * len + sizes[s] / 5 + 1) {
+                    size_t covered = 0, next = begin;
+                    for (int r = 0; r < world; r++) {
+                        size_t lo, hi;
+                        zero_shard_part(&map, r, begin, begin + len, &lo, &hi);
+                        const bool empty = lo == hi;
+                        if (hi < lo || (!empty && (lo < map.lo[r] || hi > map.hi[r] || lo != next ||
+                                                   hi > begin + len))) {
+                            printf("n=%zu world=%d rank %d: part [%zu, %zu) of [%zu, %zu)\n",
+                                   sizes[s], world, r, lo, hi, begin, begin + len);
+                            failures++;
+                        }
+                        if (!empty) next = hi;
+                        covered += hi - lo;
+                    }
+                    if (covered != len) {
+                        printf("n=%zu world=%d: parts of [%zu, %zu) cover %zu\n", sizes[s], world,
+                               begin, begin + len, covered);
+                        failures++;
+                    }
+                }
             }
             zero_shard_map_free(&map);
             cases++;

@@ -64,8 +64,8 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
         strcmp(cfg->comm_transport, "copy_engines") == 0 ||
         (strcmp(cfg->comm_transport, "auto") == 0 && world <= COPY_ENGINES_AUTO_RANKS);
     if (m.elem_bytes == 2 && cfg->zero_stage == 1 && world > 1 && copy_engines)
-        m.comm_inbox = (size_t)(world - 1) * 2 *
-                       buckets_elements_per_bucket(cfg->bucket_mb, m.elem_bytes) * m.elem_bytes;
+        m.comm_inbox = copy_engines_mailbox_bytes(
+            world, buckets_elements_per_bucket(cfg->bucket_mb, m.elem_bytes));
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
     /* Rank 0's snapshot: the full master and its shard's m and v. */
     if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
