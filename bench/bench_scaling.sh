@@ -7,13 +7,17 @@
 #      scaling efficiency tok/s(N) / (N tok/s(1)), and the communication not
 #      hidden behind compute (CUDA events: reduction still running after the
 #      last backward kernel, the parameter all-gather, the scalar sums).
+#      One GPU is measured on each GPU the runs use (GPU 0 heads the table):
+#      synchronous data parallelism steps at the pace of its slowest GPU, so
+#      the report also gives the scaling against N x the slowest of GPUs
+#      0..N-1, beside the classic N x GPU 0.
 #   2. PyTorch DDP (bench/torch_ddp_peer.py, torchrun) on the same GPUs.
 #   3. Peak GPU memory per rank (cudaMemGetInfo) for the configs in MEMORY,
 #      ZeRO-1 against zero_stage 0, beside the trainer's estimate.
 # Prints the tables last (bench/scaling_report.py).
 # usage: bench/bench_scaling.sh BUILD_DIR
 #   env: PARTS="ours torch memory" GPUS="1 2 4" STEPS=30 ACCUM_STEPS=8 TORCH_STEPS=STEPS TORCH_ACCUM=1
-#        ZERO_STAGES="1 0" ACCUM=1 (0: no accumulation runs)
+#        ZERO_STAGES="1 0" ACCUM=1 (0: no accumulation runs) EACH_GPU=1 (0: one GPU on GPU 0 only)
 #        TRANSPORTS="auto nccl" (comm_transport of the ZeRO-1 runs without accumulation)
 #        MEMORY="350M 774M 1558M" DEADLINE_S=<stop starting runs after this many seconds>
 #        RESULTS=<file> (appended to when it exists: parts may run in separate calls)
@@ -43,7 +47,8 @@ time_left() { [ $(( $(date +%s) - t_start )) -lt "$deadline" ]; }
 ours() {
   local kind=$1 name=$2 np=$3 cfg=$4; shift 4
   time_left || { echo "skipped $name: past DEADLINE_S"; return; }
-  mpirun --bind-to none "${nccl_env[@]}" -np "$np" "$build/gpt2_ddp" "configs/$cfg.ini" \
+  mpirun --bind-to none "${nccl_env[@]}" ${CUDA_VISIBLE_DEVICES:+-x CUDA_VISIBLE_DEVICES} \
+    -np "$np" "$build/gpt2_ddp" "configs/$cfg.ini" \
     device=cuda eval_every=0 log_every=1 checkpoint_every=0 warmup_steps=1 \
     out_dir="$work" run_name="$name" "$@" >"$work/$name.log" 2>&1 \
     || { echo "FAILED: $name"; tail -5 "$work/$name.log"; return; }
@@ -59,6 +64,13 @@ has ours && for n in $gpus; do
         zero_stage="$z" comm_transport="$t"
     done
   done
+done
+# One GPU on each further GPU the runs use (the run above is GPU 0's).
+visible=$(nvidia-smi -L | grep -c '^GPU')
+most=$(printf '%s\n' $gpus | sort -n | tail -1); [ "$most" -le "$visible" ] || most=$visible
+has ours && [ "${EACH_GPU:-1}" = 1 ] && for g in $(seq 1 $((most - 1))); do
+  CUDA_VISIBLE_DEVICES=$g ours "single_gpu$g" "n1_gpu$g" 1 124M micro_batch=32 total_batch=32768 \
+    max_steps="$steps"
 done
 has ours && [ "${ACCUM:-1}" = 1 ] && for n in $gpus; do
   ours accum "a${n}_z1" "$n" 124M micro_batch=32 total_batch=524288 max_steps="$accum_steps" zero_stage=1

@@ -49,8 +49,24 @@ def load(path):
 
 def report(path):
     machine, ours, torch = load(path)
+    # One GPU on each GPU (GPU 0's is the first no-accumulation run of one
+    # rank): N GPUs step at the pace of the slowest of GPUs 0..N-1.
+    single = {int(r["kind"][len("single_gpu"):]): float(r["tps"])
+              for r in ours if r["kind"].startswith("single_gpu")}
+    gpu0 = next((float(r["tps"]) for r in ours if r["kind"] == "noaccum" and r["n"] == "1"), 0.0)
+    if gpu0:
+        single[0] = gpu0
+
+    def slowest(n):
+        """The slowest of GPUs 0..n-1 against GPU 0 (1.0 where not all were measured)."""
+        known = [single[g] for g in range(n) if g in single]
+        return min(known) / gpu0 if gpu0 and len(known) == n else 1.0
+
     print(f"\n=== GPT-2 124M, micro-batch 32, T=1024, bf16 | {machine} ===")
-    print(f"{'batch':38} {'GPUs':>4} | {'ours tok/s':>11} {'per GPU':>8} {'scaling':>8} {'step ms':>8} "
+    if len(single) > 1:
+        print("one GPU on each GPU, tok/s: " + ", ".join(
+            f"GPU {g} {single[g]:.0f} ({100 * (single[g] / gpu0 - 1):+.1f}%)" for g in sorted(single)))
+    print(f"{'batch':38} {'GPUs':>4} | {'ours tok/s':>11} {'per GPU':>8} {'scaling':>8} {'slowest':>8} {'step ms':>8} "
           f"{'exposed comm':>17} | {'DDP tok/s':>10} {'per GPU':>8} {'scaling':>8} | {'ours/DDP':>8}")
     for kind, label, accum_of in (("noaccum", "32K x N, no accum", lambda n: 1),
                                   ("accum", "0.5M (accumulation)", lambda n: 16 // n)):
@@ -76,7 +92,8 @@ def report(path):
                 exp_txt = f"{exp:6.2f} ms {100 * exp / ms:4.1f}%" if n > 1 else f"{'-':>17}"
                 tt = f"{ttps:10.0f} {ttps / n:8.0f} {100 * teff:7.1f}%" if t else f"{'-':>10} {'-':>8} {'-':>8}"
                 ratio = f"{tps / ttps:8.3f}" if t else f"{'-':>8}"
-                print(f"{label + ', ' + zl:38} {n:4d} | {tps:11.0f} {tps / n:8.0f} {100 * eff:7.1f}% {ms:8.2f} "
+                print(f"{label + ', ' + zl:38} {n:4d} | {tps:11.0f} {tps / n:8.0f} {100 * eff:7.1f}% "
+                      f"{100 * eff / slowest(n):7.1f}% {ms:8.2f} "
                       f"{exp_txt:>17} | {tt} | {ratio}")
     mem = [r for r in ours if r["kind"].startswith("mem_") or r["kind"] == "noaccum"]
     if not mem:
