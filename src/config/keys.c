@@ -208,8 +208,8 @@ const config_key config_keys[] = {
              "device=cuda, several ranks, zero_stage 1: what moves the gradients to their shard's "
              "owner and the updated parameters back: copy_engines (one node whose GPUs reach "
              "each other's memory: the copy engines move them and short kernels sum, leaving the "
-             "SMs to forward and backward), nccl, or auto (copy engines for 2 ranks that can use "
-             "them, where they were measured faster; NCCL otherwise)"),
+             "SMs to forward and backward), nccl, or auto (copy engines for up to 4 ranks that "
+             "can use them, where they were measured faster; NCCL otherwise)"),
     DOUBLE_KEY("dist", nccl_timeout_s, "300", ABOVE(0, 1e6),
                "device=cuda, several ranks: a collective still pending after this many seconds "
                "(a rank died or hangs) aborts NCCL and ends the job with exit code 1"),

@@ -42,9 +42,10 @@ extern "C" {
 enum {
     COPY_ENGINES_MAX_RANKS = 8, /* one node's GPUs */
     /* comm_transport = auto picks them up to this many ranks: where they
-     * were measured faster than NCCL (2x H200); beyond, until measured
-     * there, only comm_transport = copy_engines does */
-    COPY_ENGINES_AUTO_RANKS = 2,
+     * were measured faster than NCCL (2x and 4x H200, docs/multi-gpu.md);
+     * beyond, until measured there, only comm_transport = copy_engines
+     * does */
+    COPY_ENGINES_AUTO_RANKS = 4,
     /* inbox slots per sender: bucket k + 1 lands while bucket k is summed */
     COPY_ENGINES_SLOTS = 2,
     COPY_ENGINES_FLAGS_BYTES = 256, /* a mailbox's counters, then its inbox at 256 bytes */
