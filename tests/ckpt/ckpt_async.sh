@@ -7,13 +7,13 @@
 #      newest complete checkpoint and its losses after it and its final
 #      checkpoint equal the reference bit for bit; metrics.jsonl has a
 #      checkpoint record (async, stall, write time) per published save.
-#  (2) np = 2, the writers held 5 s after their files
-#      (GPT2_TEST_SAVE_DELAY_MS): one rank killed (SIGKILL) while step 8's
-#      save is in flight: `latest` is the last save the log published,
-#      step_00000008.tmp has no COMPLETE marker, and the same command resumes
-#      from `latest` and ends equal to the reference.
-#  (3) np = 2, writers held 5 s: SIGUSR1 to mpirun, and then the STOP file,
-#      while step 8's save is in flight: that save is published, then the
+#  (2) np = 2, the writers held 5 s (or four of the machine's slowest
+#      steps) after their files (GPT2_TEST_SAVE_DELAY_MS): one rank killed
+#      (SIGKILL) while step 8's save is in flight: `latest` is the last save
+#      the log published, step_00000008.tmp has no COMPLETE marker, and the
+#      same command resumes from `latest` and ends equal to the reference.
+#  (3) np = 2, writers held as in (2): SIGUSR1 to mpirun, and then the STOP
+#      file, while step 8's save is in flight: that save is published, then the
 #      stop's own, exit 3, `latest` the stop's; the resume ends equal to the
 #      reference.
 #  (4) buffers that do not fit the node (GPT2_TEST_SNAPSHOT_MEM_MB=10):
@@ -69,11 +69,24 @@ PY
   equal_to_reference $name $np "$work/$name.resume.log"
 done
 
-# in_flight_run NAME: 2 ranks, writers held 5 s; returns once step 10 is
+# The writers' hold: step 8's save must still be in flight when step 10 is
+# logged, so it outlasts a few steps of this machine (under the sanitizers on
+# a loaded CI machine a step takes seconds): 5 s, or four of the slowest
+# steps of the 2-rank reference run, whichever is longer.
+hold_ms=$(/usr/bin/python3 - "$work/ref2/metrics.jsonl" <<'PY'
+import json, sys
+steps = [r for r in map(json.loads, open(sys.argv[1])) if r.get("type") == "step"]
+assert steps, "no step records"
+print(max(5000, int(4 * max(r["ms"] for r in steps))))
+PY
+) || fail "no step times in the 2-rank reference run" "$work/ref2/metrics.jsonl"
+echo "writers held $hold_ms ms in the runs with a save in flight"
+
+# in_flight_run NAME: 2 ranks, writers held hold_ms; returns once step 10 is
 # logged with step 8's save still in flight (step 4's published).
 in_flight_run() {
   cur=$1
-  GPT2_TEST_SAVE_DELAY_MS=5000 mpirun --bind-to none -np 2 "$bin" "${run[@]}" checkpoint_async=true \
+  GPT2_TEST_SAVE_DELAY_MS=$hold_ms mpirun --bind-to none -np 2 "$bin" "${run[@]}" checkpoint_async=true \
     run_name=$1 >"$work/$1.log" 2>&1 &
   launcher=$!
   wait_for 'grep -qs "^step    10/" "$work/$cur.log"'
