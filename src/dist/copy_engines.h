@@ -66,10 +66,9 @@ struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
  * sums run on `stream`. slot_elements: the most bf16 elements of one
  * bucket, a multiple of 8 (buckets_elements_per_bucket's are). Returns
  * NULL on every rank, with the reason in why, when any rank cannot use it:
- * ranks on more than one node, more than
- * COPY_ENGINES_MAX_RANKS ranks, a peer's GPU not visible to a rank or not
- * reachable from its GPU, no stream memory operations, or CUDA IPC
- * refused. */
+ * ranks on more than one node, more than COPY_ENGINES_MAX_RANKS ranks, a
+ * peer's GPU not visible to a rank or not reachable from its GPU, no stream
+ * memory operations, or CUDA IPC refused. */
 copy_engines *copy_engines_create(struct CUstream_st *stream, size_t slot_elements, char *why,
                                   size_t why_len);
 
