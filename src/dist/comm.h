@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "dist/zero.h"
 
@@ -76,19 +77,28 @@ struct communicator {
  * bucket traffic never matches other collectives). fp32 host buffers. */
 communicator *comm_mpi_create(void);
 
-#if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
-#ifdef __cplusplus
-extern "C" {
-#endif
-struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
-
-/* What moves ZeRO-1's gradients to their owners and the parameters back. */
+/* What moves ZeRO-1's gradients to their owners and the parameters back
+ * (declared in every build: the memory estimate plans for it). */
 typedef enum {
     COMM_TRANSPORT_NCCL,         /* ncclReduce and ncclBroadcast per shard owner */
     COMM_TRANSPORT_AUTO,         /* copy engines for up to COPY_ENGINES_AUTO_RANKS ranks that
                                     can use them, else NCCL */
     COMM_TRANSPORT_COPY_ENGINES, /* copy engines (dist/copy_engines.h), or a collective error */
 } comm_transport;
+
+/* The config's comm_transport name ("auto", "nccl", "copy_engines", checked
+ * by the config's validation) as the enum; NCCL for any other. */
+static inline comm_transport comm_transport_named(const char *name) {
+    return strcmp(name, "copy_engines") == 0 ? COMM_TRANSPORT_COPY_ENGINES
+           : strcmp(name, "auto") == 0       ? COMM_TRANSPORT_AUTO
+                                             : COMM_TRANSPORT_NCCL;
+}
+
+#if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
 
 typedef struct {
     double timeout_s;         /* a collective pending this long ends the job (watchdog) */

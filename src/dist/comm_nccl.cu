@@ -487,7 +487,7 @@ static void choose_transport(nccl_impl *m, comm_dtype dtype, const comm_nccl_opt
     if (opt->transport == COMM_TRANSPORT_NCCL) return;
     int world = 0;
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
-    if (opt->transport == COMM_TRANSPORT_AUTO && world > COPY_ENGINES_AUTO_RANKS) {
+    if (!copy_engines_planned(opt->transport, world)) {
         snprintf(m->transport, sizeof m->transport,
                  "NCCL (auto uses the copy engines up to %d ranks, where they were measured; "
                  "comm_transport = copy_engines for more)",

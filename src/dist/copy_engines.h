@@ -30,6 +30,7 @@
 #ifndef GPT2_DIST_COPY_ENGINES_H
 #define GPT2_DIST_COPY_ENGINES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dist/comm.h"
@@ -57,6 +58,15 @@ enum {
 static inline size_t copy_engines_mailbox_bytes(int world, size_t slot_elements) {
     return COPY_ENGINES_FLAGS_BYTES +
            (size_t)(world - 1) * COPY_ENGINES_SLOTS * slot_elements * 2 /* bf16 */;
+}
+
+/* Whether transport plans ZeRO-1's data on the copy engines at world ranks
+ * (the communicator's choice and the memory estimate both ask here): asked
+ * for, or auto up to COPY_ENGINES_AUTO_RANKS. Start-up can still find them
+ * unusable (copy_engines_create's why): auto then takes NCCL. */
+static inline bool copy_engines_planned(comm_transport transport, int world) {
+    return transport == COMM_TRANSPORT_COPY_ENGINES ||
+           (transport == COMM_TRANSPORT_AUTO && world <= COPY_ENGINES_AUTO_RANKS);
 }
 
 typedef struct copy_engines copy_engines;

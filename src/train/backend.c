@@ -141,10 +141,7 @@ communicator *backend_communicator(const config *cfg, const dist_state *dist,
 #if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
     /* zero_stage 0 all-reduces: NCCL's alone. */
     const comm_transport transport =
-        cfg->zero_stage != 1                               ? COMM_TRANSPORT_NCCL
-        : strcmp(cfg->comm_transport, "copy_engines") == 0 ? COMM_TRANSPORT_COPY_ENGINES
-        : strcmp(cfg->comm_transport, "auto") == 0         ? COMM_TRANSPORT_AUTO
-                                                           : COMM_TRANSPORT_NCCL;
+        cfg->zero_stage != 1 ? COMM_TRANSPORT_NCCL : comm_transport_named(cfg->comm_transport);
     const comm_nccl_options opt = {
         .timeout_s = cfg->nccl_timeout_s,
         .reduce_fp32 = strcmp(cfg->grad_reduce_dtype, "fp32") == 0,

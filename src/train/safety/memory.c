@@ -61,8 +61,7 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     }
     /* The copy engines' inboxes: two bucket slots per other rank (dist/copy_engines.h). */
     const bool copy_engines =
-        strcmp(cfg->comm_transport, "copy_engines") == 0 ||
-        (strcmp(cfg->comm_transport, "auto") == 0 && world <= COPY_ENGINES_AUTO_RANKS);
+        copy_engines_planned(comm_transport_named(cfg->comm_transport), world);
     if (m.elem_bytes == 2 && cfg->zero_stage == 1 && world > 1 && copy_engines)
         m.comm_inbox = copy_engines_mailbox_bytes(
             world, buckets_elements_per_bucket(cfg->bucket_mb, m.elem_bytes));
