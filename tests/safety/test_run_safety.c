@@ -5,7 +5,9 @@
  *    divisor of the per-rank sequences whose estimate + reserve fits, found
  *    here by brute force from memory_estimate_for; the recompute_gelu advice
  *    agrees with the estimate with recompute_gelu=1; the message names both
- *    numbers;
+ *    numbers; where it fits, the larger micro_batch it names (1558M's
+ *    config on an H200) is the largest valid one that fits, by the same
+ *    brute force;
  *  - squeue's time-left formats (the Slurm default of time_limit_min). */
 #include <math.h>
 #include <stdio.h>
@@ -50,6 +52,18 @@ static void check_plan(const config *cfg, const gpt2_layout *lay, int world, dou
              "(brute force: %d, %d)",
              world, cfg->micro_batch, free_gib, p.fits, p.micro_batch, fits, want);
     expect(p.fits == fits && (fits || p.micro_batch == want), what);
+    if (fits) { /* the larger micro_batch's hint: the largest valid one that fits */
+        int larger = 0;
+        for (int mb = per_rank; mb > cfg->micro_batch && !larger; mb--)
+            if (per_rank % mb == 0 && need_at(cfg, lay, world, mb, cfg->recompute_gelu) <= free_b)
+                larger = mb;
+        snprintf(what, sizeof what, "  larger micro_batch that fits: %d (brute force %d)",
+                 p.larger_micro_batch, larger);
+        expect(
+            p.larger_micro_batch == larger &&
+                (!larger || p.larger_need == need_at(cfg, lay, world, larger, cfg->recompute_gelu)),
+            what);
+    }
     if (fits || cfg->recompute_gelu) return;
     const bool rec_fits = need_at(cfg, lay, world, cfg->micro_batch, true) <= free_b;
     snprintf(what, sizeof what, "  recompute_gelu=1 at micro_batch %d fits: %d (brute force %d)",
@@ -97,6 +111,44 @@ static void test_preflight(void) {
     layout_free(&lay);
 }
 
+/* 1558M as configs/1558M.ini has it (micro_batch 8 for 80 GB GPUs) on an
+ * H200's 139.25 GiB free: the hint names 32 (16 and 32 measured faster);
+ * on an 80 GB H100's 79 GiB, 16 (about 63 GiB with the reserve, where 32
+ * needs about 101); no hint without accumulation. */
+static void test_larger_micro_batch(void) {
+    printf("memory pre-flight: a larger micro_batch\n");
+    config cfg;
+    char *over[] = {"device=cuda", "dry_run=true",  "n_layer=48",        "n_embd=1600",
+                    "n_head=25",   "micro_batch=8", "total_batch=524288"};
+    config_load(&cfg, NULL, 7, over);
+    config_validate(&cfg, 1);
+    gpt2_layout lay;
+    layout_build(&lay, cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.vocab_size, cfg.padded_vocab_size,
+                 cfg.block_size);
+    preflight_plan p = preflight_plan_for(&cfg, &lay, 1, (size_t)(139.25 * GIB));
+    char msg[512], what[640];
+    preflight_describe_larger(&p, &cfg, msg, sizeof msg);
+    printf("    %s\n", msg);
+    snprintf(what, sizeof what, "1558M at 8 on 139.25 GiB: fits, hint names 32: '%s'", msg);
+    expect(p.fits && p.larger_micro_batch == 32 && strstr(msg, "up to 32") &&
+               strstr(msg, "total_batch = 524288"),
+           what);
+    p = preflight_plan_for(&cfg, &lay, 1, (size_t)(79.0 * GIB));
+    preflight_describe_larger(&p, &cfg, msg, sizeof msg);
+    snprintf(what, sizeof what, "1558M at 8 on 79 GiB: larger %d, message '%s'",
+             p.larger_micro_batch, msg);
+    expect(p.fits && p.larger_micro_batch == 16 && strstr(msg, "up to 16"), what);
+    config one = cfg; /* no accumulation: no larger valid micro_batch */
+    one.total_batch = (int64_t)one.micro_batch * one.seq_len;
+    p = preflight_plan_for(&one, &lay, 1, (size_t)(139.25 * GIB));
+    preflight_describe_larger(&p, &one, msg, sizeof msg);
+    expect(p.fits && p.larger_micro_batch == 0 && msg[0] == '\0',
+           "1558M at 8 without accumulation: no hint");
+    check_plan(&cfg, &lay, 2, 139.25);
+    check_plan(&cfg, &lay, 8, 79.0);
+    layout_free(&lay);
+}
+
 static void test_slurm_time(void) {
     printf("Slurm time left\n");
     const struct {
@@ -117,6 +169,7 @@ static void test_slurm_time(void) {
 
 int main(void) {
     test_preflight();
+    test_larger_micro_batch();
     test_slurm_time();
     printf("%s: %d of %d checks failed\n", failures ? "FAILED" : "PASSED", failures, checks);
     return failures ? 1 : 0;

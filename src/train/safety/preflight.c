@@ -57,7 +57,16 @@ preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int
     p.reserve = preflight_reserve(cfg, world);
     p.estimate = estimate_with(cfg, lay, world, cfg->micro_batch, cfg->recompute_gelu);
     p.fits = p.estimate + p.reserve <= free_bytes;
-    if (p.fits) return p;
+    if (p.fits) {
+        const int64_t per_rank = cfg->total_batch / ((int64_t)cfg->seq_len * world);
+        const int larger = largest_fitting(cfg, lay, world, (int)per_rank, cfg->recompute_gelu,
+                                           free_bytes, &p.larger_need);
+        if (larger > cfg->micro_batch)
+            p.larger_micro_batch = larger;
+        else
+            p.larger_need = 0;
+        return p;
+    }
     p.micro_batch = largest_fitting(cfg, lay, world, cfg->micro_batch - 1, cfg->recompute_gelu,
                                     free_bytes, &p.micro_batch_need);
     if (!cfg->recompute_gelu) {
@@ -117,6 +126,17 @@ void preflight_describe(const preflight_plan *p, const config *cfg, int world, i
                  on_gpu(cfg) ? "GPUs" : "nodes");
 }
 
+void preflight_describe_larger(const preflight_plan *p, const config *cfg, char *buf, size_t len) {
+    if (len == 0) return;
+    buf[0] = '\0';
+    if (p->larger_micro_batch <= 0) return;
+    snprintf(buf, len,
+             "memory pre-flight: a larger micro_batch fits too, up to %d (%.2f GiB with the "
+             "reserve): the same total_batch = %lld in fewer micro-steps, which the larger models "
+             "run faster (docs/gpu-training.md#every-gpt-2-size-on-one-gpu)",
+             p->larger_micro_batch, p->larger_need / GIB, (long long)cfg->total_batch);
+}
+
 /* This rank's share of memory in bytes: the GPU's free memory, or the
  * node's available RAM over the ranks on the node; -1 when unknown. */
 static double my_share(const kernel_ops *ops, const dist_state *dist, double *node_available) {
@@ -157,11 +177,14 @@ void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state
         fail_collective(EXIT_USAGE, "%s", msg);
     }
     if (dist->rank == 0) {
-        if (on_gpu(cfg))
+        if (on_gpu(cfg)) {
             printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve fits the %.2f GiB "
                    "free (the least over ranks: rank %d)\n",
                    p.estimate / GIB, p.reserve / GIB, p.free / GIB, least.rank);
-        else
+            char hint[512];
+            preflight_describe_larger(&p, cfg, hint, sizeof hint);
+            if (hint[0]) printf("%s\n", hint);
+        } else
             printf("memory pre-flight: %.2f GiB estimate + %.2f GiB reserve per rank fits the "
                    "%.2f GiB of RAM available to each of the %d rank(s) on the node of rank %d\n",
                    p.estimate / GIB, p.reserve / GIB, p.free / GIB, p.node_ranks, least.rank);

@@ -10,7 +10,12 @@
  * copies. When it does not fit on some rank, every rank exits 2 with both
  * numbers, the largest micro_batch that fits (among those that divide the
  * sequences per rank per step, so the config stays valid), and whether
- * recompute_gelu=1 would fit. memory_preflight=false skips the check. */
+ * recompute_gelu=1 would fit. When it fits on a GPU and gradient
+ * accumulation leaves room for larger micro-batches, rank 0 also names the
+ * largest valid micro_batch that fits: the same total_batch in fewer
+ * micro-steps, which the larger models run faster (a config sized for
+ * 80 GB GPUs leaves room on larger ones). memory_preflight=false skips
+ * the check. */
 #ifndef GPT2_TRAIN_SAFETY_PREFLIGHT_H
 #define GPT2_TRAIN_SAFETY_PREFLIGHT_H
 
@@ -30,6 +35,9 @@ typedef struct {
     bool recompute_fits;            /* recompute_gelu=1 at cfg's micro_batch fits */
     size_t recompute_need;          /* its estimate + reserve (0: already on) */
     int recompute_micro_batch;      /* with recompute_gelu=1: the largest that fits */
+    int larger_micro_batch;         /* when it fits: the largest valid one above cfg's that
+                                     * fits too; 0: none */
+    size_t larger_need;             /* its estimate + reserve */
     size_t node_available;          /* CPU: the node's MemAvailable behind free */
     int node_ranks;                 /* CPU: the ranks on that node sharing it */
 } preflight_plan;
@@ -49,9 +57,13 @@ preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int
 /* The refusal, as printed: "memory pre-flight: ..." into buf. */
 void preflight_describe(const preflight_plan *p, const config *cfg, int world, int least_rank,
                         char *buf, size_t len);
+/* The hint for a larger micro_batch, as printed: "memory pre-flight: ..."
+ * into buf; empty when the plan has none. */
+void preflight_describe_larger(const preflight_plan *p, const config *cfg, char *buf, size_t len);
 /* Collective, after backend_select and before the model is created; does
  * nothing with memory_preflight=false or where the memory is unknown. Rank
- * 0 prints one line when the run fits; every rank exits 2 when it does not. */
+ * 0 prints one line when the run fits (two with a larger micro_batch's
+ * hint, on GPUs); every rank exits 2 when it does not. */
 void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state *dist,
                      const kernel_ops *ops);
 #endif
