@@ -32,11 +32,16 @@ static size_t estimate_with(const config *cfg, const gpt2_layout *lay, int world
     return memory_estimate_for(&c, lay, world).total;
 }
 
+/* The sequences each rank trains on per step: valid micro-batches divide it. */
+static int64_t sequences_per_rank(const config *cfg, int world) {
+    return cfg->total_batch / ((int64_t)cfg->seq_len * world);
+}
+
 /* The largest micro_batch <= below that divides the sequences per rank per
  * step and fits in room; 0 when none. */
 static int largest_fitting(const config *cfg, const gpt2_layout *lay, int world, int below,
                            bool recompute, size_t room, size_t *need) {
-    const int64_t per_rank = cfg->total_batch / ((int64_t)cfg->seq_len * world);
+    const int64_t per_rank = sequences_per_rank(cfg, world);
     for (int mb = below; mb >= 1; mb--) {
         if (per_rank % mb != 0) continue;
         const size_t n =
@@ -58,13 +63,13 @@ preflight_plan preflight_plan_for(const config *cfg, const gpt2_layout *lay, int
     p.estimate = estimate_with(cfg, lay, world, cfg->micro_batch, cfg->recompute_gelu);
     p.fits = p.estimate + p.reserve <= free_bytes;
     if (p.fits) {
-        const int64_t per_rank = cfg->total_batch / ((int64_t)cfg->seq_len * world);
-        const int larger = largest_fitting(cfg, lay, world, (int)per_rank, cfg->recompute_gelu,
-                                           free_bytes, &p.larger_need);
-        if (larger > cfg->micro_batch)
+        size_t need = 0;
+        const int larger = largest_fitting(cfg, lay, world, (int)sequences_per_rank(cfg, world),
+                                           cfg->recompute_gelu, free_bytes, &need);
+        if (larger > cfg->micro_batch) {
             p.larger_micro_batch = larger;
-        else
-            p.larger_need = 0;
+            p.larger_need = need;
+        }
         return p;
     }
     p.micro_batch = largest_fitting(cfg, lay, world, cfg->micro_batch - 1, cfg->recompute_gelu,
