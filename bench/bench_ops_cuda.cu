@@ -5,10 +5,13 @@
  * rate is TFLOP/s for GEMMs and GB/s (bytes each kernel must move, read
  * once and written once) for the memory-bound ops.
  *
- *   bench_ops_cuda [tokens=32768] [autotune=1] */
+ *   bench_ops_cuda [tokens=32768] [autotune=1] [channels=768] [only=]
+ * (channels: the model width C, 1600 is GPT-2 1.5B's; only: a prefix of the
+ * op names to time, e.g. "layernorm") */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <vector>
 
@@ -44,18 +47,31 @@ static float *rand_f32(size_t n, float lo, float hi, unsigned seed) {
     return d;
 }
 
-static void line_gemm(const char *op, const char *shape, double us, double flops) {
+static const char *g_only = ""; /* time only the ops whose names start with it */
+static bool wanted(const char *op) { return strncmp(op, g_only, strlen(g_only)) == 0; }
+
+template <typename F> static void line_gemm(const char *op, const char *shape, F f, double flops) {
+    if (!wanted(op)) return;
+    const double us = time_us(f);
     printf("BENCH %-28s %-26s median_us=%9.1f %7.1f TFLOP/s\n", op, shape, us, flops / us * 1e-6);
 }
-static void line_mem(const char *op, const char *shape, double us, double bytes) {
+template <typename F> static void line_mem(const char *op, const char *shape, F f, double bytes) {
+    if (!wanted(op)) return;
+    const double us = time_us(f);
     printf("BENCH %-28s %-26s median_us=%9.1f %7.1f GB/s\n", op, shape, us, bytes / us * 1e-3);
 }
 
 int main(int argc, char **argv) {
     const int N = argc > 1 ? atoi(argv[1]) : 32768;
+    if (argc > 3 && (atoi(argv[3]) <= 0 || atoi(argv[3]) % 64 != 0)) {
+        fprintf(stderr, "bench_ops_cuda: channels = %s: give a positive multiple of 64\n", argv[3]);
+        return 2;
+    }
     cuda_backend_options opt = cuda_backend_defaults();
+    if (argc > 4) g_only = argv[4];
     if (argc > 2) opt.matmul_autotune = atoi(argv[2]) != 0; /* 0: the heuristic's algorithms */
-    const int C = 768, V = 50257, Vp = 50304, T = 1024, B = N / T > 0 ? N / T : 1;
+    const int C = argc > 3 ? atoi(argv[3]) : 768, V = 50257, Vp = 50304, T = 1024,
+              B = N / T > 0 ? N / T : 1;
     ops_cuda_init(0, &opt);
     char name[256];
     cudaDeviceProp prop;
@@ -69,6 +85,8 @@ int main(int argc, char **argv) {
     void *out = rand_bf16((size_t)N * C, 1.0f, 3), *res = rand_bf16((size_t)N * C, 1.0f, 4);
     void *big = rand_bf16((size_t)N * 4 * C, 1.0f, 5),
          *big2 = rand_bf16((size_t)N * 4 * C, 1.0f, 6);
+    /* the GELU backward's pre, apart from its dinp (big) as in the trainer */
+    void *pre = rand_bf16((size_t)N * 4 * C, 1.0f, 23);
     void *w = rand_bf16((size_t)4 * C * C, 0.02f, 7), *dw = rand_bf16((size_t)4 * C * C, 0.02f, 8);
     void *bias = rand_bf16(4 * C, 0.02f, 9), *dbias = rand_bf16(4 * C, 0.02f, 10);
     void *lnw = rand_bf16(C, 1.0f, 11), *lnb = rand_bf16(C, 0.1f, 12);
@@ -82,10 +100,12 @@ int main(int argc, char **argv) {
     const double act = (double)N * C * 2; /* bytes of one (N, C) bf16 tensor */
 
     snprintf(shape, sizeof shape, "N%d C%d", N, C);
-    line_mem("encoder_forward", shape,
-             time_us([&] { G->encoder_forward(out, tok, wte, wpe, B, T, C); }), 3 * act);
-    line_mem("encoder_backward", shape,
-             time_us([&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C); }), 3 * act);
+    line_mem(
+        "encoder_forward", shape, [&] { G->encoder_forward(out, tok, wte, wpe, B, T, C); },
+        3 * act);
+    line_mem(
+        "encoder_backward", shape, [&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C); },
+        3 * act);
     /* as in text: a few tokens fill much of a batch (",", " the", ".") */
     std::vector<int32_t> htext(htok);
     for (int i = 0; i < N; i++)
@@ -97,22 +117,22 @@ int main(int argc, char **argv) {
             htext[i] = 262;
     int32_t *text_tok = (int32_t *)G->alloc((size_t)N * 4);
     G->upload(text_tok, htext.data(), (size_t)N * 4);
-    line_mem("encoder_backward (text-like)", shape,
-             time_us([&] { G->encoder_backward(dwte, dwpe, out, text_tok, B, T, C); }), 3 * act);
-    line_mem("layernorm_forward", shape,
-             time_us([&] { G->layernorm_forward(out, mean, rstd, x, lnw, lnb, N, C); }), 2 * act);
-    line_mem("residual_layernorm_forward", shape, time_us([&] {
-                 G->residual_layernorm_forward(res, out, mean, rstd, x, y, lnw, lnb, N, C);
-             }),
-             4 * act);
-    line_mem("layernorm_backward", shape, time_us([&] {
-                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, NULL);
-             }),
-             4 * act);
-    line_mem("layernorm_backward +colsum", shape, time_us([&] {
-                 G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb);
-             }),
-             4 * act);
+    line_mem(
+        "encoder_backward (text-like)", shape,
+        [&] { G->encoder_backward(dwte, dwpe, out, text_tok, B, T, C); }, 3 * act);
+    line_mem(
+        "layernorm_forward", shape,
+        [&] { G->layernorm_forward(out, mean, rstd, x, lnw, lnb, N, C); }, 2 * act);
+    line_mem(
+        "residual_layernorm_forward", shape,
+        [&] { G->residual_layernorm_forward(res, out, mean, rstd, x, y, lnw, lnb, N, C); },
+        4 * act);
+    line_mem(
+        "layernorm_backward", shape,
+        [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, NULL); }, 4 * act);
+    line_mem(
+        "layernorm_backward +colsum", shape,
+        [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb); }, 4 * act);
 
     const struct {
         const char *name;
@@ -126,23 +146,26 @@ int main(int argc, char **argv) {
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, g.c, g.oc);
         char op[64];
         snprintf(op, sizeof op, "matmul_fwd %s", g.name);
-        line_gemm(op, shape, time_us([&] {
-                      if (g.gelu)
-                          G->matmul_gelu_forward(big2, big, x, w, bias, N, g.c, g.oc);
-                      else
-                          G->matmul_forward(big, g.c == C ? x : big2, w, bias, N, g.c, g.oc);
-                  }),
-                  fl);
+        line_gemm(
+            op, shape,
+            [&] {
+                if (g.gelu)
+                    G->matmul_gelu_forward(big2, big, x, w, bias, N, g.c, g.oc);
+                else
+                    G->matmul_forward(big, g.c == C ? x : big2, w, bias, N, g.c, g.oc);
+            },
+            fl);
         snprintf(op, sizeof op, "matmul_bwd %s", g.name);
         /* fc_proj's backward is the GELU one (its input was gelu(fc)) */
         const bool bg = g.c == 4 * C;
         line_gemm(
-            op, shape, time_us([&] {
+            op, shape,
+            [&] {
                 if (bg)
-                    G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, g.c, g.oc, bias);
+                    G->matmul_backward_gelu(big, dw, NULL, y, big2, w, pre, N, g.c, g.oc, bias);
                 else
                     G->matmul_backward(g.c == C ? out : big2, dw, dbias, big, x, w, N, g.c, g.oc);
-            }),
+            },
             2 * fl);
     }
 
@@ -164,25 +187,25 @@ int main(int argc, char **argv) {
         char op[64];
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
         snprintf(op, sizeof op, "fc fwd %s", f.name);
-        line_gemm(op, shape,
-                  time_us([&] { G->matmul_gelu_forward(big2, big, x, w, bias, N, C, 4 * C); }),
-                  2.0 * N * C * 4 * C);
+        line_gemm(
+            op, shape, [&] { G->matmul_gelu_forward(big2, big, x, w, bias, N, C, 4 * C); },
+            2.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
         snprintf(op, sizeof op, "fc_proj bwd %s", f.name);
-        line_gemm(op, shape, time_us([&] {
-                      G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, 4 * C, C, bias);
-                  }),
-                  4.0 * N * C * 4 * C);
+        line_gemm(
+            op, shape,
+            [&] { G->matmul_backward_gelu(big, dw, NULL, y, big2, w, pre, N, 4 * C, C, bias); },
+            4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 4 * C);
         snprintf(op, sizeof op, "fc bwd %s", f.name);
-        line_gemm(op, shape,
-                  time_us([&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 4 * C); }),
-                  4.0 * N * C * 4 * C);
+        line_gemm(
+            op, shape, [&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 4 * C); },
+            4.0 * N * C * 4 * C);
         snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
         snprintf(op, sizeof op, "qkv bwd %s", f.name);
-        line_gemm(op, shape,
-                  time_us([&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 3 * C); }),
-                  4.0 * N * C * 3 * C);
+        line_gemm(
+            op, shape, [&] { G->matmul_backward(out, dw, dbias, big, x, w, N, C, 3 * C); },
+            4.0 * N * C * 3 * C);
     }
     matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
 
@@ -190,14 +213,14 @@ int main(int argc, char **argv) {
      * what the deterministic column sums cost (c_attn's dbias over dqkv,
      * c_fc's over d(fch)) */
     snprintf(shape, sizeof shape, "N%d C%d OC%d", N, C, 3 * C);
-    line_gemm("qkv bwd no dbias", shape,
-              time_us([&] { G->matmul_backward(out, dw, NULL, big, x, w, N, C, 3 * C); }),
-              4.0 * N * C * 3 * C);
+    line_gemm(
+        "qkv bwd no dbias", shape,
+        [&] { G->matmul_backward(out, dw, NULL, big, x, w, N, C, 3 * C); }, 4.0 * N * C * 3 * C);
     snprintf(shape, sizeof shape, "N%d C%d OC%d", N, 4 * C, C);
-    line_gemm("fc_proj bwd no colsum", shape, time_us([&] {
-                  G->matmul_backward_gelu(big, dw, NULL, y, big2, w, big, N, 4 * C, C, NULL);
-              }),
-              4.0 * N * C * 4 * C);
+    line_gemm(
+        "fc_proj bwd no colsum", shape,
+        [&] { G->matmul_backward_gelu(big, dw, NULL, y, big2, w, pre, N, 4 * C, C, NULL); },
+        4.0 * N * C * 4 * C);
 
     /* lm head and classifier, in the model's chunk of rows (64 MiB of logits) and at 8192 */
     const int chunk = (int)((64u << 20) / ((size_t)Vp * 2));
@@ -206,19 +229,23 @@ int main(int argc, char **argv) {
         if (rows > N) continue;
         snprintf(shape, sizeof shape, "N%d C%d Vp%d", rows, C, Vp);
         const double fl = 2.0 * rows * C * Vp;
-        line_gemm("lm_head fwd", shape,
-                  time_us([&] { G->matmul_forward(logits, x, wte, NULL, rows, C, Vp); }), fl);
-        line_gemm("lm_head bwd", shape, time_us([&] {
-                      G->matmul_backward(out, dwte, NULL, logits, x, wte, rows, C, Vp);
-                  }),
-                  2 * fl);
-        line_mem("classifier (dloss)", shape, time_us([&] {
-                     G->classifier_forward_backward(logits, mean, tok, rows, V, Vp, 1e-4f);
-                 }),
-                 2.0 * rows * Vp * 2);
+        line_gemm(
+            "lm_head fwd", shape, [&] { G->matmul_forward(logits, x, wte, NULL, rows, C, Vp); },
+            fl);
+        line_gemm(
+            "lm_head bwd", shape,
+            [&] { G->matmul_backward(out, dwte, NULL, logits, x, wte, rows, C, Vp); }, 2 * fl);
+        line_mem(
+            "classifier (dloss)", shape,
+            [&] { G->classifier_forward_backward(logits, mean, tok, rows, V, Vp, 1e-4f); },
+            2.0 * rows * Vp * 2);
     }
 
     /* optimizer over the whole 124M flat buffer */
+    if (!wanted("grad_sum_squares") && !wanted("adamw_update")) {
+        matmul_cuda_print_tuning(stdout);
+        return 0;
+    }
     const size_t P = 124475904;
     void *grad = rand_bf16(P, 1e-3f, 19), *params = G->alloc(P * 2);
     float *master = rand_f32(P, -0.05f, 0.05f, 20), *m = rand_f32(P, -1e-3f, 1e-3f, 21),
@@ -226,15 +253,17 @@ int main(int argc, char **argv) {
     snprintf(shape, sizeof shape, "n%zu", P);
     double *sum = (double *)G->alloc(sizeof(double));
     float *scale = (float *)G->alloc(sizeof(float));
-    line_mem("grad_sum_squares", shape, time_us([&] { G->grad_sum_squares(sum, grad, P); }),
-             2.0 * P);
+    line_mem(
+        "grad_sum_squares", shape, [&] { G->grad_sum_squares(sum, grad, P); }, 2.0 * P);
     G->clip_scale(scale, sum, 0.0); /* 1 */
     int t = 1;
-    line_mem("adamw_update", shape, time_us([&] {
-                 G->adamw_update(params, master, grad, m, v, P, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f,
-                                 0.1f, scale, t++);
-             }),
-             28.0 * P);
+    line_mem(
+        "adamw_update", shape,
+        [&] {
+            G->adamw_update(params, master, grad, m, v, P, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                            scale, t++);
+        },
+        28.0 * P);
     CUDA_CHECK(cudaDeviceSynchronize());
     matmul_cuda_print_tuning(stdout);
     return 0;
