@@ -991,9 +991,16 @@ int main(void) {
     test_encoder(2, 100, 64, 50, 2); /* 200 rows: one run over 7 tiles, the last partial */
     test_encoder(4, 250, 256, 1000, 3);
 
+    /* the kernels' widths: 1 (C = 64), 3, 4, 5, 7 and 8 vectors of 8 a lane
+     * (C = 2048, the largest), and row counts that leave the backward's
+     * blocks uneven */
     test_layernorm(1024, 768);
     test_layernorm(7, 64);
     test_layernorm(33, 1600);
+    test_layernorm(4099, 1600);
+    test_layernorm(1031, 1024);
+    test_layernorm(517, 1280);
+    test_layernorm(300, 2048);
 
     test_gelu_form();
     /* the defaults (on sm_90a our own GEMM for the GELU products), cuBLASLt's
