@@ -17,6 +17,10 @@
 # time includes the loop's host work. The peer's are medians of steps 6-25.
 # FP8=1 adds a column: ours again with fp8=1 (docs/fp8.md), and its ratio
 # to our BF16 run (the ratio to PyTorch stays BF16's).
+# Beside each run, the GPU's SM clock and power draw (nvidia-smi every
+# 250 ms, medians of the samples with the GPU at least 90% busy): a GPU
+# held at its power limit lowers its clock, so two machines, or ours and
+# the peer, may run at different clocks (docs/benchmarks.md).
 # usage: [PROFILE_B=32] [PEER=1] [PEERS="cudnn default autotune"] [FP8=0] [OURS_ARGS="key=value ..."]
 #        bench/bench_gpt2_gpu.sh BUILD_DIR [T:B ...]
 #        (needs data/nlp-corpus shards: the trainer opens them, the timed batches are real text)
@@ -31,7 +35,39 @@ fp8=${FP8:-0}              # 1: our run once more with fp8=1
 cd "$(dirname "$0")/.." || exit 1
 out=$(mktemp -d)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')
-declare -A ours peer_cudnn peer_default peer_autotune ours_ms ours_mfu ours_fp8
+declare -A ours peer_cudnn peer_default peer_autotune ours_ms ours_mfu ours_fp8 ours_clock
+gpu_index=${CUDA_VISIBLE_DEVICES:-0}
+gpu_index=${gpu_index%%,*}
+
+clocks_pid=""
+clocks_start() { # FILE: samples "utilization %, SM MHz, W" until clocks_stop
+  command -v nvidia-smi >/dev/null || return 0
+  nvidia-smi -i "$gpu_index" --query-gpu=utilization.gpu,clocks.sm,power.draw \
+    --format=csv,noheader,nounits -lms 250 >"$1" 2>/dev/null &
+  clocks_pid=$!
+}
+clocks_stop() { # FILE -> "<MHz> MHz <W> W", medians of the busy samples ("n/a" without)
+  if [ -n "$clocks_pid" ]; then kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; fi
+  clocks_pid=""
+  /usr/bin/env python3 - "$1" <<'PY'
+import statistics, sys
+busy = []
+try:
+    for line in open(sys.argv[1]):
+        f = [x.strip() for x in line.split(",")]
+        try:
+            if len(f) == 3 and float(f[0]) >= 90:
+                busy.append((float(f[1]), float(f[2])))
+        except ValueError:
+            pass
+except OSError:
+    pass
+if busy:
+    print(f"{statistics.median(b[0] for b in busy):.0f} MHz {statistics.median(b[1] for b in busy):.0f} W")
+else:
+    print("n/a")
+PY
+}
 
 median_of_run() { # metrics.jsonl -> "ms tok/s mfu%"
   /usr/bin/env python3 - "$1" <<'PY'
@@ -46,14 +82,17 @@ PY
 
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
+  clocks_start "$out/t${t}b$b.clocks"
   # shellcheck disable=SC2086
   "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
     total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
-    checkpoint_every=0 out_dir="$out" run_name="t${t}b$b" $ours_args >"$out/t${t}b$b.log" 2>&1 \
-    || { tail -5 "$out/t${t}b$b.log"; continue; }
+    checkpoint_every=0 out_dir="$out" run_name="t${t}b$b" $ours_args >"$out/t${t}b$b.log" 2>&1
+  rc=$?
+  ours_clock[$shape]=$(clocks_stop "$out/t${t}b$b.clocks")
+  [ $rc = 0 ] || { tail -5 "$out/t${t}b$b.log"; continue; }
   read -r ms tps mfu < <(median_of_run "$out/t${t}b$b/metrics.jsonl")
   ours[$shape]=$tps ours_ms[$shape]=$ms ours_mfu[$shape]=$mfu
-  echo "ours T=$t B=$b: $ms ms/step, $tps tok/s, MFU $mfu%"
+  echo "ours T=$t B=$b: $ms ms/step, $tps tok/s, MFU $mfu%, GPU at ${ours_clock[$shape]}"
   [ "$fp8" = 1 ] || continue
   # shellcheck disable=SC2086
   "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
@@ -75,6 +114,7 @@ if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()
     esac
     for t in $(for s in $shapes; do echo "${s%%:*}"; done | sort -un); do
       bs=$(for s in $shapes; do [ "${s%%:*}" = "$t" ] && echo "${s##*:}"; done)
+      clocks_start "$out/peer_$name$t.clocks"
       # shellcheck disable=SC2086
       while read -r line; do
         echo "$line"
@@ -86,6 +126,7 @@ if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()
           autotune) peer_autotune[$t:$b]=$tps ;;
         esac
       done < <(python3 bench/torch_peer.py $peer_args --seq-len "$t" $bs 2>&1 | tee -a "$out/peer.log" | grep '^peer')
+      echo "peer $name T=$t (every B, compilation included): GPU at $(clocks_stop "$out/peer_$name$t.clocks")"
     done
   done
 fi
@@ -119,13 +160,14 @@ for shape in $shapes; do
   echo "BENCH gpt2_124M T=$t B=$b ours=$o cudnn=$c default=$d autotune=$a ratio=$(ratio_of "$o" "$c" "$d" "$a")$extra gpu=${gpu:-unknown}"
 done
 echo
-printf "%-5s %-3s %9s %12s %6s %12s %13s %14s %7s %10s\n" T B "ours ms" "ours tok/s" MFU "peer cudnn" \
-  "peer default" "peer autotune" "ratio" "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')"
+printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s\n" T B "ours ms" "ours tok/s" MFU \
+  "ours GPU" "peer cudnn" "peer default" "peer autotune" "ratio" \
+  "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')"
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
   o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0} a=${peer_autotune[$shape]:-0}
-  printf "%-5s %-3s %9s %12s %6s %12s %13s %14s %7s %10s\n" "$t" "$b" "${ours_ms[$shape]:-fail}" "$o" \
-    "${ours_mfu[$shape]:-}%" "$c" "$d" "$a" "$(ratio_of "$o" "$c" "$d" "$a")" \
-    "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")"
+  printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s\n" "$t" "$b" \
+    "${ours_ms[$shape]:-fail}" "$o" "${ours_mfu[$shape]:-}%" "${ours_clock[$shape]:-n/a}" "$c" "$d" \
+    "$a" "$(ratio_of "$o" "$c" "$d" "$a")" "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")"
 done
 rm -rf "$out"
