@@ -40,15 +40,17 @@ gpu_index=${CUDA_VISIBLE_DEVICES:-0}
 gpu_index=${gpu_index%%,*}
 
 clocks_pid=""
-clocks_start() { # FILE: samples "utilization %, SM MHz, W" until clocks_stop
+clocks_start() { # FILE: samples "utilization %, SM MHz, W" into it until clocks_stop
   command -v nvidia-smi >/dev/null || return 0
   nvidia-smi -i "$gpu_index" --query-gpu=utilization.gpu,clocks.sm,power.draw \
     --format=csv,noheader,nounits -lms 250 >"$1" 2>/dev/null &
   clocks_pid=$!
 }
-clocks_stop() { # FILE -> "<MHz> MHz <W> W", medians of the busy samples ("n/a" without)
+clocks_stop() { # stops the sampler (in this shell, so that it is reaped)
   if [ -n "$clocks_pid" ]; then kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; fi
   clocks_pid=""
+}
+clocks_median() { # FILE -> "<MHz> MHz <W> W", medians of the busy samples ("n/a" without)
   /usr/bin/env python3 - "$1" <<'PY'
 import statistics, sys
 busy = []
@@ -88,7 +90,8 @@ for shape in $shapes; do
     total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
     checkpoint_every=0 out_dir="$out" run_name="t${t}b$b" $ours_args >"$out/t${t}b$b.log" 2>&1
   rc=$?
-  ours_clock[$shape]=$(clocks_stop "$out/t${t}b$b.clocks")
+  clocks_stop
+  ours_clock[$shape]=$(clocks_median "$out/t${t}b$b.clocks")
   [ $rc = 0 ] || { tail -5 "$out/t${t}b$b.log"; continue; }
   read -r ms tps mfu < <(median_of_run "$out/t${t}b$b/metrics.jsonl")
   ours[$shape]=$tps ours_ms[$shape]=$ms ours_mfu[$shape]=$mfu
@@ -126,7 +129,8 @@ if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()
           autotune) peer_autotune[$t:$b]=$tps ;;
         esac
       done < <(python3 bench/torch_peer.py $peer_args --seq-len "$t" $bs 2>&1 | tee -a "$out/peer.log" | grep '^peer')
-      echo "peer $name T=$t (every B, compilation included): GPU at $(clocks_stop "$out/peer_$name$t.clocks")"
+      clocks_stop
+      echo "peer $name T=$t (every B, compilation included): GPU at $(clocks_median "$out/peer_$name$t.clocks")"
     done
   done
 fi
