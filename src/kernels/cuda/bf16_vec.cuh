@@ -33,6 +33,14 @@ static __device__ __forceinline__ void unpack8(float f[8], uint4 u) {
     }
 }
 
+/* Element i (0-7, a constant after unrolling) of a raw 16-byte vector as
+ * fp32: a shift or a mask of one word, for loops that would rather not hold
+ * all 8 unpacked values in registers. */
+static __device__ __forceinline__ float element8(uint4 u, int i) {
+    const uint32_t w = i < 2 ? u.x : i < 4 ? u.y : i < 6 ? u.z : u.w;
+    return __uint_as_float(i % 2 ? w & 0xffff0000u : w << 16);
+}
+
 /* Two values rounded to bf16 in one 32-bit word, lo in the low half. */
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

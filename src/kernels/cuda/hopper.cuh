@@ -1,7 +1,7 @@
 /* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma.cu,
  * matmul_wgmma.cu): on the host, the driver's tensor-map encoder; on the
  * device, the shared-memory descriptor of 128-byte-swizzled tiles, wgmma's
- * fence, commit and wait, mbarriers, named barriers and setmaxnreg, defined
+ * fence, commit and wait, mbarriers and setmaxnreg, defined
  * only in the device pass for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL), where the
  * kernels that use them have bodies. */
 #ifndef GPT2_KERNELS_CUDA_HOPPER_CUH
@@ -11,6 +11,8 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 #include <stdint.h>
+
+#include "kernels/cuda/ptx.cuh" // named barriers
 
 // The driver's cuTensorMapEncodeTiled, reached through the runtime (no
 // link against the driver library), looked up once; NULL where the driver
@@ -96,12 +98,6 @@ static __device__ __forceinline__ void mbar_init_fence() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
-static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
 // This warpgroup's registers per thread lowered or raised to N (all its
 // threads execute it); the block's total must stay within the register file.
 template <int N> static __device__ __forceinline__ void setmaxnreg_dec() {

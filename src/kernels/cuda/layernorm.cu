@@ -11,34 +11,45 @@
  * residual a + b rounded to bf16 and normalises the rounded values, so the
  * saved mean/rstd describe exactly what backward reads.
  *
- * Backward: one warp per row for dinp += (fp32 math, one rounding); the
- * row's x, dout and old dinp are loaded together, so a row costs one memory
- * latency. dweight/dbias sums go to per-warp fp32 rows in shared memory
- * (8 KB per warp at C = 768: registers would halve the occupancy), each lane
- * always updating its own channels; at the end the block adds its warps'
- * rows in warp order into one fp32 partial. Blocks own fixed runs of rows:
- * as many blocks as the GPU holds at once (one wave: no tail of a last,
- * part-filled wave, and fewer partials to write and add), at least
- * LN_BWD_ROWS rows each. A second kernel adds the partials of every block in
- * block order and adds the result to the bf16 gradients once. No atomics:
- * the result depends only on N, C and the GPU's multiprocessor count,
- * bitwise. With dinp_colsum the same
- * machinery sums the columns of the new (bf16-rounded) dinp as a third
- * vector: the bias gradient of the projection whose output the residual
- * stream received, which would otherwise cost the matmul backward another
- * pass over it (12 KB of shared memory per warp at C = 768 instead of 8:
- * still 3 blocks per SM). */
+ * Backward: a group of C / 256 warps per row (rounded up), each thread one
+ * 16-byte vector of 8 channels, the same in every row, for dinp += (fp32
+ * math, one rounding). Because a thread always holds the same channels,
+ * its dweight/dbias sums (and with dinp_colsum the new dinp's column sums)
+ * stay in registers over all its rows; the row's two sums (of w dout and
+ * of w dout xhat) go across the group's warps through shared memory and a
+ * named barrier, added in warp order. The next row's x, dout and old dinp
+ * are loaded before this row's math: two rows in flight per group. One
+ * block per SM holds as many groups as fit its thread count; blocks own
+ * fixed runs of rows (at least LN_BWD_ROWS), the groups take alternate
+ * rows of the run, and at the end the groups' sums are added in group
+ * order into the block's fp32 partial. A second kernel adds the partials
+ * of every block in block order and adds the result to the bf16
+ * gradients once. No atomics: the result depends only on N, C and the
+ * GPU's multiprocessor count, bitwise. The third vector, dinp_colsum, is
+ * the bias gradient of the projection whose output the residual stream
+ * received, which would otherwise cost the matmul backward another pass
+ * over it. (Sums in shared memory, one row per warp, limited the warps
+ * per SM at large C and moved more bytes through shared memory; the
+ * designs measured are in docs/gpu-training.md.) */
 #include "kernels/layernorm.h"
+
+#include <stdint.h>
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
+#include "kernels/cuda/ptx.cuh"
 #include "kernels/cuda/sm_count.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 #define LN_EPS 1e-5f
 enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
+/* the backward's block: as many groups of C / 256 warps as fit, one block
+ * per SM; its size sets the registers a thread may use: 768 threads get
+ * 80, enough for the plain variant; the column-sum variant needs 95 and
+ * spills at 80, so it runs 640 threads */
+enum { LN_BWD_THREADS_PLAIN = 768, LN_BWD_THREADS_COLSUM = 640 };
 enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
 
 /* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
@@ -168,114 +179,133 @@ static __global__ void __launch_bounds__(LN_THREADS)
     }
 }
 
-/* 3 blocks (24 warps) per SM up to C = 768: 85 registers and 48 KB of
- * shared memory each (72 KB with COLSUM) */
-template <int VPL, bool COLSUM>
-static __global__ void __launch_bounds__(LN_THREADS, VPL <= 3   ? 3
-                                                     : VPL <= 7 ? 2
-                                                                : 1)
+/* One row's inputs for the backward: the thread's 8 channels of x, dout and
+ * the old dinp, and the row's statistics. */
+struct ln_bwd_row {
+    uint4 x, d, i;
+    float mean, rstd;
+};
+
+static __device__ __forceinline__ void ln_bwd_load(ln_bwd_row &r, int row, int v, bool active,
+                                                   const bf16 *dinp, const bf16 *dout,
+                                                   const bf16 *inp, const float *mean,
+                                                   const float *rstd, int C) {
+    /* 32-bit offsets (fewer registers): layernorm_backward_cuda checks N C < 2^32 */
+    const unsigned at = (unsigned)row * (unsigned)C + (unsigned)v * 8u;
+    r.x = active ? *reinterpret_cast<const uint4 *>(inp + at) : make_uint4(0, 0, 0, 0);
+    r.d = active ? *reinterpret_cast<const uint4 *>(dout + at) : make_uint4(0, 0, 0, 0);
+    r.i = active ? *reinterpret_cast<const uint4 *>(dinp + at) : make_uint4(0, 0, 0, 0);
+    r.mean = mean[row];
+    r.rstd = rstd[row];
+}
+
+/* A group of group_warps warps per row, each thread one vector of 8
+ * channels (the same one in every row, so its sums stay in registers);
+ * blockDim.x / 32 / group_warps groups a block, each taking every
+ * groups-th row of the block's run. */
+template <bool COLSUM>
+static __global__ void __launch_bounds__(COLSUM ? LN_BWD_THREADS_COLSUM : LN_BWD_THREADS_PLAIN, 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
-                              int C, int rows_per_block) {
-    /* per warp: dbias sums [0, C), dweight sums [C, 2C) and (COLSUM) the
-     * new dinp's column sums [2C, 3C); each lane owns the same channels of
-     * every row, so no two lanes touch one address */
+                              int C, int rows_per_block, int group_warps, int groups) {
+    /* the block's sums: dbias [0, C), dweight [C, 2C) and (COLSUM) the new
+     * dinp's column sums [2C, 3C); then each group's per-warp row sums, two
+     * slots (by row parity) of group_warps float2 */
     constexpr int NSUM = COLSUM ? 3 : 2;
     extern __shared__ float4 sh4[];
-    float *sh = reinterpret_cast<float *>(sh4);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int C8 = C / 8;
-    float *acc = sh + (size_t)warp * NSUM * C;
-    for (int i = lane; i < NSUM * C; i += 32) acc[i] = 0.f;
-    __syncwarp();
-
-    const int row0 = blockIdx.x * rows_per_block;
-    const int row1 = min(N, row0 + rows_per_block);
-    for (int row = row0 + warp; row < row1; row += LN_WARPS) {
-        const size_t base = (size_t)row * C;
-        /* all three rows' loads issued together: one memory latency per row */
-        uint4 xr[VPL], dr[VPL], ir[VPL];
+    float *block_sums = reinterpret_cast<float *>(sh4);
+    const int group_threads = group_warps * 32;
+    const int group = threadIdx.x / group_threads, v = threadIdx.x % group_threads;
+    float2 *row_parts = reinterpret_cast<float2 *>(block_sums + NSUM * C) + group * 2 * group_warps;
+    const bool active = v < C / 8;
+    float db[8], dw[8], cs[8];
 #pragma unroll
-        for (int k = 0; k < VPL; k++) {
-            const int v = k * 32 + lane;
-            if (v < C8) {
-                xr[k] = *reinterpret_cast<const uint4 *>(inp + base + v * 8);
-                dr[k] = *reinterpret_cast<const uint4 *>(dout + base + v * 8);
-                ir[k] = *reinterpret_cast<const uint4 *>(dinp + base + v * 8);
-            } else {
-                xr[k] = dr[k] = ir[k] = make_uint4(0, 0, 0, 0);
-            }
-        }
-        const float m = mean[row], s = rstd[row];
+    for (int i = 0; i < 8; i++) db[i] = dw[i] = cs[i] = 0.f;
+    /* the weights stay packed (4 registers, not 8) */
+    const uint4 w8 =
+        active ? *reinterpret_cast<const uint4 *>(weight + v * 8) : make_uint4(0, 0, 0, 0);
+
+    const int row1 = min(N, (blockIdx.x + 1) * rows_per_block);
+    int row = blockIdx.x * rows_per_block + group;
+    ln_bwd_row cur;
+    if (row < row1) ln_bwd_load(cur, row, v, active, dinp, dout, inp, mean, rstd, C);
+    for (int parity = 0; row < row1; row += groups, parity ^= 1) {
+        /* the next row's loads go out before this row's math: two rows in
+         * flight per group */
+        ln_bwd_row next;
+        if (row + groups < row1)
+            ln_bwd_load(next, row + groups, v, active, dinp, dout, inp, mean, rstd, C);
         float sg = 0.f, sgx = 0.f;
 #pragma unroll
-        for (int k = 0; k < VPL; k++) {
-            const int v = k * 32 + lane;
-            if (v < C8) {
-                float x[8], d[8], w[8], db[8], dw[8];
-                unpack8(x, xr[k]);
-                unpack8(d, dr[k]);
-                load8(w, weight + v * 8);
-                float4 *pb = reinterpret_cast<float4 *>(acc + v * 8);
-                float4 *pw = reinterpret_cast<float4 *>(acc + C + v * 8);
-                *reinterpret_cast<float4 *>(db) = pb[0];
-                *reinterpret_cast<float4 *>(db + 4) = pb[1];
-                *reinterpret_cast<float4 *>(dw) = pw[0];
-                *reinterpret_cast<float4 *>(dw + 4) = pw[1];
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    const float xhat = (x[i] - m) * s;
-                    const float g = w[i] * d[i];
-                    sg += g;
-                    sgx += g * xhat;
-                    db[i] += d[i];
-                    dw[i] += xhat * d[i];
-                }
-                pb[0] = *reinterpret_cast<float4 *>(db);
-                pb[1] = *reinterpret_cast<float4 *>(db + 4);
-                pw[0] = *reinterpret_cast<float4 *>(dw);
-                pw[1] = *reinterpret_cast<float4 *>(dw + 4);
+        for (int i = 0; i < 8; i++) {
+            const float xhat = (element8(cur.x, i) - cur.mean) * cur.rstd, d = element8(cur.d, i);
+            const float g = element8(w8, i) * d;
+            sg += g;
+            sgx += g * xhat;
+            db[i] += d;
+            dw[i] += xhat * d;
+        }
+        sg = warp_sum(sg);
+        sgx = warp_sum(sgx);
+        if (group_warps > 1) { /* the group's warps' sums, added in warp order */
+            float2 *slot = row_parts + parity * group_warps;
+            if (threadIdx.x % 32 == 0) slot[v / 32] = make_float2(sg, sgx);
+            named_bar_sync(1 + group, group_threads);
+            sg = sgx = 0.f;
+            for (int k = 0; k < group_warps; k++) {
+                const float2 p = slot[k];
+                sg += p.x;
+                sgx += p.y;
             }
         }
-        const float g_mean = warp_sum(sg) / (float)C;
-        const float gx_mean = warp_sum(sgx) / (float)C;
+        const float g_mean = sg / (float)C, gx_mean = sgx / (float)C;
+        if (active) {
+            /* a pair of values at a time, rounded as stored (and summed so
+             * with COLSUM) before the next pair: fewer live registers */
+            uint32_t packed[4];
 #pragma unroll
-        for (int k = 0; k < VPL; k++) {
-            const int v = k * 32 + lane;
-            if (v < C8) {
-                float x[8], d[8], w[8], o[8];
-                unpack8(x, xr[k]);
-                unpack8(d, dr[k]);
-                load8(w, weight + v * 8);
-                unpack8(o, ir[k]);
+            for (int j = 0; j < 4; j++) {
+                float o[2];
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    const float xhat = (x[i] - m) * s;
-                    o[i] += (w[i] * d[i] - g_mean - xhat * gx_mean) * s;
+                for (int h = 0; h < 2; h++) {
+                    const int i = 2 * j + h;
+                    const float xhat = (element8(cur.x, i) - cur.mean) * cur.rstd;
+                    const float g = element8(w8, i) * element8(cur.d, i);
+                    o[h] = element8(cur.i, i) + (g - g_mean - xhat * gx_mean) * cur.rstd;
                 }
-                const uint4 packed = pack8(o);
-                *reinterpret_cast<uint4 *>(dinp + base + v * 8) = packed;
-                if (COLSUM) { /* the stored, rounded values */
-                    unpack8(o, packed);
-                    float4 *pc = reinterpret_cast<float4 *>(acc + 2 * C + v * 8);
-                    float4 c0 = pc[0], c1 = pc[1];
-                    c0.x += o[0], c0.y += o[1], c0.z += o[2], c0.w += o[3];
-                    c1.x += o[4], c1.y += o[5], c1.z += o[6], c1.w += o[7];
-                    pc[0] = c0;
-                    pc[1] = c1;
+                packed[j] = pack_bf16(o[0], o[1]);
+                if (COLSUM) {
+                    cs[2 * j] += __uint_as_float(packed[j] << 16);
+                    cs[2 * j + 1] += __uint_as_float(packed[j] & 0xffff0000u);
                 }
+            }
+            *reinterpret_cast<uint4 *>(dinp + ((unsigned)row * (unsigned)C + (unsigned)v * 8u)) =
+                make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+        cur = next;
+    }
+    /* a group with a row fewer than group 0 passes its barrier once more, so
+     * every warp of the block has passed as many barriers when the groups'
+     * sums meet (compute-sanitizer's racecheck reports those sums as races
+     * otherwise) */
+    if (group_warps > 1)
+        for (int r = row - group; r < row1; r += groups) named_bar_sync(1 + group, group_threads);
+    /* the block's partial: the groups' sums added in group order */
+    for (int g = 0; g < groups; g++) {
+        __syncthreads();
+        if (group == g && active) {
+            float *p = block_sums + v * 8;
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                p[i] = g == 0 ? db[i] : p[i] + db[i];
+                p[C + i] = g == 0 ? dw[i] : p[C + i] + dw[i];
+                if (COLSUM) p[2 * C + i] = g == 0 ? cs[i] : p[2 * C + i] + cs[i];
             }
         }
     }
     __syncthreads();
-    /* the block's partial: the warps' sums added in warp order */
     float *p = partials + (size_t)blockIdx.x * NSUM * C;
-    for (int i = threadIdx.x; i < NSUM * C; i += LN_THREADS) {
-        float t = sh[i];
-#pragma unroll
-        for (int w = 1; w < LN_WARPS; w++) t += sh[(size_t)w * NSUM * C + i];
-        p[i] = t;
-    }
+    for (int i = threadIdx.x; i < NSUM * C; i += blockDim.x) p[i] = block_sums[i];
 }
 
 /* Column j of the (nblocks, nsum C) partials summed over blocks in
@@ -422,11 +452,10 @@ extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
     return (size_t)backward_blocks(N) * 3 * (size_t)C * sizeof(float);
 }
 
-/* Blocks of the backward: one wave of `resident` (blocks per SM x SMs),
- * fewer when N gives each less than LN_BWD_ROWS rows; returns how many and
- * their rows each. */
-static int backward_grid(int N, int resident, int *rows_per_block) {
-    int grid = backward_blocks(N) < resident ? backward_blocks(N) : resident;
+/* Blocks of the backward: one per SM, fewer when N gives each less than
+ * LN_BWD_ROWS rows; returns how many and their rows each. */
+static int backward_grid(int N, int *rows_per_block) {
+    int grid = backward_blocks(N) < sm_count() ? backward_blocks(N) : sm_count();
     if (grid < 1) grid = 1;
     *rows_per_block = (N + grid - 1) / grid;
     return (N + *rows_per_block - 1) / *rows_per_block;
@@ -434,41 +463,17 @@ static int backward_grid(int N, int resident, int *rows_per_block) {
 
 /* Launches the backward kernel; returns its number of blocks (partials). */
 template <bool COLSUM>
-static int launch_backward(int vpl, bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                            const bf16 *weight, const float *mean, const float *rstd, int N, int C,
                            cudaStream_t stream) {
-    const size_t smem = (size_t)LN_WARPS * (COLSUM ? 3 : 2) * C * sizeof(float);
-    int nblocks = 0, rows = 0, per_sm = 0;
-    /* set up once per variant and C (the occupancy depends on both) */
-#define LN_BWD_CASE(V)                                                                             \
-    case V: {                                                                                      \
-        static int known_c = 0, known_per_sm = 0;                                                  \
-        if (known_c != C) {                                                                        \
-            if (smem > 48 * 1024)                                                                  \
-                CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<V, COLSUM>,              \
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,       \
-                                                (int)smem));                                       \
-            CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(                              \
-                &known_per_sm, layernorm_backward_kernel<V, COLSUM>, LN_THREADS, smem));           \
-            known_c = C;                                                                           \
-        }                                                                                          \
-        per_sm = known_per_sm > 0 ? known_per_sm : 1;                                              \
-        nblocks = backward_grid(N, per_sm * sm_count(), &rows);                                    \
-        layernorm_backward_kernel<V, COLSUM><<<nblocks, LN_THREADS, smem, stream>>>(               \
-            dinp, partials, dout, inp, weight, mean, rstd, N, C, rows);                            \
-        break;                                                                                     \
-    }
-    switch (vpl) {
-        LN_BWD_CASE(1)
-        LN_BWD_CASE(2)
-        LN_BWD_CASE(3)
-        LN_BWD_CASE(4)
-        LN_BWD_CASE(5)
-        LN_BWD_CASE(6)
-        LN_BWD_CASE(7)
-        LN_BWD_CASE(8)
-    }
-#undef LN_BWD_CASE
+    const int group_warps = (C / 8 + 31) / 32; /* a thread per 8 channels */
+    const int groups = (COLSUM ? LN_BWD_THREADS_COLSUM : LN_BWD_THREADS_PLAIN) / 32 / group_warps;
+    const size_t smem =
+        (size_t)(COLSUM ? 3 : 2) * C * sizeof(float) + (size_t)groups * 2 * group_warps * 8;
+    int rows = 0;
+    const int nblocks = backward_grid(N, &rows);
+    layernorm_backward_kernel<COLSUM><<<nblocks, groups * group_warps * 32, smem, stream>>>(
+        dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups);
     CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
     return nblocks;
 }
@@ -478,22 +483,24 @@ extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, 
                                         const float *rstd, int N, int C, void *dinp_colsum,
                                         void *workspace, size_t workspace_bytes,
                                         cudaStream_t stream) {
-    const int vpl = vectors_per_lane("layernorm_backward_cuda", C);
+    (void)vectors_per_lane("layernorm_backward_cuda", C); /* checks C */
     const void *ptrs[] = {dinp, dout, inp, weight};
     for (const void *p : ptrs) check_aligned("layernorm_backward_cuda", p);
     if (N <= 0) return;
+    if ((size_t)N * (size_t)C > UINT32_MAX)
+        FAIL("layernorm_backward_cuda: N x C = %d x %d is 2^32 elements or more; split the rows", N,
+             C);
     const size_t need = layernorm_backward_cuda_workspace_bytes(N, C);
     if (workspace_bytes < need)
         FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
     if (dinp_colsum) check_aligned("layernorm_backward_cuda", dinp_colsum);
     float *partials = (float *)workspace;
     const int nblocks =
-        dinp_colsum ? launch_backward<true>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
-                                            (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N,
-                                            C, stream)
-                    : launch_backward<false>(vpl, (bf16 *)dinp, partials, (const bf16 *)dout,
-                                             (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N,
-                                             C, stream);
+        dinp_colsum
+            ? launch_backward<true>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
+                                    (const bf16 *)weight, mean, rstd, N, C, stream)
+            : launch_backward<false>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
+                                     (const bf16 *)weight, mean, rstd, N, C, stream);
     const dim3 block(COLSUM_X, COLSUM_Y);
     const int nsum = dinp_colsum ? 3 : 2;
     layernorm_backward_reduce_kernel<<<(nsum * C + COLSUM_X - 1) / COLSUM_X, block, 0, stream>>>(

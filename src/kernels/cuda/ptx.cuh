@@ -1,6 +1,6 @@
 /* PTX helpers the CUDA kernels share: shared-memory addresses, cp.async
- * (asynchronous global -> shared copies, sm_80 and newer) and the MUFU's
- * exp2. */
+ * (asynchronous global -> shared copies, sm_80 and newer), named barriers
+ * (a barrier for a subset of a block's warps) and the MUFU's exp2. */
 #ifndef GPT2_KERNELS_CUDA_PTX_CUH
 #define GPT2_KERNELS_CUDA_PTX_CUH
 
@@ -32,6 +32,15 @@ __device__ __forceinline__ void cp_async_wait_all() {
 // Waits until at most N of this thread's committed cp.async groups are pending.
 template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Barrier `id` (1-15; 0 is __syncthreads') for `threads` threads, a
+// multiple of 32: sync waits for all of them, arrive only counts itself.
+static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // 2^x by the MUFU's ex2, results under 2^-126 flushed to zero (__exp2f and
