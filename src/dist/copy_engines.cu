@@ -15,6 +15,7 @@
 #include "base/fail.h"
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/driver_entry.cuh"
 
 enum {
     SLOTS = COPY_ENGINES_SLOTS,
@@ -254,18 +255,6 @@ extern "C" void copy_engines_unblock(copy_engines *p) {
 }
 
 /* ------------------------------------------------------------ set-up */
-
-static bool driver_entry(const char *name, void **fn) {
-    cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-        cudaGetLastError();
-        *fn = nullptr;
-        return false;
-    }
-    return true;
-}
 
 /* Whether every rank can use the copy engines, from this rank's view;
  * otherwise why not. buses: every rank's GPU's PCI bus id. */

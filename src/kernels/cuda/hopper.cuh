@@ -12,22 +12,18 @@
 #include <cudaTypedefs.h>
 #include <stdint.h>
 
+#include "kernels/cuda/driver_entry.cuh"
 #include "kernels/cuda/ptx.cuh" // named barriers
 
-// The driver's cuTensorMapEncodeTiled, reached through the runtime (no
-// link against the driver library), looked up once; NULL where the driver
-// has none (the callers then run their kernels without TMA, or not at all).
+// The driver's cuTensorMapEncodeTiled, looked up once; NULL where the
+// driver has none (the callers then run their kernels without TMA, or not
+// at all).
 static inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    static int resolved = 0;
+    static bool resolved = false;
     if (!resolved) {
-        cudaDriverEntryPointQueryResult found;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
-                                             reinterpret_cast<void **>(&encode), 12000,
-                                             cudaEnableDefault, &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess)
-            encode = nullptr;
-        resolved = 1;
+        driver_entry("cuTensorMapEncodeTiled", reinterpret_cast<void **>(&encode));
+        resolved = true;
     }
     return encode;
 }
