@@ -19,12 +19,11 @@
 // driver has none (the callers then run their kernels without TMA, or not
 // at all).
 static inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
-    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-    static bool resolved = false;
-    if (!resolved) {
-        driver_entry("cuTensorMapEncodeTiled", reinterpret_cast<void **>(&encode));
-        resolved = true;
-    }
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void *fn = nullptr;
+        driver_entry("cuTensorMapEncodeTiled", &fn);
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+    }();
     return encode;
 }
 

@@ -49,7 +49,7 @@ enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 3
  * per SM; its size sets the registers a thread may use: 768 threads get
  * 80, enough for the plain variant; the column-sum variant needs 95 and
  * spills at 80, so it runs 640 threads */
-enum { LN_BWD_THREADS_PLAIN = 768, LN_BWD_THREADS_COLSUM = 640 };
+template <bool COLSUM> constexpr int LN_BWD_THREADS = COLSUM ? 640 : 768;
 enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
 
 /* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
@@ -186,12 +186,17 @@ struct ln_bwd_row {
     float mean, rstd;
 };
 
+/* Where thread v's 8 channels of a row start: 32-bit (fewer registers);
+ * layernorm_backward_cuda checks N C < 2^32. */
+static __device__ __forceinline__ unsigned ln_bwd_offset(int row, int v, int C) {
+    return (unsigned)row * (unsigned)C + (unsigned)v * 8u;
+}
+
 static __device__ __forceinline__ void ln_bwd_load(ln_bwd_row &r, int row, int v, bool active,
                                                    const bf16 *dinp, const bf16 *dout,
                                                    const bf16 *inp, const float *mean,
                                                    const float *rstd, int C) {
-    /* 32-bit offsets (fewer registers): layernorm_backward_cuda checks N C < 2^32 */
-    const unsigned at = (unsigned)row * (unsigned)C + (unsigned)v * 8u;
+    const unsigned at = ln_bwd_offset(row, v, C);
     r.x = active ? *reinterpret_cast<const uint4 *>(inp + at) : make_uint4(0, 0, 0, 0);
     r.d = active ? *reinterpret_cast<const uint4 *>(dout + at) : make_uint4(0, 0, 0, 0);
     r.i = active ? *reinterpret_cast<const uint4 *>(dinp + at) : make_uint4(0, 0, 0, 0);
@@ -204,7 +209,7 @@ static __device__ __forceinline__ void ln_bwd_load(ln_bwd_row &r, int row, int v
  * blockDim.x / 32 / group_warps groups a block, each taking every
  * groups-th row of the block's run. */
 template <bool COLSUM>
-static __global__ void __launch_bounds__(COLSUM ? LN_BWD_THREADS_COLSUM : LN_BWD_THREADS_PLAIN, 1)
+static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM>, 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
                               int C, int rows_per_block, int group_warps, int groups) {
@@ -279,7 +284,7 @@ static __global__ void __launch_bounds__(COLSUM ? LN_BWD_THREADS_COLSUM : LN_BWD
                     cs[2 * j + 1] += __uint_as_float(packed[j] & 0xffff0000u);
                 }
             }
-            *reinterpret_cast<uint4 *>(dinp + ((unsigned)row * (unsigned)C + (unsigned)v * 8u)) =
+            *reinterpret_cast<uint4 *>(dinp + ln_bwd_offset(row, v, C)) =
                 make_uint4(packed[0], packed[1], packed[2], packed[3]);
         }
         cur = next;
@@ -467,7 +472,7 @@ static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const 
                            const bf16 *weight, const float *mean, const float *rstd, int N, int C,
                            cudaStream_t stream) {
     const int group_warps = (C / 8 + 31) / 32; /* a thread per 8 channels */
-    const int groups = (COLSUM ? LN_BWD_THREADS_COLSUM : LN_BWD_THREADS_PLAIN) / 32 / group_warps;
+    const int groups = LN_BWD_THREADS<COLSUM> / 32 / group_warps;
     const size_t smem =
         (size_t)(COLSUM ? 3 : 2) * C * sizeof(float) + (size_t)groups * 2 * group_warps * 8;
     int rows = 0;
