@@ -110,6 +110,17 @@ __device__ __forceinline__ void tma_tile(bf16 *s, const CUtensorMap *map, int he
                         b, bar);
 }
 
+// One 64 x 64 bf16 box from shared memory (in the map's 128-byte swizzle)
+// to a 4-D tensor map at coordinates (c0..c3), as an operation of this
+// thread's bulk group; rows past the tensor's end are not written.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap *map, int c0, int c1, int c2, int c3,
+                                             uint32_t src) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group"
+                 " [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+                 "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+                 : "memory");
+}
+
 // dst[i] += src[i] for `bytes` / 4 floats, global += shared, by the bulk
 // copy engine (TMA) as one asynchronous operation of this thread's bulk
 // group; bytes a multiple of 16, both addresses 16-byte aligned.
@@ -670,45 +681,59 @@ __device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&d
 }
 #endif
 
-// dK (scaled) and dV of one warp's 16 keys (its wgmma accumulators: key
-// kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in [4 n + e]) into
-// dqkv; with kv_part, their column sums (as stored, rounded) into the
-// warp's slot of the sums of the SUM_ROWS keys from chunk_k0 (< T).
-// stage: NULL, or 64 HS bytes of shared memory of the warp's own (its 16
-// rows of dK and of dV), through which the rows go out in whole 16-byte
-// chunks (a fragment's 4-byte pieces scatter over 8 rows a store).
+// The column sums of one warp's 16 keys of dK (scaled) and dV (its wgmma
+// accumulators: key kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in
+// [4 n + e]), as stored (rounded to bf16), into the warp's slot of the sums
+// of the SUM_ROWS keys from chunk_k0 (< T) in kv_part.
 template <int NO>
-__device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
-                                               bf16 *dqkv, float *kv_part, const BwdBlock &blk,
-                                               int T, int chunk_k0, int warp, int lane, float scale,
-                                               bf16 *stage = nullptr) {
+__device__ __forceinline__ void sum_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
+                                             float *kv_part, int b, int h, int C, int T,
+                                             int chunk_k0, int warp, int lane, float scale) {
+    constexpr int HS = NO * 8;
+    const int g = lane >> 2, t4 = lane & 3, kw0 = chunk_k0 + 16 * warp;
+    // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
+    float v[4 * NO];
+#pragma unroll
+    for (int n = 0; n < NO; n++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float sk = 0.f, sv = 0.f;
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                if (kw0 + g + 8 * r < T) {
+                    sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
+                    sv += round_bf16(dv[4 * n + 2 * r + e]);
+                }
+            v[(n * 2 + e) * 2] = sk;
+            v[(n * 2 + e) * 2 + 1] = sv;
+        }
+    // summed over the warp's 8 key rows (lanes g) by halving: at each
+    // step a lane keeps the half of the columns its bit of g selects and
+    // adds its partner's sums of them, so that lane (g, t4) ends with
+    // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
+    reduce_scatter_rows<4 * NO>(v, lane);
+    float *dst = kv_part +
+                 ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
+                 (size_t)warp * 2 * C + (size_t)h * HS + 2 * t4;
+#pragma unroll
+    for (int q = 0; q < NO / 8; q++) {
+        const int n = g * (NO / 8) + q;
+        *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
+        *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
+    }
+}
+
+// dK (scaled) and dV of one warp's 16 keys (accumulators as sum_warp_dkv's)
+// into dqkv; with kv_part, their column sums.
+template <int NO>
+__device__ __forceinline__ void
+store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4], bf16 *dqkv, float *kv_part,
+               const BwdBlock &blk, int T, int chunk_k0, int warp, int lane, float scale) {
     constexpr int HS = NO * 8;
     const int g = lane >> 2, t4 = lane & 3, C = blk.C, kw0 = chunk_k0 + 16 * warp;
     bf16 *dkg = dqkv + (size_t)blk.b * T * blk.ld + C + (size_t)blk.h * HS;
-    if (stage) { // dK's 16 rows, then dV's; 16-byte chunk n of row r at n ^ (r & 7)
-        uint32_t *s32 = reinterpret_cast<uint32_t *>(stage);
 #pragma unroll
-        for (int r = 0; r < 2; r++)
-#pragma unroll
-            for (int n = 0; n < NO; n++) {
-                const int at = ((g + 8 * r) * NO + (n ^ g)) * 4 + t4;
-                s32[at] = pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
-                s32[16 * HS / 2 + at] = pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
-            }
-        __syncwarp();
-        const uint4 *s128 = reinterpret_cast<const uint4 *>(stage);
-#pragma unroll
-        for (int j = 0; j < 16 * NO / 32; j++) {
-            const int i = lane + 32 * j, row = i / NO, c = i % NO;
-            if (kw0 + row < T) {
-                bf16 *dst = dkg + (size_t)(kw0 + row) * blk.ld + c * 8;
-                *reinterpret_cast<uint4 *>(dst) = s128[row * NO + (c ^ (row & 7))];
-                *reinterpret_cast<uint4 *>(dst + C) = s128[16 * NO + row * NO + (c ^ (row & 7))];
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < 2 && !stage; r++) {
+    for (int r = 0; r < 2; r++) {
         const int key = kw0 + g + 8 * r;
         if (key < T) {
             bf16 *dst = dkg + (size_t)key * blk.ld + 2 * t4;
@@ -721,39 +746,7 @@ __device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const 
             }
         }
     }
-    if (kv_part) { // the column sums of the dK, dV just stored (rounded) over the warp's 16 keys
-        // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
-        float v[4 * NO];
-#pragma unroll
-        for (int n = 0; n < NO; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float sk = 0.f, sv = 0.f;
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-                    if (kw0 + g + 8 * r < T) {
-                        sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
-                        sv += round_bf16(dv[4 * n + 2 * r + e]);
-                    }
-                v[(n * 2 + e) * 2] = sk;
-                v[(n * 2 + e) * 2 + 1] = sv;
-            }
-        // summed over the warp's 8 key rows (lanes g) by halving: at each
-        // step a lane keeps the half of the columns its bit of g selects and
-        // adds its partner's sums of them, so that lane (g, t4) ends with
-        // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
-        reduce_scatter_rows<4 * NO>(v, lane);
-        float *dst =
-            kv_part +
-            ((size_t)blk.b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
-            (size_t)warp * 2 * C + (size_t)blk.h * HS + 2 * t4;
-#pragma unroll
-        for (int q = 0; q < NO / 8; q++) {
-            const int n = g * (NO / 8) + q;
-            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
-            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
-        }
-    }
+    if (kv_part) sum_warp_dkv<NO>(dk, dv, kv_part, blk.b, blk.h, C, T, chunk_k0, warp, lane, scale);
 }
 
 #ifdef ATTN_WGMMA_DEVICE
@@ -1067,6 +1060,10 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // Per tile the products are issued back to back and waited for one behind
 // (wgmma.wait_group 1), so that the tensor cores run while a warpgroup does
 // the softmax of S, the dS, and hands its dQ slab over.
+// At the end of a key block each consumer warpgroup stages its dK and dV as
+// two 64 x 64 boxes in shared memory of their own, and one of its threads
+// stores them with TMA: the warps go on to the next key block (their column
+// sums first) while the copy engine writes the rows out.
 // The dq_acc layout is dq_wgmma_index's: a warpgroup's 64 rows are one
 // contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row slice in the
 // order of the key blocks, as the one-warpgroup kernel's warps do, key
@@ -1074,17 +1071,23 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 
 // Shared memory, byte offsets from the 1024-aligned base: K, V (128 keys),
 // 2 stages of Q and dO (128 queries), 2 of dS (queries x keys as two 64-key
-// atoms), the two consumer warpgroups' dQ slabs (64 x 64 fp32), 2 stages of
-// lse and D, the mbarriers.
+// atoms), the two consumer warpgroups' dQ slabs (64 x 64 fp32), their dK
+// and dV boxes (64 keys x 64 dims bf16 each, in TMA's swizzle) on the way
+// out, 2 stages of lse and D, the mbarriers.
 struct WsBwd {
     static constexpr int BM = 128, BN = 128, HS = 64, NTH = 384;
     static constexpr int TILE = 128 * 64 * 2; // bytes of a 128-row bf16 tile
     static constexpr int SLAB = 64 * 64 * 4;  // bytes of a warpgroup's fp32 dQ rows
+    static constexpr int BOX = 64 * 64 * 2;   // bytes of a 64 x 64 bf16 box (a TMA store)
     static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
-                         DQ = DS + 2 * BM * BN * 2, L = DQ + 2 * SLAB, D = L + 2 * BM * 4,
-                         BARS = D + 2 * BM * 4;
-    // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2]
-    static constexpr size_t SMEM = BARS + 10 * 8 + 1024;
+                         DQ = DS + 2 * BM * BN * 2, DKV = DQ + 2 * SLAB, L = DKV + 4 * BOX,
+                         D = L + 2 * BM * 4, BARS = D + 2 * BM * 4;
+    // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2]; no
+    // slack for aligning the base: the layout fills all but 1 KB of the
+    // 227 KB a block may have, so it takes the dynamic shared memory's own
+    // 1024-byte alignment (which CUTLASS's and FlashAttention-3's Hopper
+    // kernels rely on too; the kernel traps without it)
+    static constexpr size_t SMEM = BARS + 10 * 8;
     // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
     // warpgroup w's dQ slab free, and full; warpgroup w's own
     static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4, BAR_WG = 6;
@@ -1094,6 +1097,8 @@ static_assert(WsBwd::K + WsBwd::TILE == WsBwd::V && WsBwd::V + WsBwd::TILE == Ws
                   WsBwd::Q + 2 * WsBwd::TILE == WsBwd::DO &&
                   WsBwd::DO + 2 * WsBwd::TILE == WsBwd::DS,
               "K, V, then two stages of Q and of dO, then dS");
+static_assert(WsBwd::SMEM <= 227 * 1024 && WsBwd::DKV % 1024 == 0,
+              "a block's shared memory; the boxes 1024-aligned for TMA's 128-byte swizzle");
 static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
                   WsBwd::BAR_DQ_FULL == WsBwd::BAR_DQ_EMPTY + 2 &&
                   WsBwd::BAR_WG == WsBwd::BAR_DQ_FULL + 2 && WsBwd::BAR_WG + 2 <= 16,
@@ -1139,6 +1144,28 @@ __device__ __forceinline__ bool ws_item(const WsWork &wk, int ic, int T, WsItem 
 }
 #endif
 
+#ifdef ATTN_WGMMA_DEVICE
+// One consumer warp's 16 keys of dK (scaled) and dV (accumulators as
+// sum_warp_dkv's, head size 64) as bf16 rows 16 warp.. of the warpgroup's
+// two boxes at `boxes` (dK's, then dV's), 16-byte chunk n of row r at
+// n ^ (r & 7): TMA's 128-byte swizzle, and stores free of bank conflicts.
+__device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const float (&dv)[32],
+                                               unsigned char *boxes, int warp, int lane,
+                                               float scale) {
+    const int g = lane >> 2, t4 = lane & 3;
+    uint32_t *k32 = reinterpret_cast<uint32_t *>(boxes + warp * 16 * 128),
+             *v32 = k32 + WsBwd::BOX / 4;
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            const int at = ((g + 8 * r) * 8 + (n ^ g)) * 4 + t4;
+            k32[at] = pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
+            v32[at] = pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
+        }
+}
+#endif
+
 template <bool DET>
 static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
@@ -1147,12 +1174,14 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                        float scale, float scale_log2, unsigned *__restrict__ dq_counters,
                        float *__restrict__ kv_part, const WsWork wk,
                        const __grid_constant__ CUtensorMap qkv_map,
-                       const __grid_constant__ CUtensorMap dout_map) {
+                       const __grid_constant__ CUtensorMap dout_map,
+                       const __grid_constant__ CUtensorMap dqkv_map) {
 #ifdef ATTN_WGMMA_DEVICE
     typedef WsBwd W;
     constexpr int BM = W::BM, BN = W::BN, QN = BM / 8;
-    extern __shared__ unsigned char smem_raw[];
-    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    extern __shared__ __align__(1024) unsigned char ws_smem[];
+    unsigned char *sm = ws_smem;
+    if (smem_u32(sm) & 1023) __trap(); // WsBwd::SMEM has no slack to align it
     bf16 *sK = reinterpret_cast<bf16 *>(sm + W::K), *sV = reinterpret_cast<bf16 *>(sm + W::V);
     auto sQ = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::Q + st * W::TILE); };
     auto sdO = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::DO + st * W::TILE); };
@@ -1395,19 +1424,33 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         walk_query_tiles<DET>(n_it, tile_step);
         gt += n_it;
         kc++;
-        // the rows go out through this warpgroup's half of the dS stage that
-        // the last tile did not use (both warpgroups are past the tile before it)
-        bf16 *stage = reinterpret_cast<bf16 *>(sm + W::DS + (gt & 1) * BM * BN * 2 +
-                                               (w * 4 + warp) * 4 * W::HS * 16);
-        if (k0 + 64 * w < T)
-            store_warp_dkv<8>(dk, dv, dqkv, kv_part, blk, T, k0 + 64 * w, warp, lane, scale, stage);
-        if (!more) break;
-        // the warpgroup's staging read out before the next item's first dS
-        // (into the same stage) overwrites it
+        // dK and dV go out as the warpgroup's two boxes, stored by its first
+        // thread with TMA once every warp has staged its rows (and the last
+        // item's boxes have been read out); the column sums from the
+        // registers meanwhile
+        const bool leader = (tid & 127) == 0;
+        unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
+        if (leader) bulk_wait_read();
         named_bar_sync(W::BAR_WG + w, 128);
+        if (k0 + 64 * w < T) {
+            stage_warp_dkv(dk, dv, boxes, warp, lane, scale);
+            fence_proxy_async();
+            named_bar_sync(W::BAR_WG + w, 128);
+            if (leader) {
+                tma_store_4d(&dqkv_map, 0, NH + blk.h, k0 + 64 * w, blk.b, smem_u32(boxes));
+                tma_store_4d(&dqkv_map, 0, 2 * NH + blk.h, k0 + 64 * w, blk.b,
+                             smem_u32(boxes + W::BOX));
+                bulk_commit();
+            }
+            if (kv_part)
+                sum_warp_dkv<8>(dk, dv, kv_part, blk.b, blk.h, blk.C, T, k0 + 64 * w, warp, lane,
+                                scale);
+        }
+        if (!more) break;
         ic = jc;
         item(ic, x);
     }
+    if ((tid & 127) == 0) bulk_wait_done(); // the last boxes stored before the block ends
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1558,9 +1601,10 @@ struct WsPairedPersistent {
 // made, the one-warpgroup kernel's cp.async shape.
 template <class Sched = WsPairedPersistent>
 void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
-    CUtensorMap qkv_map = {}, dout_map = {};
+    CUtensorMap qkv_map = {}, dout_map = {}, dqkv_map = {};
     if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, WsBwd::HS) &&
-          make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, WsBwd::HS)))
+          make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, WsBwd::HS) &&
+          make_head_map(&dqkv_map, a.dqkv, a.B, a.T, 3 * a.NH, WsBwd::HS)))
         return launch_bwd_wgmma<CpAsyncBwd64>(a, stream);
     const bool det = a.dq_order != nullptr;
     auto kernel = det ? attn_bwd_ws_kernel<true> : attn_bwd_ws_kernel<false>;
@@ -1578,7 +1622,7 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
     kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
         a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
-        a.dq_counters, a.kv_part, wk, qkv_map, dout_map);
+        a.dq_counters, a.kv_part, wk, qkv_map, dout_map, dqkv_map);
     CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
 }
 
