@@ -681,6 +681,16 @@ __device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&d
 }
 #endif
 
+// Slot `slot` (keys chunk_k0 + 16 slot..+15) of the dK, dV column sums
+// partials (attention_backward_cuda's layout: per chunk of SUM_ROWS keys of
+// sequence b, 4 slots of 2 C columns, dK's then dV's), at column col.
+[[maybe_unused]] __device__ __forceinline__ float *kv_slot(float *kv_part, int b, int col, int C,
+                                                           int T, int chunk_k0, int slot) {
+    return kv_part +
+           ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
+           (size_t)slot * 2 * C + col;
+}
+
 // The column sums of one warp's 16 keys of dK (scaled) and dV (its wgmma
 // accumulators: key kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in
 // [4 n + e]), as stored (rounded to bf16), into the warp's slot of the sums
@@ -712,9 +722,7 @@ __device__ __forceinline__ void sum_warp_dkv(const float (&dk)[NO * 4], const fl
     // adds its partner's sums of them, so that lane (g, t4) ends with
     // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
     reduce_scatter_rows<4 * NO>(v, lane);
-    float *dst = kv_part +
-                 ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
-                 (size_t)warp * 2 * C + (size_t)h * HS + 2 * t4;
+    float *dst = kv_slot(kv_part, b, h * HS, C, T, chunk_k0, warp) + 2 * t4;
 #pragma unroll
     for (int q = 0; q < NO / 8; q++) {
         const int n = g * (NO / 8) + q;
@@ -1085,8 +1093,8 @@ struct WsBwd {
     // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2]; no
     // slack for aligning the base: the layout fills all but 1 KB of the
     // 227 KB a block may have, so it takes the dynamic shared memory's own
-    // 1024-byte alignment (which CUTLASS's and FlashAttention-3's Hopper
-    // kernels rely on too; the kernel traps without it)
+    // 1024-byte alignment (CUTLASS's Hopper kernels, which lay their shared
+    // storage out from the base, rely on it too; the kernel traps without it)
     static constexpr size_t SMEM = BARS + 10 * 8;
     // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
     // warpgroup w's dQ slab free, and full; warpgroup w's own
@@ -1163,6 +1171,56 @@ __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const floa
             k32[at] = pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
             v32[at] = pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
         }
+}
+
+// The column sums of a warpgroup's two staged boxes (rows: the 64 keys from
+// chunk_k0 of pair (b, h), as stored, in bf16) per 16 keys, into the chunk's
+// 4 slots of kv_part (store_warp_dkv's layout), by the tensor cores: row q
+// of a 64 x 64 A with ones in columns 16 q..16 q + 15 times a box is slot
+// q's sums, the products exact and added in fp32 in a fixed order. Keys
+// past T have zero dK and dV (masked for every query), so their rows add
+// nothing. Every thread of the warpgroup calls it, after the barrier that
+// follows the staging and fence_proxy_async().
+__device__ __forceinline__ void sum_boxes(float *kv_part, uint32_t boxes, int b, int h, int C,
+                                          int T, int chunk_k0, int warp, int lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+    const Sw128 k_box(boxes), v_box(boxes + WsBwd::BOX);
+    // A's rows g and g + 8 of warp 0, k columns 2 t4.. and 2 t4 + 8.. (the
+    // mma.sync fragment): in k step kk, ones in row kk (two bf16 1.0 a
+    // register), zeros elsewhere
+    uint32_t a[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        const uint32_t one = warp == 0 && g == kk ? 0x3F803F80u : 0u;
+        a[kk][0] = a[kk][2] = one;
+        a[kk][1] = a[kk][3] = 0u;
+#pragma unroll
+        for (int r = 0; r < 4; r++) // made here, not between the products (ptxas would fence them)
+            asm volatile("" : "+r"(a[kk][r])::"memory");
+    }
+    float sk[32], sv[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++) sk[i] = sv[i] = 0.f;
+    wgmma_fence();
+    fence_regs(sk);
+    fence_regs(sv);
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        wgmma_m64n64k16_rs(sk, a[kk], k_box.at(2048 * kk));
+        wgmma_m64n64k16_rs(sv, a[kk], v_box.at(2048 * kk));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(sk);
+    fence_regs(sv);
+    if (warp == 0 && g < 4) { // D's rows 0..3 (slots g): column 8 n + 2 t4 + e in [4 n + e]
+        float *dst = kv_slot(kv_part, b, h * WsBwd::HS, C, T, chunk_k0, g) + 2 * t4;
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(sk[4 * n], sk[4 * n + 1]);
+            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(sv[4 * n], sv[4 * n + 1]);
+        }
+    }
 }
 #endif
 
@@ -1302,6 +1360,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
 
     setmaxnreg_inc<240>();
     const int w = wg - 1, warp = __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0);
+    const bool leader = (tid & 127) == 0; // issues the warpgroup's TMA stores
     const int g = lane >> 2, t4 = lane & 3;
     // this warpgroup's 64 keys of K and V (A operands, K-major); all of K
     // (the B operand of dQ, MN-major)
@@ -1426,9 +1485,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         kc++;
         // dK and dV go out as the warpgroup's two boxes, stored by its first
         // thread with TMA once every warp has staged its rows (and the last
-        // item's boxes have been read out); the column sums from the
-        // registers meanwhile
-        const bool leader = (tid & 127) == 0;
+        // item's boxes have been read out); their column sums meanwhile
         unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
         if (leader) bulk_wait_read();
         named_bar_sync(W::BAR_WG + w, 128);
@@ -1443,14 +1500,14 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                 bulk_commit();
             }
             if (kv_part)
-                sum_warp_dkv<8>(dk, dv, kv_part, blk.b, blk.h, blk.C, T, k0 + 64 * w, warp, lane,
-                                scale);
+                sum_boxes(kv_part, smem_u32(boxes), blk.b, blk.h, blk.C, T, k0 + 64 * w, warp,
+                          lane);
         }
         if (!more) break;
         ic = jc;
         item(ic, x);
     }
-    if ((tid & 127) == 0) bulk_wait_done(); // the last boxes stored before the block ends
+    if (leader) bulk_wait_done(); // the last boxes stored before the block ends
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
