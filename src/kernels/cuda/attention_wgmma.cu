@@ -1157,6 +1157,9 @@ __device__ __forceinline__ bool ws_item(const WsWork &wk, int ic, int T, WsItem 
 // sum_warp_dkv's, head size 64) as bf16 rows 16 warp.. of the warpgroup's
 // two boxes at `boxes` (dK's, then dV's), 16-byte chunk n of row r at
 // n ^ (r & 7): TMA's 128-byte swizzle, and stores free of bank conflicts.
+// The offset is tile_off<64>'s, written out: through tile_off the producer
+// warps spilled 136 bytes instead of 80 and the backward ran 5% slower
+// (docs/attention.md).
 __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const float (&dv)[32],
                                                unsigned char *boxes, int warp, int lane,
                                                float scale) {
