@@ -70,22 +70,6 @@ using namespace attention_tiles;
 
 #ifdef ATTN_WGMMA_DEVICE
 
-// Generic-proxy writes to shared memory (cp.async, st.shared) made visible
-// to the async proxy that wgmma reads through, and the other way round.
-__device__ __forceinline__ void fence_proxy_async() {
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// Four 8x8 bf16 matrices from mma fragments (register i: matrix i, each
-// thread two adjacent elements of a row) stored transposed: lane 8i + c
-// gives the address of row c of matrix i's transpose (16 bytes).
-__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
-    asm volatile(
-        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-        "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-        : "memory");
-}
-
 // TMA tile loads, completing on an mbarrier (hopper.cuh).
 // One 64 x 64 bf16 box of a 4-D tensor map at coordinates (c0..c3) into
 // shared memory (128-byte swizzled by the map), completing on bar.
@@ -135,17 +119,6 @@ __device__ __forceinline__ void bulk_store_f32(float *dst, uint32_t src, uint32_
     asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
                  "r"(src), "r"(bytes)
                  : "memory");
-}
-__device__ __forceinline__ void bulk_commit() {
-    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-// Waits until this thread's bulk operations have read their shared source.
-__device__ __forceinline__ void bulk_wait_read() {
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-// Waits until they have completed (their writes done).
-__device__ __forceinline__ void bulk_wait_done() {
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 // The deterministic mode's turn-taking on a global counter: wait until it

@@ -1,7 +1,8 @@
 /* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma.cu,
  * matmul_wgmma.cu): on the host, the driver's tensor-map encoder; on the
  * device, the shared-memory descriptor of 128-byte-swizzled tiles, wgmma's
- * fence, commit and wait, mbarriers and setmaxnreg, defined
+ * fence, commit and wait, stmatrix, mbarriers, the proxy fence and bulk
+ * groups of the copy engine, and setmaxnreg, defined
  * only in the device pass for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL), where the
  * kernels that use them have bodies. */
 #ifndef GPT2_KERNELS_CUDA_HOPPER_CUH
@@ -93,6 +94,40 @@ static __device__ __forceinline__ void mbar_init_fence() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// Four 8x8 bf16 matrices from mma fragments (register i: matrix i, each
+// thread two adjacent elements of a row, as ldmatrix_x4 gives them) into
+// shared memory: lane 8i + c gives the address of row c of matrix i (16
+// bytes). _trans: the address of row c of matrix i's transpose.
+static __device__ __forceinline__ void stmatrix_x4(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                 "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+                 : "memory");
+}
+static __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+        "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+        : "memory");
+}
+// Generic-proxy writes to shared memory (cp.async, st.shared, stmatrix)
+// made visible to the async proxy that wgmma and TMA read through, and the
+// other way round.
+static __device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// A thread's bulk copies (TMA stores, bulk reductions) go in bulk groups:
+// commit closes one; the waits are for all of the thread's groups.
+static __device__ __forceinline__ void bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Waits until this thread's bulk operations have read their shared source.
+static __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// Waits until they have completed (their writes done).
+static __device__ __forceinline__ void bulk_wait_done() {
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
 // This warpgroup's registers per thread lowered or raised to N (all its
 // threads execute it); the block's total must stay within the register file.
 template <int N> static __device__ __forceinline__ void setmaxnreg_dec() {

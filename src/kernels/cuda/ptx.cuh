@@ -1,6 +1,7 @@
 /* PTX helpers the CUDA kernels share: shared-memory addresses, cp.async
- * (asynchronous global -> shared copies, sm_80 and newer), named barriers
- * (a barrier for a subset of a block's warps) and the MUFU's exp2. */
+ * (asynchronous global -> shared copies, sm_80 and newer), ldmatrix, named barriers
+ * (a barrier for a subset of a block's warps) and the MUFU's exp2 and
+ * reciprocal. */
 #ifndef GPT2_KERNELS_CUDA_PTX_CUH
 #define GPT2_KERNELS_CUDA_PTX_CUH
 
@@ -34,6 +35,20 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Four 8x8 bf16 matrices from shared memory into mma fragments: lane
+// 8i + c gives the address of row c of matrix i (16 bytes); register i
+// gets matrix i, each thread two adjacent elements of a row (row lane / 4,
+// columns 2 (lane % 4)..). _trans: each matrix transposed on the way.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
 // Barrier `id` (1-15; 0 is __syncthreads') for `threads` threads, a
 // multiple of 32: sync waits for all of them, arrive only counts itself.
 static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
@@ -48,6 +63,13 @@ static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
 __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// 1 / x by the MUFU's rcp, flush-to-zero (__fdividef(1, x) adds a range
+// fix-up in builds without -ftz); 1 / inf is 0.
+__device__ __forceinline__ float fast_rcp(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
 }
 
