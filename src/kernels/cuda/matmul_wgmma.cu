@@ -8,7 +8,12 @@
  *   matmul_wgmma_dgelu:        dinp = (dout W) * gelu'(pre), and the column
  *                              sums of dinp per 128 rows (for dpre_colsum)
  * Both take bf16 row-major operands, K-major: the backward's W (OC x C)
- * goes through a transposed copy (C x OC) in the caller's scratch. */
+ * goes through a transposed copy (C x OC) in the caller's scratch. The
+ * DGELU's pre-activations come in, and its output goes out, through a tile
+ * of shared memory per warpgroup moved by TMA: ldmatrix and stmatrix give
+ * and take them in the accumulators' layout, so that the epilogue, which
+ * must issue fewer instructions than the other warpgroup's products take,
+ * spends none on shuffling values between lanes. */
 #include "kernels/matmul.h"
 
 #include <cuda.h>
@@ -47,6 +52,15 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
 }
+// One box from shared memory to a 2-D tensor map at (c0, c1), an operation
+// of this thread's bulk group (hopper.cuh).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap *map, int c0, int c1, uint32_t src) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+            reinterpret_cast<uint64_t>(map)),
+        "r"(c0), "r"(c1), "r"(src)
+        : "memory");
+}
 // D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T, A 64 x 16 and B
 // 128 x 16 in shared memory (descriptors), both K-major.
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a,
@@ -74,9 +88,13 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t des
 struct P {
     static constexpr int BM = 128, BN = 128, BK = 64, STAGES = 4, NTH = 384;
     static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2, STAGE = A_BYTES + B_BYTES;
-    static constexpr int SUMS = STAGES * STAGE;    // [2 warpgroups][4 warps][BN] fp32
-    static constexpr int BARS = SUMS + 8 * BN * 4; // full[S], empty[S], mainloop_done[2]
-    static constexpr size_t SMEM = BARS + (2 * STAGES + 2) * 8 + 1024;
+    // DGELU: each consumer warpgroup's tile of pre, then of its output, as
+    // two boxes of 128 rows x 64 columns (TMA's 128-byte swizzle)
+    static constexpr int BOX = BM * 64 * 2, EPI_TILES = STAGES * STAGE;
+    static constexpr int SUMS = EPI_TILES + 2 * 2 * BOX; // [2 warpgroups][4 warps][BN] fp32
+    // full[S], empty[S], mainloop_done[2], pre_full[2], pre_free[2]
+    static constexpr int BARS = SUMS + 8 * BN * 4;
+    static constexpr size_t SMEM = BARS + (2 * STAGES + 6) * 8 + 1024;
 };
 static_assert(P::SMEM <= 227 * 1024, "shared memory");
 
@@ -84,13 +102,6 @@ static_assert(P::SMEM <= 227 * 1024, "shared memory");
 // Read-only loads as volatile asm, so that they stay where they are written
 // (before the products, whose time hides their latency) where __ldg may be
 // sunk to its use.
-__device__ __forceinline__ uint4 ld_nc_v4(const void *ptr) {
-    uint4 v;
-    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(ptr));
-    return v;
-}
 __device__ __forceinline__ uint32_t ld_nc_u32(const void *ptr) {
     uint32_t v;
     asm volatile("ld.global.nc.u32 %0, [%1];\n" : "=r"(v) : "l"(ptr));
@@ -123,28 +134,28 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&v)[4], int t4) {
 }
 
 // The DGELU epilogue of group q (columns 8 (4q + j) + 2 t4 + e, j < 4) of
-// the accumulators acc[4n + e], n = 4q + j, rows row (r = 0) and row + 8:
-// pre[r] holds the pre-activations in the store layout; cs[2j + e] gets
-// this thread's column sums of the rounded output.
-__device__ __forceinline__ void dgelu_group(const float (&acc)[64], int q, const uint4 (&pre)[2],
-                                            bf16 *out, size_t row, int ld, int col_store, int t4,
-                                            float (&cs)[8]) {
+// one 64-row half's accumulators acc[4n + e], n = 4q + j, rows 8 r + g
+// (r = 0, 1) of the warp's 16 (e >> 1 = r): pre[r] their pre-activations as
+// ldmatrix gave them from the staged tile (the accumulators' layout), the
+// output written over them there by stmatrix at this lane's addresses
+// at[r]; cs[2j + e] gets this thread's column sums of the output before its
+// bf16 rounding (the fp32 reference's sums).
+__device__ __forceinline__ void dgelu_group(const float (&acc)[64], int q, const uint32_t (&at)[2],
+                                            const uint32_t (&pre)[2][4], float (&cs)[8]) {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        uint32_t v[4] = {pre[r].x, pre[r].y, pre[r].z, pre[r].w};
-        quad_transpose(v, t4);
+        uint32_t v[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const int n = 4 * q + j;
-            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
-            v[j] = pack_bf16(acc[4 * n + 2 * r] * gelu_grad(x.x),
-                             acc[4 * n + 2 * r + 1] * gelu_grad(x.y));
-            const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v[j]));
-            cs[2 * j] += f.x, cs[2 * j + 1] += f.y;
+            const float2 x =
+                __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&pre[r][j]));
+            const float d0 = acc[4 * n + 2 * r] * gelu_grad(x.x),
+                        d1 = acc[4 * n + 2 * r + 1] * gelu_grad(x.y);
+            v[j] = pack_bf16(d0, d1);
+            cs[2 * j] += d0, cs[2 * j + 1] += d1;
         }
-        quad_transpose(v, t4);
-        *reinterpret_cast<uint4 *>(out + (row + 8 * r) * ld + col_store) =
-            make_uint4(v[0], v[1], v[2], v[3]);
+        stmatrix_x4(at[r], v);
     }
 }
 
@@ -196,11 +207,17 @@ __device__ __forceinline__ void colsum_group(float (&cs)[8], int q, float *sums_
 // warpgroup starts a tile's products only once the other has finished its
 // products of the tile before (mainloop_done), which also keeps every
 // stage's fills in the order of their waits (a warpgroup waiting on a
-// stage's fill f must not see the phase of f - 2 as f's).
+// stage's fill f must not see the phase of f - 2 as f's). DGELU: a second
+// producer thread loads each tile's pre into its warpgroup's tile (pre_full)
+// once the warpgroup's first thread has seen its last output read out by
+// its TMA store (pre_free); the warpgroup reads pre and writes its output
+// there in place, each lane the elements it read.
 template <int EPI>
 __global__ void __launch_bounds__(P::NTH, 1)
     wgmma_linear_kernel(const __grid_constant__ CUtensorMap map_a,
-                        const __grid_constant__ CUtensorMap map_b, const LinearArgs p) {
+                        const __grid_constant__ CUtensorMap map_b,
+                        const __grid_constant__ CUtensorMap map_pre,
+                        const __grid_constant__ CUtensorMap map_out, const LinearArgs p) {
 #ifdef LINEAR_WGMMA_DEVICE
     extern __shared__ unsigned char smem_raw[];
     unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
@@ -208,6 +225,10 @@ __global__ void __launch_bounds__(P::NTH, 1)
     auto full = [&](int s) { return bars + 8 * s; };
     auto empty = [&](int s) { return bars + 8 * (P::STAGES + s); };
     auto done = [&](int w) { return bars + 8 * (2 * P::STAGES + w); };
+    // DGELU: warpgroup w's tile of pre landed; its last output read out
+    auto pre_full = [&](int w) { return bars + 8 * (2 * P::STAGES + 2 + w); };
+    auto pre_free = [&](int w) { return bars + 8 * (2 * P::STAGES + 4 + w); };
+    auto epi_tile = [&](int w) { return smem_u32(sm + P::EPI_TILES + w * 2 * P::BOX); };
     auto sA = [&](int s) { return smem_u32(sm + s * P::STAGE); };
     auto sB = [&](int s) { return smem_u32(sm + s * P::STAGE + P::A_BYTES); };
     const int tid = threadIdx.x, lane = tid & 31;
@@ -218,15 +239,28 @@ __global__ void __launch_bounds__(P::NTH, 1)
             mbar_init(full(s), 1);
             mbar_init(empty(s), 4); // the consuming warpgroup's 4 warps
         }
-        mbar_init(done(0), 1);
-        mbar_init(done(1), 1);
+        for (int w = 0; w < 2; w++) {
+            mbar_init(done(w), 1);
+            mbar_init(pre_full(w), 1);
+            mbar_init(pre_free(w), 1); // the warpgroup's first thread
+        }
         mbar_init_fence();
     }
     __syncthreads();
 
     if (wg == 0) { // the producer: one thread issues every stage's two TMA loads
         setmaxnreg_dec<40>();
-        if (tid == 0) {
+        if (EPI == EPI_DGELU && tid == 32) {
+            // another loads each tile's pre into its warpgroup's tile once
+            // the last output there has been read out (i: the block's tile)
+            for (int i = 0, t = blockIdx.x; t < tiles; i++, t += gridDim.x) {
+                const int w = i & 1, m0 = (t / n_nblk) * P::BM, n0 = (t % n_nblk) * P::BN;
+                if (i >= 2) mbar_wait(pre_free(w), ((i >> 1) - 1) & 1);
+                mbar_arrive_expect_tx(pre_full(w), 2 * P::BOX);
+                tma_load_2d(epi_tile(w), &map_pre, n0, m0, pre_full(w));
+                tma_load_2d(epi_tile(w) + P::BOX, &map_pre, n0 + 64, m0, pre_full(w));
+            }
+        } else if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 const int m0 = (t / n_nblk) * P::BM, n0 = (t % n_nblk) * P::BN;
@@ -244,29 +278,31 @@ __global__ void __launch_bounds__(P::NTH, 1)
 
     setmaxnreg_inc<232>();
     const int w = wg - 1, warp = (tid >> 5) & 3, g = lane >> 2, t4 = lane & 3;
+    const bool leader = tid % 128 == 0; // issues the warpgroup's TMA stores
     float *sums = reinterpret_cast<float *>(sm + P::SUMS) + w * 4 * P::BN;
+    // DGELU: this lane's ldmatrix / stmatrix address in its warpgroup's tile
+    // for row group r = 0 of the first half, 16-byte chunk 4 q + (lane >> 3)
+    // of q = 0 (row 16 warp + (lane & 7), chunk c at c ^ (row & 7)); chunk
+    // 4 (q & 1) + i is at i ^ 4 of chunk i (i < 4), columns from 64 in the
+    // second box
+    const uint32_t epi_at =
+        epi_tile(w) + (16 * warp + (lane & 7)) * 128 + (((lane >> 3) ^ (lane & 7)) << 4);
     // i: the block's tile index (t = blockIdx.x + i gridDim.x); j: this warpgroup's
     for (int i = w, j = 0; blockIdx.x + i * gridDim.x < tiles; i += 2, j++) {
         const int t = blockIdx.x + i * gridDim.x;
         const int mblk = t / n_nblk, m0 = mblk * P::BM, n0 = (t % n_nblk) * P::BN;
         // acc_h[4n + e]: row m0 + 64 h + 16 warp + g + 8 (e >> 1), col n0 + 8 n + 2 t4 + (e & 1)
         const size_t row0 = (size_t)m0 + 16 * warp + g;
-        // The epilogue's reads, issued before the products: after them, they
-        // are round trips in series with the epilogue.
-        uint4 pre[16];      // DGELU: [8h + 2q + r], the store layout
-        uint32_t bias2[16]; // GELU: [n]
-        if constexpr (EPI == EPI_DGELU) {
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-#pragma unroll
-                for (int q = 0; q < 4; q++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++)
-                        pre[8 * h + 2 * q + r] =
-                            ld_nc_v4(p.aux + (row0 + 64 * h + 8 * r) * p.N + n0 + 8 * (4 * q + t4));
-        } else {
+        // GELU: the bias, read before the products (after them, a round trip
+        // in series with the epilogue); DGELU: the last tile's output read
+        // out of the warpgroup's tile, which the next pre may then fill
+        uint32_t bias2[16]; // [n]
+        if constexpr (EPI == EPI_GELU) {
 #pragma unroll
             for (int n = 0; n < 16; n++) bias2[n] = ld_nc_u32(p.bias + n0 + 8 * n + 2 * t4);
+        } else if (j > 0 && leader) {
+            bulk_wait_read();
+            mbar_arrive(pre_free(w));
         }
         if (i > 0) // the other warpgroup's products of tile i - 1 are done
             mbar_wait(done(w ^ 1), (w == 0 ? j - 1 : j) & 1);
@@ -295,29 +331,48 @@ __global__ void __launch_bounds__(P::NTH, 1)
         if (lane == 0) mbar_arrive(empty((it - 1) % P::STAGES));
         if (tid % 128 == 0) mbar_arrive(done(w)); // the other warpgroup may start its products
 
+        if constexpr (EPI == EPI_DGELU) {
+            mbar_wait(pre_full(w), j & 1);
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const int col_store = n0 + 8 * (4 * q + t4);
-            if constexpr (EPI == EPI_DGELU) {
+            for (int q = 0; q < 4; q++) {
+                // the group's pre of both halves first: four loads in flight
+                uint32_t at[2][2], pre[2][2][4];
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        at[h][r] =
+                            (epi_at ^ ((q & 1) << 6)) + (q >> 1) * P::BOX + (64 * h + 8 * r) * 128;
+                        ldmatrix_x4(pre[h][r], at[h][r]);
+                    }
                 float cs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-                const uint4 p0[2] = {pre[2 * q], pre[2 * q + 1]};
-                const uint4 p1[2] = {pre[8 + 2 * q], pre[8 + 2 * q + 1]};
-                dgelu_group(acc0, q, p0, p.out, row0, p.N, col_store, t4, cs);
-                dgelu_group(acc1, q, p1, p.out, row0 + 64, p.N, col_store, t4, cs);
+                dgelu_group(acc0, q, at[0], pre[0], cs);
+                dgelu_group(acc1, q, at[1], pre[1], cs);
                 if (p.colsum_part) colsum_group(cs, q, sums + warp * P::BN, g, t4);
-            } else {
+            }
+            fence_proxy_async(); // the output's stmatrix, read next by TMA
+            named_bar_sync(1 + w, 128);
+            if (leader) {
+                tma_store_2d(&map_out, n0, m0, epi_tile(w));
+                tma_store_2d(&map_out, n0 + 64, m0, epi_tile(w) + P::BOX);
+                bulk_commit();
+            }
+            if (p.colsum_part) {
+                const int c = tid % 128; // one column each, the 4 warps' sums in order
+                p.colsum_part[(size_t)mblk * p.N + n0 + c] =
+                    sums[c] + sums[P::BN + c] + sums[2 * P::BN + c] + sums[3 * P::BN + c];
+                named_bar_sync(1 + w, 128);
+            }
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                const int col_store = n0 + 8 * (4 * q + t4);
                 gelu_group(acc0, q, bias2, p.out, p.aux, row0, p.N, col_store, t4);
                 gelu_group(acc1, q, bias2, p.out, p.aux, row0 + 64, p.N, col_store, t4);
             }
         }
-        if (EPI == EPI_DGELU && p.colsum_part) {
-            named_bar_sync(1 + w, 128);
-            const int c = tid % 128; // one column each, the 4 warps' sums in order
-            p.colsum_part[(size_t)mblk * p.N + n0 + c] =
-                sums[c] + sums[P::BN + c] + sums[2 * P::BN + c] + sums[3 * P::BN + c];
-            named_bar_sync(1 + w, 128);
-        }
     }
+    if (EPI == EPI_DGELU && leader) bulk_wait_done(); // the last outputs stored
 #else
     __trap();
 #endif
@@ -370,14 +425,20 @@ static bool runs(int M, int N, int K, const void *const *ptrs, int n) {
 
 template <int EPI>
 static int launch(const void *A, const void *Bt, const LinearArgs &p, cudaStream_t stream) {
-    CUtensorMap ma, mb;
+    CUtensorMap ma, mb, mpre, mout; // DGELU's pre and output: 128-row boxes of 64 columns
     if (!make_map(&ma, A, p.M, p.K, P::BM) || !make_map(&mb, Bt, p.N, p.K, P::BN)) return 0;
+    if (EPI == EPI_DGELU) {
+        if (!make_map(&mpre, p.aux, p.M, p.N, P::BM) || !make_map(&mout, p.out, p.M, p.N, P::BM))
+            return 0;
+    } else {
+        mpre = mout = ma; // unused
+    }
     static unsigned long long raised = 0; // a bit per device
     raise_smem_limit(wgmma_linear_kernel<EPI>, P::SMEM, raised);
     const int tiles = (p.M / P::BM) * (p.N / P::BN), sms = sm_count();
     auto kernel = wgmma_linear_kernel<EPI>;
     const int grid = tiles < sms ? tiles : sms;
-    kernel<<<grid, P::NTH, P::SMEM, stream>>>(ma, mb, p);
+    kernel<<<grid, P::NTH, P::SMEM, stream>>>(ma, mb, mpre, mout, p);
     CUDA_CHECK_LAUNCH("wgmma_linear_kernel");
     return 1;
 }
