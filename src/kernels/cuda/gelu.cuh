@@ -4,13 +4,13 @@
  * agree bit for bit. sigmoid(2u) = 0.5 (1 + tanh(u)), as the CPU reference
  * (kernels/cpu/gelu.c), evaluated as 1 / (1 + 2^(x (C1 + C2 x^2))) with
  * the constants folded and the MUFU's 2^x and reciprocal called directly
- * (fast_exp2, fast_rcp: flushed to zero): a few fp32 ulps from the reference, far
- * below the bf16 (or FP8) rounding of every result. The GEMM epilogues
- * that evaluate these for every element of the MLP's hidden layer run
- * under the other warpgroup's products only while they issue fewer
- * instructions than the products take; __expf and __fdividef (this build
- * has no -ftz) wrapped each MUFU in range fix-ups, half of the epilogue's
- * instructions (docs/gpu-training.md). */
+ * (fast_exp2, fast_rcp: flushed to zero): a few fp32 ulps from the
+ * reference, far below the bf16 (or FP8) rounding of every result. The
+ * GEMM epilogues that evaluate these for every element of the MLP's hidden
+ * layer run under the other warpgroup's products only while they issue
+ * fewer instructions than the products take; __expf and __fdividef (this
+ * build has no -ftz) wrapped each MUFU in range fix-ups, half of the
+ * epilogue's instructions (docs/gpu-training.md). */
 #ifndef GPT2_KERNELS_CUDA_GELU_CUH
 #define GPT2_KERNELS_CUDA_GELU_CUH
 
