@@ -234,6 +234,10 @@ __global__ void __launch_bounds__(P::NTH, 1)
     const int tid = threadIdx.x, lane = tid & 31;
     const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
     const int n_nblk = p.N / P::BN, tiles = (p.M / P::BM) * n_nblk, ksteps = p.K / P::BK;
+    // tile t's row block and its first row and column
+    auto tile_at = [&](int t, int &mblk, int &m0, int &n0) {
+        mblk = t / n_nblk, m0 = mblk * P::BM, n0 = (t % n_nblk) * P::BN;
+    };
     if (tid == 0) {
         for (int s = 0; s < P::STAGES; s++) {
             mbar_init(full(s), 1);
@@ -254,7 +258,9 @@ __global__ void __launch_bounds__(P::NTH, 1)
             // another loads each tile's pre into its warpgroup's tile once
             // the last output there has been read out (i: the block's tile)
             for (int i = 0, t = blockIdx.x; t < tiles; i++, t += gridDim.x) {
-                const int w = i & 1, m0 = (t / n_nblk) * P::BM, n0 = (t % n_nblk) * P::BN;
+                const int w = i & 1;
+                int mblk, m0, n0;
+                tile_at(t, mblk, m0, n0);
                 if (i >= 2) mbar_wait(pre_free(w), ((i >> 1) - 1) & 1);
                 mbar_arrive_expect_tx(pre_full(w), 2 * P::BOX);
                 tma_load_2d(epi_tile(w), &map_pre, n0, m0, pre_full(w));
@@ -263,7 +269,8 @@ __global__ void __launch_bounds__(P::NTH, 1)
         } else if (tid == 0) {
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                const int m0 = (t / n_nblk) * P::BM, n0 = (t % n_nblk) * P::BN;
+                int mblk, m0, n0;
+                tile_at(t, mblk, m0, n0);
                 for (int kb = 0; kb < ksteps; kb++, it++) {
                     const int s = it % P::STAGES;
                     if (it >= P::STAGES) mbar_wait(empty(s), ((it / P::STAGES) - 1) & 1);
@@ -289,8 +296,8 @@ __global__ void __launch_bounds__(P::NTH, 1)
         epi_tile(w) + (16 * warp + (lane & 7)) * 128 + (((lane >> 3) ^ (lane & 7)) << 4);
     // i: the block's tile index (t = blockIdx.x + i gridDim.x); j: this warpgroup's
     for (int i = w, j = 0; blockIdx.x + i * gridDim.x < tiles; i += 2, j++) {
-        const int t = blockIdx.x + i * gridDim.x;
-        const int mblk = t / n_nblk, m0 = mblk * P::BM, n0 = (t % n_nblk) * P::BN;
+        int mblk, m0, n0;
+        tile_at(blockIdx.x + i * gridDim.x, mblk, m0, n0);
         // acc_h[4n + e]: row m0 + 64 h + 16 warp + g + 8 (e >> 1), col n0 + 8 n + 2 t4 + (e & 1)
         const size_t row0 = (size_t)m0 + 16 * warp + g;
         // GELU: the bias, read before the products (after them, a round trip
@@ -329,7 +336,7 @@ __global__ void __launch_bounds__(P::NTH, 1)
         fence_regs(acc0);
         fence_regs(acc1);
         if (lane == 0) mbar_arrive(empty((it - 1) % P::STAGES));
-        if (tid % 128 == 0) mbar_arrive(done(w)); // the other warpgroup may start its products
+        if (leader) mbar_arrive(done(w)); // the other warpgroup may start its products
 
         if constexpr (EPI == EPI_DGELU) {
             mbar_wait(pre_full(w), j & 1);
