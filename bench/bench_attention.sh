@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Our causal flash attention next to PyTorch SDPA's, in the same run on the
-# same GPU: bench_attention (ours: the default kernels and, on Hopper, their
+# same GPU: bench_attention (ours: the default kernels, once more with
+# dqkv's column sums as the trainer runs them, and, on Hopper, their
 # deterministic mode and the mma.sync kernels) and bench/attention_peers.py
 # (cuDNN and FlashAttention-2, when torch with CUDA is there), per shape,
 # forward and forward+backward, with TFLOP/s on causal FLOPs (forward
@@ -14,7 +15,7 @@ set -uo pipefail
 build=${1:-build}; shift || true
 shapes=${*:-32:12:1024:64 8:12:4096:64 32:6:1024:128 8:6:4096:128}
 python=${PYTHON:-python3}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 # the CMake build's, or scripts/build_attention_standalone.sh's
 bench=$build/tests/bench_attention
 [ -x "$bench" ] || bench=$build/bench_attention
@@ -42,10 +43,10 @@ rows = {}
 for line in open(sys.argv[1]):
     if not line.startswith("BENCH attention") or "unavailable" in line:
         continue
-    kv = dict(re.findall(r"(\w+)=([\w.-]+)", line))
+    kv = dict(re.findall(r"(\w+)=([\w.+-]+)", line))  # impl=wgmma+colsum is its own
     shape = tuple(int(kv[k]) for k in ("B", "H", "T", "D"))
     rows.setdefault(shape, {})[kv["impl"]] = (float(kv["fwd_ms"]), float(kv["fwdbwd_ms"]))
-impls = ["wgmma", "wgmma-det", "mma.sync", "cudnn", "fa2"]
+impls = ["wgmma", "wgmma+colsum", "wgmma-det", "mma.sync", "cudnn", "fa2"]
 print(f"{'B H T D':<16}{'pass':<9}" + "".join(f"{i:>18}" for i in impls) + f"{'ratio':>8}")
 for (b, h, t, d), got in rows.items():
     fwd_flop = 4.0 * b * h * t * t * d / 2
