@@ -23,26 +23,27 @@ mma.sync 0.210
 cudnn 0.230
 fa2 0.250
 EOF
+# one BENCH line: emit IMPL B H T D, with IMPL's times from times.txt
+cat >"$work/emit" <<EOF
+#!/usr/bin/env bash
+ms=\$(awk -v i="\$1" '\$1 == i { print \$2 }' "$work/times.txt")
+echo "BENCH attention impl=\$1 B=\$2 H=\$3 T=\$4 D=\$5 fwd_ms=\$ms fwdbwd_ms=\$(awk "BEGIN { print 3 * \$ms + 0.1 }")"
+EOF
 cat >"$work/build/tests/bench_attention" <<EOF
 #!/usr/bin/env bash
-while read -r impl ms; do
-  case \$impl in cudnn|fa2) continue ;; esac
-  echo "BENCH attention impl=\$impl B=\$1 H=\$2 T=\$3 D=\$4 fwd_ms=\$ms fwdbwd_ms=\$(awk "BEGIN { print 3 * \$ms + 0.1 }")"
-done <"$work/times.txt"
+for impl in wgmma wgmma+colsum wgmma-det mma.sync; do "$work/emit" \$impl "\$@"; done
 EOF
-# the peers' python3: attention_peers.py printed from the table; anything else (the summary) run
+# the peers' python3: attention_peers.py's lines from times.txt; anything else (the summary) run
 cat >"$work/python3" <<EOF
 #!/usr/bin/env bash
 if [ "\$1" = bench/attention_peers.py ]; then
   shift
-  grep -E "^(cudnn|fa2) " "$work/times.txt" | while read -r impl ms; do
-    echo "BENCH attention impl=\$impl B=\$1 H=\$2 T=\$3 D=\$4 fwd_ms=\$ms fwdbwd_ms=\$(awk "BEGIN { print 3 * \$ms + 0.1 }")"
-  done
+  for impl in cudnn fa2; do "$work/emit" \$impl "\$@"; done
   exit 0
 fi
 exec /usr/bin/python3 "\$@"
 EOF
-chmod +x "$work/build/tests/bench_attention" "$work/python3"
+chmod +x "$work/emit" "$work/build/tests/bench_attention" "$work/python3"
 
 PYTHON="$work/python3" bench/bench_attention.sh "$work/build" \
   >"$work/table.txt" 2>&1 || fail "bench_attention.sh exited $?"
