@@ -162,6 +162,11 @@ size_t dq_counters_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
+// The warp-specialized backward's schedule table (AttnBwdArgs::ws_table).
+size_t ws_table_bytes(int B, int T, int NH) {
+    return 2 * sizeof(int) * (size_t)ws_table_entries(B * NH, (T + 127) / 128);
+}
+
 // n rounded up to a multiple of 4 (floats: 16 bytes).
 size_t round_up4(size_t n) { return (n + 3) / 4 * 4; }
 
@@ -187,6 +192,8 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
     a.kv_part = colsum ? kv : nullptr;
     a.dq_counters = reinterpret_cast<unsigned *>(kv + (size_t)sum_chunks(B, T) * 4 * 2 * C);
     a.dq_order = deterministic ? a.dq_counters : nullptr;
+    a.ws_table =
+        reinterpret_cast<int *>(a.dq_counters + dq_counters_bytes(B, T, NH) / sizeof(unsigned));
     return a;
 }
 
@@ -254,7 +261,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {
     return sizeof(float) * ((size_t)B * T * C + round_up4((size_t)B * NH * T) +
                             (size_t)sum_chunks(B, T) * (3 + 8) * C) +
-           dq_counters_bytes(B, T, NH);
+           dq_counters_bytes(B, T, NH) + ws_table_bytes(B, T, NH);
 }
 
 extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,

@@ -42,6 +42,9 @@ struct AttnBwdArgs {
     // row 4 chunk + warp), which the dQ conversion folds into colsum_part
     // (the mma.sync family leaves kv_part alone: the dispatcher sums dK, dV)
     float *colsum_part, *kv_part;
+    // the warp-specialized backward's table of its schedule (int pairs,
+    // ws_table_entries of attention_block_order.h), which it writes itself
+    int *ws_table;
 };
 
 // dq_acc zeroed (the dispatcher's, for the main kernels that add every

@@ -1,11 +1,12 @@
 /* What the flash attention kernels share (attention_mma.cu: mma.sync, sm_80
  * and newer; attention_wgmma.cu: wgmma, sm_90a; attention.cu: the
- * dispatcher and the backward's passes; the PTX helpers are ptx.cuh's): bf16
- * packing, the
- * block orders, the swizzled shared tiles and the loader that fills them,
- * the layout of the wgmma backward's dQ accumulator. A tile of 64 bf16 columns (128-byte rows, 16-byte
- * chunks XORed with row % 8) is exactly the 128-byte swizzle layout that
- * wgmma reads through a matrix descriptor, when its base is 1024-aligned. */
+ * dispatcher and the backward's passes; the PTX helpers are ptx.cuh's, the
+ * block orders attention_block_order.h's): bf16 packing, the backward's
+ * block coordinates, the swizzled shared tiles and the loader that fills
+ * them, the layout of the wgmma backward's dQ accumulator. A tile of 64
+ * bf16 columns (128-byte rows, 16-byte chunks XORed with row % 8) is
+ * exactly the 128-byte swizzle layout that wgmma reads through a matrix
+ * descriptor, when its base is 1024-aligned. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
 #define GPT2_KERNELS_CUDA_ATTENTION_TILES_CUH
 
@@ -13,7 +14,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/cuda/bf16_vec.cuh" // unpack8, pack_bf16
+#include "kernels/cuda/attention_block_order.h" // fwd_block_coords
+#include "kernels/cuda/bf16_vec.cuh"            // unpack8, pack_bf16
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/ptx.cuh"
 #include "kernels/cuda/smem_limit.cuh" /* raise_smem_limit, for the launchers */
@@ -27,23 +29,6 @@ constexpr float LN2 = 0.6931471805599453f;
 // x rounded to bf16, as a float: the value a bf16 store keeps.
 __device__ __forceinline__ float round_bf16(float x) {
     return __bfloat162float(__float2bfloat16_rn(x));
-}
-
-// ---------------------------------------------------------------------------
-// Forward block order
-
-// The (batch, head) pair and query tile of forward block x of a 1-D grid of
-// n_bh * n_qt blocks. The pairs go in groups of G (16), and within a group
-// the longest query tiles (the most key tiles under the causal mask) come
-// first. Blocks resident together then share a few pairs' K and V in L2
-// (all of them, 96 MB at B=32 T=1024 for 124M, do not fit), and the short
-// tiles fill the end of each group's wave. G = n_bh: longest first over all.
-__device__ __forceinline__ void fwd_block_coords(int x, int n_bh, int n_qt, int G, int &bh,
-                                                 int &qt) {
-    const int group = x / (G * n_qt), i = x % (G * n_qt);
-    const int size = min(G, n_bh - group * G); // the last group may be partial
-    bh = group * G + i % size;
-    qt = n_qt - 1 - i / size;
 }
 
 // ---------------------------------------------------------------------------
@@ -132,7 +117,7 @@ __device__ __forceinline__ BwdBlock bwd_block_at(int x, int n_blocks, const bf16
                                                  const float *dsum, int T, int NH, int G) {
     const int n_kb = (T + BN - 1) / BN;
     int bh, rev_kb; // rev_kb: n_kb - 1 - key block
-    fwd_block_coords(x, n_blocks / n_kb, n_kb, G, bh, rev_kb);
+    fwd_block_coords(x, n_blocks / n_kb, n_kb, G, &bh, &rev_kb);
     return bwd_block_for<HS>(bh, (n_kb - 1 - rev_kb) * BN, qkv, dout, lse, dsum, T, NH);
 }
 template <int HS, int BN>

@@ -286,7 +286,7 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
     const int warp = PIPE ? __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0) : (tid >> 5) & 3;
     const int n_qt = (T + BM - 1) / BM;
     int bh, qt;
-    fwd_block_coords((int)blockIdx.x, (int)gridDim.x / n_qt, n_qt, group, bh, qt);
+    fwd_block_coords((int)blockIdx.x, (int)gridDim.x / n_qt, n_qt, group, &bh, &qt);
     const int b = bh / NH, h = bh % NH, q0 = qt * BM;
     const int C = NH * HS;
     const size_t ld = (size_t)3 * C;
@@ -1011,9 +1011,11 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // Backward main kernel, warp-specialized (FlashAttention-3's structure, read
 // from its hopper/ sources; docs/attention.md), head size 64.
 //
-// A block walks key blocks of 128 keys of one (batch, head) each (WsWork:
-// one block per SM, over pairs of key blocks whose tiles add up alike),
-// and for each the query tiles of 128 rows from the diagonal to T (DET:
+// A block walks key blocks of 128 keys of one (batch, head) each (WsWork,
+// attention_block_order.h: one block per SM, over pairs of key blocks whose
+// tiles add up alike, and a tail of single ones; the block's threads write
+// its list into ws_table at the start, and every role reads it there), and
+// for each the query tiles of 128 rows from the diagonal to T (DET:
 // from T down), with three warpgroups:
 // - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
 //   warp 0 loads each key block's K and V (once the last key block's
@@ -1085,43 +1087,27 @@ static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
                   WsBwd::BAR_WG == WsBwd::BAR_DQ_FULL + 2 && WsBwd::BAR_WG + 2 <= 16,
               "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
 
-// The key blocks (items) a block of the warp-specialized backward walks.
-// Units of work go to the blocks strided by the grid: with one block per
-// SM, each walks its units in turn, the next one's first loads under the
-// last one's final tile and epilogue; with one block per unit, in the
-// hardware's order. A unit is one key block (bwd_block_at's order, pairs in
-// groups of `group`) or, paired, key blocks p and n_kb - 1 - p of one
-// (batch, head) pair, longer first: n_kb + 1 query tiles whatever p, so
-// that the blocks of a persistent grid end together.
-struct WsWork {
-    int n_units, paired, group;
-};
-struct WsItem {
-    int bh, k0;
-    int n_it; // its query tiles (0: the second of a pair that is one key block)
-};
-
 #ifdef ATTN_WGMMA_DEVICE
-// This block's item ic: false past its last.
-__device__ __forceinline__ bool ws_item(const WsWork &wk, int ic, int T, WsItem &x) {
-    constexpr int BN = WsBwd::BN;
-    const int n_kb = (T + BN - 1) / BN;
-    const int unit = (int)blockIdx.x + (wk.paired ? ic >> 1 : ic) * (int)gridDim.x;
-    if (unit >= wk.n_units) return false;
-    int kb;
-    if (wk.paired) {
-        const int per_bh = (n_kb + 1) / 2, p = unit % per_bh;
-        kb = (ic & 1) ? n_kb - 1 - p : p;
-        x.bh = unit / per_bh;
-        x.n_it = (ic & 1) && kb == p ? 0 : n_kb - kb;
-    } else {
-        int rev_kb; // as bwd_block_at's
-        fwd_block_coords(unit, wk.n_units / n_kb, n_kb, wk.group, x.bh, rev_kb);
-        kb = n_kb - 1 - rev_kb;
-        x.n_it = n_kb - kb;
+// This block's items (the key blocks it walks: WsWork, attention_block_order.h)
+// into its column of the table, an item a thread; the block's barrier after
+// it makes them visible to every role.
+__device__ __forceinline__ void ws_table_write(const WsWork &wk, int *table, int n_kb) {
+    const int block = (int)blockIdx.x, grid = (int)gridDim.x;
+    for (int ic = (int)threadIdx.x; ic < wk.rows; ic += (int)blockDim.x) {
+        WsItem x;
+        const int more = ws_item_at(&wk, block, grid, ic, n_kb, 1, &x);
+        int2 *e = reinterpret_cast<int2 *>(table) + (size_t)ic * grid + block;
+        *e = more ? make_int2(x.bh, x.n_it ? x.k0 : -1) : make_int2(-1, -1);
     }
-    x.k0 = kb * BN;
-    return true;
+}
+// This block's item ic from the table: false past its last.
+__device__ __forceinline__ bool ws_item(const int *table, int ic, int T, WsItem &x) {
+    constexpr int BN = WsBwd::BN;
+    const int2 e = reinterpret_cast<const int2 *>(table)[(size_t)ic * gridDim.x + blockIdx.x];
+    x.bh = e.x;
+    x.k0 = e.y * BN; // read only where the item has tiles
+    x.n_it = e.y < 0 ? 0 : (T + BN - 1) / BN - e.y;
+    return e.x >= 0;
 }
 #endif
 
@@ -1206,7 +1192,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                        const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
                        float scale, float scale_log2, unsigned *__restrict__ dq_counters,
-                       float *__restrict__ kv_part, const WsWork wk,
+                       float *__restrict__ kv_part, const WsWork wk, int *ws_table,
                        const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map,
                        const __grid_constant__ CUtensorMap dqkv_map) {
@@ -1229,7 +1215,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     const int tid = threadIdx.x, lane = tid & 31;
     const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); // warp-uniform, as wgmma wants
     const int n_qt = (T + BM - 1) / BM;
-    auto item = [&](int ic, WsItem &x) { return ws_item(wk, ic, T, x); };
+    auto item = [&](int ic, WsItem &x) { return ws_item(ws_table, ic, T, x); };
     // the query tile of an item's step it (of the walk from its key block k0)
     auto tile_of = [&](int k0, int it) { return DET ? n_qt - 1 - it : k0 / BM + it; };
 
@@ -1244,7 +1230,8 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         }
         mbar_init_fence();
     }
-    __syncthreads(); // the barriers are initialised before anyone waits on them
+    ws_table_write(wk, ws_table, (T + BN - 1) / BN);
+    __syncthreads(); // the barriers initialised and the table written before anyone uses them
 
     // Every role walks the items alike and counts their tiles (gt: the
     // block's tiles before the item) for the stages' parities, and the
@@ -1619,15 +1606,16 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
 }
 
 // The warp-specialized backward's schedule (WsWork): PAIRED units of two
-// key blocks, a PERSISTENT grid of one block per SM. Together they measured
-// fastest (docs/attention.md): a key block's first loads go under the last
-// one's final tile and epilogue, and every block walks as many tiles as the
-// others (persistent over single key blocks, the blocks end far apart).
-// The deterministic mode runs one key block a block whatever the schedule:
-// its dQ turns wait on lower key blocks, which a block walking several
-// could hold up.
+// key blocks, a PERSISTENT grid of one block per SM, and a TAIL of single
+// key blocks where the pairs would leave a round of the grid part-filled.
+// Together they measured fastest (docs/attention.md): a key block's first
+// loads go under the last one's final tile and epilogue, and every block
+// walks about as many tiles as the others (persistent over single key
+// blocks, the blocks end far apart). The deterministic mode runs one key
+// block a block whatever the schedule: its dQ turns wait on lower key
+// blocks, which a block walking several could hold up.
 struct WsPairedPersistent {
-    static constexpr bool PAIRED = true, PERSISTENT = true;
+    static constexpr bool PAIRED = true, PERSISTENT = true, TAIL = true;
 };
 
 // The warp-specialized backward (head size 64); where no tensor map can be
@@ -1644,18 +1632,31 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     static unsigned long long smem_done[2] = {0, 0};
     raise_smem_limit(kernel, WsBwd::SMEM, smem_done[det]);
     const int n_kb = (a.T + WsBwd::BN - 1) / WsBwd::BN;
-    WsWork wk;
-    wk.paired = Sched::PAIRED && !det;
-    wk.group = WsBwd::GROUP;
-    wk.n_units = a.B * a.NH * (wk.paired ? (n_kb + 1) / 2 : n_kb);
+    // the schedule of the last shape (the model behind the tail's choice
+    // walks every item, so a step's layers reuse it)
+    static struct {
+        int n_bh, n_kb, sms, det, grid;
+        WsWork wk;
+    } last = {-1, -1, -1, -1, 0, {}};
     const int sms = sm_count();
-    const int grid = Sched::PERSISTENT && !det && sms < wk.n_units ? sms : wk.n_units;
+    if (last.n_bh != a.B * a.NH || last.n_kb != n_kb || last.sms != sms || last.det != det) {
+        last.n_bh = a.B * a.NH, last.n_kb = n_kb, last.sms = sms, last.det = det;
+        last.wk = ws_schedule(a.B * a.NH, n_kb, sms, Sched::PAIRED && !det,
+                              Sched::PERSISTENT && !det, Sched::TAIL, WsBwd::GROUP, &last.grid);
+        if ((long)last.grid * last.wk.rows > ws_table_entries(a.B * a.NH, n_kb))
+            fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                    "the attention backward's schedule (%d blocks) outgrows its table "
+                    "(ws_table_entries, attention_block_order.h)",
+                    last.grid);
+    }
+    const WsWork wk = last.wk;
+    const int grid = last.grid;
     const float scale = 1.f / sqrtf((float)WsBwd::HS);
     static_assert(WsBwd::BN == 2 * SUM_ROWS,
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
     kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
         a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
-        a.dq_counters, a.kv_part, wk, qkv_map, dout_map, dqkv_map);
+        a.dq_counters, a.kv_part, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
     CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
 }
 
@@ -1750,13 +1751,16 @@ struct WgmmaBwd64_Ungrouped : WgmmaBwd64 {
 };
 // the warp-specialized kernel's other schedules
 struct WsPerKeyBlock {
-    static constexpr bool PAIRED = false, PERSISTENT = false;
+    static constexpr bool PAIRED = false, PERSISTENT = false, TAIL = false;
 };
 struct WsPaired {
-    static constexpr bool PAIRED = true, PERSISTENT = false;
+    static constexpr bool PAIRED = true, PERSISTENT = false, TAIL = false;
 };
 struct WsPersistent {
-    static constexpr bool PAIRED = false, PERSISTENT = true;
+    static constexpr bool PAIRED = false, PERSISTENT = true, TAIL = false;
+};
+struct WsPairedPersistentNoTail {
+    static constexpr bool PAIRED = true, PERSISTENT = true, TAIL = false;
 };
 // backward, head size 128
 struct WgmmaBwd128_Unsplit : WgmmaBwd128 {
@@ -1844,6 +1848,11 @@ const AttnVariant attention_wgmma_variants[] = {
      true,
      nullptr,
      launch_bwd_ws<WsPersistent>},
+    {{"wgmma_bwd64_ws_no_tail", WGMMA, 64, true,
+      "warp-specialized, persistent over pairs of key blocks to the end (no tail of singles)"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsPairedPersistentNoTail>},
     {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
      true,
      nullptr,
