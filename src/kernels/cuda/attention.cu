@@ -162,7 +162,8 @@ size_t dq_counters_bytes(int B, int T, int NH) {
     return sizeof(unsigned) * 4 * (size_t)B * NH * ((T + 63) / 64);
 }
 
-// The warp-specialized backward's schedule table (AttnBwdArgs::ws_table).
+// The warp-specialized backward's schedule table (AttnBwdArgs::ws_table),
+// over its key blocks of 128 keys (WsBwd::BN).
 size_t ws_table_bytes(int B, int T, int NH) {
     return 2 * sizeof(int) * (size_t)ws_table_entries(B * NH, (T + 127) / 128);
 }

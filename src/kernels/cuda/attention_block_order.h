@@ -119,7 +119,7 @@ ATTN_ORDER_FN int ws_table_rows(const WsWork *wk, int grid, int n_kb) {
 
 /* A model of a block's time, in tenths of a query tile: each key block its
  * tiles plus 12 for its end (dK and dV out, their column sums, the next
- * key block's start: 3.1 us against 2.7 a tile in the trace of
+ * key block's start: about 1.2 tiles' time in the trace of
  * docs/attention.md), and a key block of the tail 5 more (fitted to the
  * kernel's times with and without the tail at three shapes,
  * docs/attention.md: a pair's second key block reads the query tiles that
@@ -143,8 +143,9 @@ ATTN_ORDER_FN long ws_makespan(const WsWork *wk, int grid, int n_kb) {
 
 /* The work of n_bh (batch, head) pairs of n_kb key blocks, and the grid to
  * launch it on (*grid: at most max_grid blocks if persistent, else one a
- * unit). Paired and persistent with a tail, of three splits, all pair
- * units or the last one or two rounds' heads as singles, the one that the
+ * unit). Paired and persistent with a tail, of five splits, all pair
+ * units, or as singles the heads of the part-filled last round (rounds 0)
+ * or of it and the one to three full rounds before, the one that the
  * model above ends first (the first on a tie). */
 ATTN_ORDER_FN WsWork ws_schedule(int n_bh, int n_kb, int max_grid, int paired, int persistent,
                                  int tail, int group, int *grid) {
@@ -158,7 +159,7 @@ ATTN_ORDER_FN WsWork ws_schedule(int n_bh, int n_kb, int max_grid, int paired, i
         return wk;
     }
     long best = ws_makespan(&wk, *grid, n_kb);
-    for (int rounds = 1; rounds <= 2; rounds++) {
+    for (int rounds = 0; rounds <= 3; rounds++) {
         const int pair_rounds = wk.n_units / max_grid - rounds;
         const int heads = pair_rounds > 0 ? pair_rounds * max_grid / per_bh : 0;
         WsWork t = wk;
