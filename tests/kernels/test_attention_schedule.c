@@ -80,9 +80,9 @@ static void check_schedule(int n_bh, int n_kb, int max_grid, int paired, int per
 static void model_times(int n_bh, int n_kb, int max_grid, long *with_tail, long *pairs_only) {
     int grid = 0;
     WsWork wk = ws_schedule(n_bh, n_kb, max_grid, 1, 1, 1, 16, &grid);
-    *with_tail = ws_makespan(&wk, grid, n_kb);
+    *with_tail = ws_makespan(&wk, grid, n_kb, NULL);
     wk = ws_schedule(n_bh, n_kb, max_grid, 1, 1, 0, 16, &grid);
-    *pairs_only = ws_makespan(&wk, grid, n_kb);
+    *pairs_only = ws_makespan(&wk, grid, n_kb, NULL);
 }
 
 int main(void) {

@@ -104,19 +104,8 @@ ATTN_ORDER_FN int ws_item_at(const WsWork *wk, int block, int grid, int ic, int 
  * bh -1 the end of the column. ws_table_entries bounds grid * rows for
  * every schedule of n_bh pairs of n_kb key blocks: the grid is at most a
  * block a key block, each with 2 (units / grid + 1) + tail / grid + 1
- * items or fewer. ws_table_rows: the most items of a block, plus 1. */
+ * items or fewer. */
 ATTN_ORDER_FN long ws_table_entries(int n_bh, int n_kb) { return 8L * n_bh * n_kb; }
-ATTN_ORDER_FN int ws_table_rows(const WsWork *wk, int grid, int n_kb) {
-    int rows = 0;
-    for (int b = 0; b < grid; b++) {
-        WsItem x;
-        int ic = 0;
-        while (ws_item_at(wk, b, grid, ic, n_kb, 1, &x)) ic++;
-        if (ic + 1 > rows) rows = ic + 1;
-    }
-    return rows;
-}
-
 /* A model of a block's time, in tenths of a query tile: each key block its
  * tiles plus 12 for its end (dK and dV out, their column sums, the next
  * key block's start: about 1.2 tiles' time in the trace of
@@ -124,20 +113,25 @@ ATTN_ORDER_FN int ws_table_rows(const WsWork *wk, int grid, int n_kb) {
  * kernel's times with and without the tail at three shapes,
  * docs/attention.md: a pair's second key block reads the query tiles that
  * its first has just brought into L2, a tail's key blocks of many heads at
- * once do not). The latest block's is the kernel's. */
+ * once do not). The latest block's is the kernel's; *rows (if not NULL)
+ * gets the table's rows, the most items of a block plus 1. */
 enum { WS_TILE_COST = 10, WS_KEY_BLOCK_COST = 12, WS_TAIL_COST = 5 };
-ATTN_ORDER_FN long ws_makespan(const WsWork *wk, int grid, int n_kb) {
+ATTN_ORDER_FN long ws_makespan(const WsWork *wk, int grid, int n_kb, int *rows) {
     long latest = 0;
+    int most = 0;
     for (int b = 0; b < grid; b++) {
         const int n_pairs = wk->paired ? wk->units_q + (b < wk->units_r) : 0;
         long t = 0;
         WsItem x;
-        for (int ic = 0; ws_item_at(wk, b, grid, ic, n_kb, 1, &x); ic++)
+        int ic = 0;
+        for (; ws_item_at(wk, b, grid, ic, n_kb, 1, &x); ic++)
             if (x.n_it)
                 t += (long)WS_TILE_COST * x.n_it + WS_KEY_BLOCK_COST +
                      (wk->paired && ic >= 2 * n_pairs ? WS_TAIL_COST : 0);
         if (t > latest) latest = t;
+        if (ic > most) most = ic;
     }
+    if (rows) *rows = most + 1;
     return latest;
 }
 
@@ -155,10 +149,10 @@ ATTN_ORDER_FN WsWork ws_schedule(int n_bh, int n_kb, int max_grid, int paired, i
     *grid = persistent && max_grid < wk.n_units ? max_grid : wk.n_units;
     wk.units_q = wk.n_units / *grid, wk.units_r = wk.n_units % *grid;
     if (!paired || !persistent || !tail) {
-        wk.rows = ws_table_rows(&wk, *grid, n_kb);
+        ws_makespan(&wk, *grid, n_kb, &wk.rows);
         return wk;
     }
-    long best = ws_makespan(&wk, *grid, n_kb);
+    long best = ws_makespan(&wk, *grid, n_kb, &wk.rows);
     for (int rounds = 0; rounds <= 3; rounds++) {
         const int pair_rounds = wk.n_units / max_grid - rounds;
         const int heads = pair_rounds > 0 ? pair_rounds * max_grid / per_bh : 0;
@@ -169,10 +163,9 @@ ATTN_ORDER_FN WsWork ws_schedule(int n_bh, int n_kb, int max_grid, int paired, i
         const int items = t.n_units + t.tail_heads * n_kb; /* every block gets one */
         const int g = items < max_grid ? items : max_grid;
         t.units_q = t.n_units / g, t.units_r = t.n_units % g;
-        const long span = ws_makespan(&t, g, n_kb);
+        const long span = ws_makespan(&t, g, n_kb, &t.rows);
         if (span < best) best = span, wk = t, *grid = g;
     }
-    wk.rows = ws_table_rows(&wk, *grid, n_kb);
     return wk;
 }
 
