@@ -38,6 +38,7 @@
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/matmul.h" // bias_partials_add_cuda: the fixed-order sum of the partials
 
 namespace {
@@ -49,12 +50,22 @@ using namespace attention_tiles;
 
 // D[b,h,t] = dout . out over each head. One warp per (b, t) row, all heads,
 // 16-byte accesses: lanes in groups of HS/8 hold one head's chunks and
-// reduce within the group.
+// reduce within the group. Also zeroes the main kernel's n_counters
+// counters, which a memset before would have cost a launch of its own.
+// The main kernel after it may be launched once every block here has
+// started (launch_dependents): it waits for this kernel's end before it
+// reads D or the counters.
 template <int HS>
-static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum, const bf16 *__restrict__ dout,
+static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum,
+                                            unsigned *__restrict__ counters, int n_counters,
+                                            const bf16 *__restrict__ dout,
                                             const bf16 *__restrict__ out, int BT, int T, int NH) {
+    launch_dependents();
     constexpr int CPH = HS / 8; // 16-byte chunks per head; divides 32
-    const int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5);
+    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (size_t j = i; j < (size_t)n_counters; j += (size_t)gridDim.x * blockDim.x)
+        counters[j] = 0u;
+    const int row = (int)(i >> 5);
     const int lane = threadIdx.x & 31;
     if (row >= BT) return;
     const int C = NH * HS, nch = NH * CPH, b = row / T, t = row % T;
@@ -95,6 +106,7 @@ static __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(bf16 *__restrict__ dqkv, float *__restrict__ partials,
                            const float *__restrict__ kv_part, const float *__restrict__ dq_acc,
                            int C, float scale, int T, int NH) {
+    grid_dependency_wait(); // launched by launch_dependent: the main kernel's sums in place
     const SumChunk k(T);
     const int chunk = k.chunk, b = k.b, c = k.c; // c: this thread's 8 columns
     float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
@@ -214,19 +226,25 @@ void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool 
                   void *colsum, cudaStream_t stream) {
     const int C = a.NH * a.HS, BT = a.B * a.T;
     const bf16 *o = static_cast<const bf16 *>(out);
-    CUDA_CHECK(cudaMemsetAsync(a.dq_counters, 0, dq_counters_bytes(a.B, a.T, a.NH), stream));
     auto prep = a.HS == 64 ? attn_bwd_prep_kernel<64> : attn_bwd_prep_kernel<128>;
-    prep<<<(BT + 7) / 8, 256, 0, stream>>>(a.dsum, a.dout, o, BT, a.T, a.NH);
+    const int n_counters = (int)(dq_counters_bytes(a.B, a.T, a.NH) / sizeof(unsigned));
+    prep<<<(BT + 7) / 8, 256, 0, stream>>>(a.dsum, a.dq_counters, n_counters, a.dout, o, BT, a.T,
+                                           a.NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
     main(a, stream);
 
     const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
     const float scale = 1.f / sqrtf((float)a.HS);
-    auto convert = wgmma_layout ? attn_dq_convert_kernel<true> : attn_dq_convert_kernel<false>;
-    convert<<<dim3(chunks, (C + 255) / 256), 256, 0, stream>>>(
-        a.dqkv, a.colsum_part, wgmma_layout ? a.kv_part : nullptr, a.dq_acc, C, scale, a.T, a.NH);
-    CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
+    const dim3 grid(chunks, (C + 255) / 256);
+    if (wgmma_layout) // a Hopper kernel before it: launched under its last blocks
+        launch_dependent("attn_dq_convert_kernel", attn_dq_convert_kernel<true>, grid, 256, 0,
+                         stream, a.dqkv, a.colsum_part, a.kv_part, a.dq_acc, C, scale, a.T, a.NH);
+    else {
+        attn_dq_convert_kernel<false><<<grid, 256, 0, stream>>>(a.dqkv, a.colsum_part, nullptr,
+                                                                a.dq_acc, C, scale, a.T, a.NH);
+        CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
+    }
     if (!colsum) return;
     if (!wgmma_layout) {
         attn_kv_sums_kernel<<<dim3(chunks, (2 * C + 255) / 256), 256, 0, stream>>>(a.colsum_part,

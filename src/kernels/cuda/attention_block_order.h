@@ -96,12 +96,13 @@ ATTN_ORDER_FN int ws_item_at(const WsWork *wk, int block, int grid, int ic, int 
 }
 
 /* The kernel's table of the schedule: the grid's blocks write it at their
- * start, each its own column (entry ic * grid + block: item ic, for ic
- * below wk->rows), a thread an item, so that the roles' walks over it are
- * a load an item (the items computed there made ptxas spill in the
- * producer warps' 24 registers, and the kernel slower). An entry is
+ * start, each its own row (item ic, for ic below wk->rows), a thread an
+ * item, so that the roles' walks over it are a load an item (the items
+ * computed there made ptxas spill in the producer warps' 24 registers, and
+ * the kernel slower). The row goes in the block's shared memory where it
+ * fits, else at entry block * rows of a table in the workspace. An entry is
  * (bh, kb); kb -1 marks a pair's second that is its first (no tiles),
- * bh -1 the end of the column. ws_table_entries bounds grid * rows for
+ * bh -1 the end of the row. ws_table_entries bounds grid * rows for
  * every schedule of n_bh pairs of n_kb key blocks: the grid is at most a
  * block a key block, each with 2 (units / grid + 1) + tail / grid + 1
  * items or fewer. */

@@ -44,6 +44,7 @@ struct AttnBwdArgs {
     float *colsum_part, *kv_part;
     // the warp-specialized backward's table of its schedule (int pairs,
     // ws_table_entries of attention_block_order.h), which it writes itself
+    // where its blocks' rows outgrow their shared memory
     int *ws_table;
 };
 

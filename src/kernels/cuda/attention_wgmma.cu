@@ -53,6 +53,7 @@
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/hopper.cuh"
 #include "kernels/cuda/sm_count.cuh"
 
@@ -1014,7 +1015,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // A block walks key blocks of 128 keys of one (batch, head) each (WsWork,
 // attention_block_order.h: one block per SM, over pairs of key blocks whose
 // tiles add up alike, and a tail of single ones; the block's threads write
-// its list into ws_table at the start, and every role reads it there), and
+// its list into its row of the schedule's table at the start, in shared
+// memory where it fits, and every role reads it there), and
 // for each the query tiles of 128 rows from the diagonal to T (DET:
 // from T down), with three warpgroups:
 // - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
@@ -1065,12 +1067,14 @@ struct WsBwd {
     static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
                          DQ = DS + 2 * BM * BN * 2, DKV = DQ + 2 * SLAB, L = DKV + 4 * BOX,
                          D = L + 2 * BM * 4, BARS = D + 2 * BM * 4;
-    // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2]; no
-    // slack for aligning the base: the layout fills all but 1 KB of the
-    // 227 KB a block may have, so it takes the dynamic shared memory's own
+    // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2];
+    // then the block's row of the schedule's table (ws_table_write), in the
+    // rest of the 227 KB a block may have: TABLE_ROWS items. No slack for
+    // aligning the base, so the layout takes the dynamic shared memory's own
     // 1024-byte alignment (CUTLASS's Hopper kernels, which lay their shared
     // storage out from the base, rely on it too; the kernel traps without it)
-    static constexpr size_t SMEM = BARS + 10 * 8;
+    static constexpr int TABLE = BARS + 10 * 8, TABLE_ROWS = (227 * 1024 - TABLE) / 8;
+    static constexpr size_t SMEM = TABLE + 8 * TABLE_ROWS;
     // named barriers (0 is __syncthreads'): the two warpgroups' dS stored;
     // warpgroup w's dQ slab free, and full; warpgroup w's own
     static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4, BAR_WG = 6;
@@ -1089,21 +1093,20 @@ static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
 
 #ifdef ATTN_WGMMA_DEVICE
 // This block's items (the key blocks it walks: WsWork, attention_block_order.h)
-// into its column of the table, an item a thread; the block's barrier after
-// it makes them visible to every role.
-__device__ __forceinline__ void ws_table_write(const WsWork &wk, int *table, int n_kb) {
+// into its row of the table, an item a thread; the block's barrier after it
+// makes them visible to every role.
+__device__ __forceinline__ void ws_table_write(const WsWork &wk, int2 *row, int n_kb) {
     const int block = (int)blockIdx.x, grid = (int)gridDim.x;
     for (int ic = (int)threadIdx.x; ic < wk.rows; ic += (int)blockDim.x) {
         WsItem x;
         const int more = ws_item_at(&wk, block, grid, ic, n_kb, 1, &x);
-        int2 *e = reinterpret_cast<int2 *>(table) + (size_t)ic * grid + block;
-        *e = more ? make_int2(x.bh, x.n_it ? x.k0 : -1) : make_int2(-1, -1);
+        row[ic] = more ? make_int2(x.bh, x.n_it ? x.k0 : -1) : make_int2(-1, -1);
     }
 }
-// This block's item ic from the table: false past its last.
-__device__ __forceinline__ bool ws_item(const int *table, int ic, int T, WsItem &x) {
+// This block's item ic from its row of the table: false past its last.
+__device__ __forceinline__ bool ws_item(const int2 *row, int ic, int T, WsItem &x) {
     constexpr int BN = WsBwd::BN;
-    const int2 e = reinterpret_cast<const int2 *>(table)[(size_t)ic * gridDim.x + blockIdx.x];
+    const int2 e = row[ic];
     x.bh = e.x;
     x.k0 = e.y * BN; // read only where the item has tiles
     x.n_it = e.y < 0 ? 0 : (T + BN - 1) / BN - e.y;
@@ -1215,7 +1218,13 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     const int tid = threadIdx.x, lane = tid & 31;
     const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0); // warp-uniform, as wgmma wants
     const int n_qt = (T + BM - 1) / BM;
-    auto item = [&](int ic, WsItem &x) { return ws_item(ws_table, ic, T, x); };
+    // The block's row of the table: in shared memory where it fits (faster
+    // than the same row in global memory, docs/attention.md), else in the
+    // workspace
+    int2 *const table_row = wk.rows <= W::TABLE_ROWS
+                                ? reinterpret_cast<int2 *>(sm + W::TABLE)
+                                : reinterpret_cast<int2 *>(ws_table) + (size_t)blockIdx.x * wk.rows;
+    auto item = [&](int ic, WsItem &x) { return ws_item(table_row, ic, T, x); };
     // the query tile of an item's step it (of the walk from its key block k0)
     auto tile_of = [&](int k0, int it) { return DET ? n_qt - 1 - it : k0 / BM + it; };
 
@@ -1230,8 +1239,13 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         }
         mbar_init_fence();
     }
-    ws_table_write(wk, ws_table, (T + BN - 1) / BN);
+    launch_dependents(); // the dQ conversion after it waits for its end
+    ws_table_write(wk, table_row, (T + BN - 1) / BN);
     __syncthreads(); // the barriers initialised and the table written before anyone uses them
+    // Launched by launch_dependent: the pass before (D, the dQ counters
+    // zeroed) may still run. The loads of K, V, Q and dO go first; every
+    // other role waits for its end here.
+    if (tid >= 32) grid_dependency_wait();
 
     // Every role walks the items alike and counts their tiles (gt: the
     // block's tiles before the item) for the stages' parities, and the
@@ -1654,10 +1668,9 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     const float scale = 1.f / sqrtf((float)WsBwd::HS);
     static_assert(WsBwd::BN == 2 * SUM_ROWS,
                   "a consumer warpgroup's dK, dV column sums are one chunk's");
-    kernel<<<grid, WsBwd::NTH, WsBwd::SMEM, stream>>>(
-        a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
-        a.dq_counters, a.kv_part, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
-    CUDA_CHECK_LAUNCH("attn_bwd_ws_kernel");
+    launch_dependent("attn_bwd_ws_kernel", kernel, grid, WsBwd::NTH, WsBwd::SMEM, stream, a.dqkv,
+                     a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
+                     a.dq_counters, a.kv_part, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
 }
 
 } // namespace
