@@ -2,8 +2,9 @@
  * (kernels/cuda/attention_block_order.h) on the CPU, at thousands of shapes
  * and grids: every key block of every (batch, head) pair walked by exactly
  * one block, with its own query tiles; every block of the grid with work,
- * its table's column within the table's bound,
- * its first item with tiles (the kernel's consumers load its statistics
+ * its table's row within the table's bound (two rows, one item and the
+ * end, in the deterministic mode's schedule, which the kernel takes as
+ * fitting its shared memory), its first item with tiles (the kernel's consumers load its statistics
  * before the loop); the grid within its bound; and the tail, where chosen,
  * ending no later in the model than the pairs alone, and sooner at three
  * GPT-2 shapes on 132 SMs (an H100's and an H200's count). */
@@ -67,6 +68,9 @@ static void check_schedule(int n_bh, int n_kb, int max_grid, int paired, int per
         CHECK(ic > 0, "%s n_bh %d n_kb %d grid %d: block %d has no work", mode, n_bh, n_kb, grid,
               b);
     }
+    if (!paired && !persistent) /* the deterministic mode's */
+        CHECK(wk.rows == 2, "single n_bh %d n_kb %d: %d rows a block, not one item and the end",
+              n_bh, n_kb, wk.rows);
     CHECK((long)grid * wk.rows <= ws_table_entries(n_bh, n_kb),
           "%s n_bh %d n_kb %d grid %d: %d rows a block outgrow the table's %ld entries", mode, n_bh,
           n_kb, grid, wk.rows, ws_table_entries(n_bh, n_kb));

@@ -1220,8 +1220,8 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     const int n_qt = (T + BM - 1) / BM;
     // The block's row of the table: in shared memory where it fits (faster
     // than the same row in global memory, docs/attention.md), else in the
-    // workspace
-    int2 *const table_row = wk.rows <= W::TABLE_ROWS
+    // workspace. DET's rows always fit: one key block a block.
+    int2 *const table_row = DET || wk.rows <= W::TABLE_ROWS
                                 ? reinterpret_cast<int2 *>(sm + W::TABLE)
                                 : reinterpret_cast<int2 *>(ws_table) + (size_t)blockIdx.x * wk.rows;
     auto item = [&](int ic, WsItem &x) { return ws_item(table_row, ic, T, x); };
@@ -1662,6 +1662,11 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
                     "the attention backward's schedule (%d blocks) outgrows its table "
                     "(ws_table_entries, attention_block_order.h)",
                     last.grid);
+        if (det && last.wk.rows > WsBwd::TABLE_ROWS) // the kernel takes them as fitting
+            fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                    "the deterministic attention backward's schedule (%d items a block) "
+                    "outgrows its shared memory (WsBwd::TABLE_ROWS %d)",
+                    last.wk.rows, WsBwd::TABLE_ROWS);
     }
     const WsWork wk = last.wk;
     const int grid = last.grid;
