@@ -264,8 +264,10 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
     CK(cudaFree(d_ws));
     CK(cudaFree(d_colsum));
 
-    // the column sums against the stored dqkv's, summed here in double: off
-    // by the final bf16 rounding and the kernels' fp32 sums at most
+    // The column sums, summed here in double: off by the final bf16
+    // rounding and the kernels' fp32 sums at most. q: the stored dQ's; k:
+    // zero (softmax ignores a shift of every key's score by the same
+    // amount); v: dO's (each query's probabilities add up to 1).
     const size_t W = 3 * (size_t)C;
     std::vector<double> want(W), mag(W);
     for (size_t j = 0; j < W; j++) {
@@ -273,9 +275,10 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         mag[j] = fabs(want[j]);
     }
     for (size_t r = 0; r < (size_t)B * T; r++)
-        for (size_t j = 0; j < W; j++) {
-            want[j] += f_dqkv[r * W + j];
-            mag[j] += fabs(f_dqkv[r * W + j]);
+        for (size_t j = 0; j < (size_t)C; j++) {
+            const double q = f_dqkv[r * W + j], d = f_dout[r * C + j];
+            want[j] += q, mag[j] += fabs(q);
+            want[2 * C + j] += d, mag[2 * C + j] += fabs(d);
         }
     double colsum_err = 0.0; // the worst error over its bound (a NaN: infinite)
     size_t colsum_worst = 0;
@@ -284,6 +287,19 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
             fabs(bf2f(g_colsum[j]) - want[j]) / (0.0079 * fabs(want[j]) + 1e-5 * mag[j] + 1e-30);
         if (err != err) err = INFINITY;
         if (err > colsum_err) colsum_err = err, colsum_worst = j;
+    }
+    // the two identities in the float64 reference's gradients: per column,
+    // sum dK = 0 and sum dV = sum dO, to 1e-9 of the sums of magnitudes
+    double identity_err = 0.0;
+    for (size_t j = 0; j < (size_t)C; j++) {
+        double sk = 0, mk = 0, sv = 0, mv = 0;
+        for (size_t r = 0; r < (size_t)B * T; r++) {
+            const double dk = r_dqkv[r * W + C + j], dv = r_dqkv[r * W + 2 * C + j],
+                         d = f_dout[r * C + j];
+            sk += dk, mk += fabs(dk), sv += dv - d, mv += fabs(dv) + fabs(d);
+        }
+        identity_err = fmax(identity_err,
+                            fmax(fabs(sk) / (1e-9 * mk + 1e-300), fabs(sv) / (1e-9 * mv + 1e-300)));
     }
 
     const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
@@ -304,9 +320,11 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
         printf(" %s %.2e%s", names[k], res[k].rel, good ? "" : "!");
         if (res[k].nonfinite) printf("(%zu unwritten)", res[k].nonfinite);
     }
-    const int colsum_ok = colsum_err <= 1.0;
+    const int colsum_ok = colsum_err <= 1.0, identity_ok = identity_err <= 1.0;
     printf(" colsum %.2f%s", colsum_err, colsum_ok ? "" : "!");
-    ok &= colsum_ok;
+    if (!identity_ok)
+        printf(" sum dK = 0, sum dV = sum dO: off by %.2f of the bound!", identity_err);
+    ok &= colsum_ok & identity_ok;
     if (!colsum_ok) printf(" (column %zu: %g)", colsum_worst, (double)bf2f(g_colsum[colsum_worst]));
     if (deterministic) {
         printf(" dqkv %s", repeats ? "repeats" : "differs between runs!");
@@ -333,9 +351,13 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
     return ok;
 }
 
-/* --quick: only the cases with T <= 256 (for compute-sanitizer runs). */
+/* --quick: only the cases with T <= 256 (for compute-sanitizer runs).
+ * --racecheck: those less the one whose schedule goes to global memory
+ * ({2500, 64, 4, 64}): racecheck watches shared memory only, and that case's
+ * 10,000 heads keep it running for many minutes. */
 int main(int argc, char **argv) {
-    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const int racecheck = argc > 1 && strcmp(argv[1], "--racecheck") == 0;
+    const int quick = racecheck || (argc > 1 && strcmp(argv[1], "--quick") == 0);
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("test_attention_cuda: no GPU, skipped\n");
@@ -376,6 +398,7 @@ int main(int argc, char **argv) {
     }
     for (const test_case &tc : cases) {
         if (quick && tc.T > 256) continue;
+        if (racecheck && tc.B * tc.NH >= 10000) continue;
 #ifdef GPT2_ATTN_TUNING
         for (int i = 0; i < attention_cuda_variant_count(); i++) { // every variant that runs here
             const attention_cuda_variant *v = attention_cuda_variant_info(i);

@@ -18,11 +18,20 @@
  * into dqkv (attn_dq_convert_kernel, here), reading the accumulator in the
  * layout of the family that filled it. Asked for dqkv's column sums (the
  * bias gradient of the qkv projection, which would otherwise cost its
- * matmul backward another pass over dqkv), (2) and (3) also write partial
- * sums per 64 positions (the wgmma main kernel those of dK and dV, per warp
- * from its registers, which (3) folds; for the mma.sync family a pass over
- * them here), and a last pass adds the partials up in a fixed order. The
- * workspace holds the accumulator, D, the partial sums and the counters
+ * matmul backward another pass over dqkv), (1) and (3) also write partial
+ * sums per 64 positions, and a last pass adds the partials up in a fixed
+ * order. The sums need no pass over dK and dV, which the main kernels
+ * leave alone:
+ *   - dK's are zero. Adding one vector b to every key adds q . b to every
+ *     score of query q, which its softmax ignores, so no loss depends on
+ *     the keys' bias. Zero is that gradient exactly; the sum of the stored
+ *     dK would be its rounding errors.
+ *   - dV's are dO's. dV_j = sum_i P_ij dO_i, and each query's
+ *     probabilities add up to 1 (every query sees itself), so the sum of
+ *     dV over the keys of a sequence is the sum of dO over its queries:
+ *     (1), which reads dO for D, sums it on the way.
+ *   - dQ's are the sums of the values (3) stores.
+ * The workspace holds the accumulator, D, the partial sums and the counters
  * (the deterministic mode's turns, the warp-specialized kernel's claims).
  *
  * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
@@ -48,48 +57,53 @@ using namespace attention_tiles;
 // ---------------------------------------------------------------------------
 // The backward's passes before and after the main kernel
 
-// D[b,h,t] = dout . out over each head. One warp per (b, t) row, all heads,
-// 16-byte accesses: lanes in groups of HS/8 hold one head's chunks and
-// reduce within the group. Also zeroes the main kernel's n_counters
-// counters, which a memset before would have cost a launch of its own.
-// The main kernel after it may be launched once every block here has
-// started (launch_dependents): it waits for this kernel's end before it
-// reads D or the counters.
+// D[b,h,t] = dout . out over each head, and with partials the chunk's
+// column sums of dout into columns [2C, 3C) (the v part of dqkv's, the top
+// of the file says why) and zeros into [C, 2C) (the k part's). A block walks
+// one chunk for 32 8-column groups (SumChunk), 16-byte accesses: the HS/8
+// lanes of a head's columns add their products within the group. Also
+// zeroes the main kernel's n_counters counters, which a memset before would
+// have cost a launch of its own. The main kernel after it may be launched
+// once every block here has started (launch_dependents): it waits for this
+// kernel's end before it reads D or the counters.
 template <int HS>
-static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum,
-                                            unsigned *__restrict__ counters, int n_counters,
-                                            const bf16 *__restrict__ dout,
-                                            const bf16 *__restrict__ out, int BT, int T, int NH) {
+static __global__ void __launch_bounds__(256)
+    attn_bwd_prep_kernel(float *__restrict__ dsum, float *__restrict__ partials,
+                         unsigned *__restrict__ counters, int n_counters,
+                         const bf16 *__restrict__ dout, const bf16 *__restrict__ out, int T,
+                         int NH) {
     launch_dependents();
-    constexpr int CPH = HS / 8; // 16-byte chunks per head; divides 32
-    const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    for (size_t j = i; j < (size_t)n_counters; j += (size_t)gridDim.x * blockDim.x)
+    constexpr int CPH = HS / 8; // lanes per head; divides 32
+    const size_t threads = (size_t)gridDim.x * gridDim.y * 256;
+    for (size_t j = ((size_t)blockIdx.y * gridDim.x + blockIdx.x) * 256 + threadIdx.x;
+         j < (size_t)n_counters; j += threads)
         counters[j] = 0u;
-    const int row = (int)(i >> 5);
-    const int lane = threadIdx.x & 31;
-    if (row >= BT) return;
-    const int C = NH * HS, nch = NH * CPH, b = row / T, t = row % T;
-    const uint4 *o4 = reinterpret_cast<const uint4 *>(out + (size_t)row * C);
-    const uint4 *d4 = reinterpret_cast<const uint4 *>(dout + (size_t)row * C);
-    for (int c0 = 0; c0 < nch; c0 += 32) { // warp-uniform
-        const int c = c0 + lane;
+    const SumChunk k(T);
+    const int C = NH * HS, lane = threadIdx.x & 31;
+    const bool cols = k.c < C; // whole heads: a lane group is all in or all out
+    float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    for (int t = k.t0 + k.rl; t < k.t1; t += 8) { // warp-uniform
+        const size_t at = ((size_t)k.b * T + t) * C + k.c;
         float acc = 0.f;
-        if (c < nch) {
-            const uint4 ov = o4[c], dv = d4[c];
-            const uint32_t ow[4] = {ov.x, ov.y, ov.z, ov.w}, dw[4] = {dv.x, dv.y, dv.z, dv.w};
+        if (cols) {
+            float o[8], d[8];
+            unpack8(o, *reinterpret_cast<const uint4 *>(out + at));
+            unpack8(d, *reinterpret_cast<const uint4 *>(dout + at));
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const float2 a =
-                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&ow[k]));
-                const float2 d =
-                    __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&dw[k]));
-                acc = fmaf(a.x, d.x, fmaf(a.y, d.y, acc));
+            for (int e = 0; e < 8; e++) {
+                acc = fmaf(o[e], d[e], acc);
+                sum[e] += d[e];
             }
         }
 #pragma unroll
         for (int s = 1; s < CPH; s <<= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
-        if (c < nch && lane % CPH == 0) dsum[((size_t)b * NH + c / CPH) * T + t] = acc;
+        if (cols && lane % CPH == 0) dsum[((size_t)k.b * NH + k.c / HS) * T + t] = acc;
     }
+    if (!partials) return;
+    float *row = partials + (size_t)k.chunk * 3 * C;
+    sum_row_lanes(row + 2 * C, sum, C, blockIdx.y * 256);
+    const int j = blockIdx.y * 256 + threadIdx.x;
+    if (j < C) row[C + j] = 0.f;
 }
 
 // dqkv's q part = bf16(dq_acc * scale). A block converts one chunk of
@@ -98,14 +112,10 @@ static __global__ void attn_bwd_prep_kernel(float *__restrict__ dsum,
 // [0, C) of the chunk's row of partials (attention_backward_cuda's layout),
 // the 8 row lanes' sums added in lane order.
 // WGMMA_LAYOUT: dq_acc is the wgmma backward's (dq_wgmma_index), else [B * T][C].
-// kv_part (not NULL with partials): the wgmma main kernel's dK, dV sums per
-// warp (AttnBwdArgs), folded here into the chunk's columns [C, 3C), warp 0
-// to 3 in order, the columns split among the chunk's blocks.
 template <bool WGMMA_LAYOUT>
 static __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(bf16 *__restrict__ dqkv, float *__restrict__ partials,
-                           const float *__restrict__ kv_part, const float *__restrict__ dq_acc,
-                           int C, float scale, int T, int NH) {
+                           const float *__restrict__ dq_acc, int C, float scale, int T, int NH) {
     grid_dependency_wait(); // launched by launch_dependent: the main kernel's sums in place
     const SumChunk k(T);
     const int chunk = k.chunk, b = k.b, c = k.c; // c: this thread's 8 columns
@@ -130,25 +140,6 @@ static __global__ void __launch_bounds__(256)
         }
     if (!partials) return;
     sum_row_lanes(partials + (size_t)chunk * 3 * C, sum, C, blockIdx.y * 256);
-    if (!kv_part) return;
-    const float *kv = kv_part + (size_t)chunk * 4 * 2 * C;
-    for (int j = blockIdx.y * 256 + threadIdx.x; j < 2 * C; j += gridDim.y * 256)
-        partials[(size_t)chunk * 3 * C + C + j] =
-            kv[j] + kv[2 * C + j] + kv[4 * C + j] + kv[6 * C + j];
-}
-
-// For main kernels that leave them out (the mma.sync family): the partials'
-// columns [C, 3C), the column sums of dqkv's k and v parts per chunk, laid
-// out as attn_dq_convert_kernel's (blockIdx.y: groups of 256 of the 2C columns).
-static __global__ void __launch_bounds__(256)
-    attn_kv_sums_kernel(float *__restrict__ partials, const bf16 *__restrict__ dqkv, int C, int T) {
-    const SumChunk k(T); // k.c: of the 2C columns after the q part
-    float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (k.c < 2 * C)
-        for (int t = k.t0 + k.rl; t < k.t1; t += 8)
-            add_bf16x8(sum, *reinterpret_cast<const uint4 *>(dqkv + ((size_t)k.b * T + t) * 3 * C +
-                                                             C + k.c));
-    sum_row_lanes(partials + (size_t)k.chunk * 3 * C + C, sum, 2 * C, blockIdx.y * 256);
 }
 
 // ---------------------------------------------------------------------------
@@ -198,12 +189,9 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
     a.B = B, a.T = T, a.NH = NH, a.HS = head_size(C, NH);
     a.dq_acc = static_cast<float *>(workspace);
     a.dsum = a.dq_acc + (size_t)B * T * C;
-    // the partials 16-byte aligned (the main kernel stores float2s there)
-    float *part = a.dsum + round_up4((size_t)B * T * NH),
-          *kv = part + (size_t)sum_chunks(B, T) * 3 * C;
+    float *part = a.dsum + round_up4((size_t)B * T * NH);
     a.colsum_part = colsum ? part : nullptr;
-    a.kv_part = colsum ? kv : nullptr;
-    a.dq_counters = reinterpret_cast<unsigned *>(kv + (size_t)sum_chunks(B, T) * 4 * 2 * C);
+    a.dq_counters = reinterpret_cast<unsigned *>(part + (size_t)sum_chunks(B, T) * 3 * C);
     a.dq_order = deterministic ? a.dq_counters : nullptr;
     a.ws_table =
         reinterpret_cast<int *>(a.dq_counters + dq_counters_bytes(B, T, NH) / sizeof(unsigned));
@@ -220,38 +208,30 @@ namespace {
 
 // (1), the main kernel, (3), and with colsum (not NULL) the column sums.
 // wgmma_layout: main is a wgmma kernel, whose accumulator layout
-// (dq_wgmma_index) the conversion reads, and which writes the k and v
-// partials itself.
+// (dq_wgmma_index) the conversion reads.
 void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool wgmma_layout,
                   void *colsum, cudaStream_t stream) {
-    const int C = a.NH * a.HS, BT = a.B * a.T;
-    const bf16 *o = static_cast<const bf16 *>(out);
+    const int C = a.NH * a.HS;
+    const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
+    const dim3 grid(chunks, (C + 255) / 256); // both passes: a chunk's 8-column groups
     auto prep = a.HS == 64 ? attn_bwd_prep_kernel<64> : attn_bwd_prep_kernel<128>;
     const int n_counters = (int)(dq_counters_bytes(a.B, a.T, a.NH) / sizeof(unsigned));
-    prep<<<(BT + 7) / 8, 256, 0, stream>>>(a.dsum, a.dq_counters, n_counters, a.dout, o, BT, a.T,
-                                           a.NH);
+    prep<<<grid, 256, 0, stream>>>(a.dsum, a.colsum_part, a.dq_counters, n_counters, a.dout,
+                                   static_cast<const bf16 *>(out), a.T, a.NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
     main(a, stream);
 
-    const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
     const float scale = 1.f / sqrtf((float)a.HS);
-    const dim3 grid(chunks, (C + 255) / 256);
     if (wgmma_layout) // a Hopper kernel before it: launched under its last blocks
         launch_dependent("attn_dq_convert_kernel", attn_dq_convert_kernel<true>, grid, 256, 0,
-                         stream, a.dqkv, a.colsum_part, a.kv_part, a.dq_acc, C, scale, a.T, a.NH);
+                         stream, a.dqkv, a.colsum_part, a.dq_acc, C, scale, a.T, a.NH);
     else {
-        attn_dq_convert_kernel<false><<<grid, 256, 0, stream>>>(a.dqkv, a.colsum_part, nullptr,
-                                                                a.dq_acc, C, scale, a.T, a.NH);
+        attn_dq_convert_kernel<false>
+            <<<grid, 256, 0, stream>>>(a.dqkv, a.colsum_part, a.dq_acc, C, scale, a.T, a.NH);
         CUDA_CHECK_LAUNCH("attn_dq_convert_kernel");
     }
-    if (!colsum) return;
-    if (!wgmma_layout) {
-        attn_kv_sums_kernel<<<dim3(chunks, (2 * C + 255) / 256), 256, 0, stream>>>(a.colsum_part,
-                                                                                   a.dqkv, C, a.T);
-        CUDA_CHECK_LAUNCH("attn_kv_sums_kernel");
-    }
-    bias_partials_add_cuda(colsum, a.colsum_part, (int)chunks, 3 * C, stream);
+    if (colsum) bias_partials_add_cuda(colsum, a.colsum_part, (int)chunks, 3 * C, stream);
 }
 
 } // namespace
@@ -279,7 +259,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
 
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {
     return sizeof(float) * ((size_t)B * T * C + round_up4((size_t)B * NH * T) +
-                            (size_t)sum_chunks(B, T) * (3 + 8) * C) +
+                            (size_t)sum_chunks(B, T) * 3 * C) +
            dq_counters_bytes(B, T, NH) + ws_table_bytes(B, T, NH);
 }
 

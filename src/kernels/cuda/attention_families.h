@@ -37,11 +37,9 @@ struct AttnBwdArgs {
     // only: dQ added in key-block order)
     unsigned *dq_counters, *dq_order;
     // NULL, or dqkv's column sums per chunk of positions (attention_tiles.cuh,
-    // SUM_ROWS), which the dispatcher's passes write; a wgmma main kernel
-    // writes the dK, dV sums of each warp's 16 keys into kv_part (2C columns,
-    // row 4 chunk + warp), which the dQ conversion folds into colsum_part
-    // (the mma.sync family leaves kv_part alone: the dispatcher sums dK, dV)
-    float *colsum_part, *kv_part;
+    // SUM_ROWS), which the dispatcher's passes write (the main kernels
+    // leave them alone)
+    float *colsum_part;
     // the warp-specialized backward's table of its schedule (int pairs,
     // ws_table_entries of attention_block_order.h), which it writes itself
     // where its blocks' rows outgrow their shared memory

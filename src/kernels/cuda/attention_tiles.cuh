@@ -155,9 +155,8 @@ __host__ __device__ __forceinline__ size_t dq_wgmma_index(int b, int h, int t, i
 // dqkv's column sums (the qkv projection's bias gradient), in partial sums
 // over chunks of SUM_ROWS positions of one sequence: a (B * ceil(T /
 // SUM_ROWS)) x 3C fp32 matrix, chunk b * ceil(T / SUM_ROWS) + t / SUM_ROWS
-// one row, added up over chunks in a fixed order afterwards. SUM_ROWS is
-// the backward main kernels' key block, so that a block's dK, dV column sums
-// are one chunk's.
+// one row, added up over chunks in a fixed order afterwards (attention.cu
+// says which pass writes which columns).
 constexpr int SUM_ROWS = 64;
 
 // sum[k] += the k-th of the 8 bf16 values in v.
@@ -183,41 +182,6 @@ struct SumChunk {
         c = (blockIdx.y * 32 + (threadIdx.x & 31)) * 8;
     }
 };
-
-// p ? a : b on values in registers: a select in PTX, which the compiler
-// cannot turn into a load from a selected address (that would move an array
-// of them to local memory).
-__device__ __forceinline__ float select_f32(bool p, float a, float b) {
-    float r;
-    asm("{\n.reg .pred q;\nsetp.ne.b32 q, %3, 0;\nselp.f32 %0, %1, %2, q;\n}\n"
-        : "=f"(r)
-        : "f"(a), "f"(b), "r"((int)p));
-    return r;
-}
-
-// One step: v[0 .. HALF) += the partner's (lane ^ m) values of the half
-// this lane keeps (the upper one where lane & m).
-template <int HALF, int NV>
-__device__ __forceinline__ void reduce_scatter_step(float (&v)[NV], int lane, int m) {
-    const bool upper = lane & m;
-#pragma unroll
-    for (int j = 0; j < HALF; j++) { // HALF a constant: unrolled, v stays in registers
-        const float lo = v[j], hi = v[j + HALF];
-        v[j] =
-            select_f32(upper, hi, lo) + __shfl_xor_sync(0xffffffffu, select_f32(upper, lo, hi), m);
-    }
-}
-// Sums over the 8 lanes of a warp that share lane % 4 (the row groups g =
-// lane / 4 of the mma fragment layout) of NV values each, ordered in 8
-// equal parts: three halving steps, in each a lane keeps the half its bit of
-// g selects and adds its partner's values of that half; lane (g, t4) ends
-// with part g in v[0 .. NV / 8) (the rest is garbage). 7 NV / 8 shuffles.
-template <int NV> __device__ __forceinline__ void reduce_scatter_rows(float (&v)[NV], int lane) {
-    static_assert(NV % 8 == 0, "eight parts");
-    reduce_scatter_step<NV / 2>(v, lane, 16);
-    reduce_scatter_step<NV / 4>(v, lane, 8);
-    reduce_scatter_step<NV / 8>(v, lane, 4);
-}
 
 // For a block of 256 threads in 8 row lanes (tid / 32) of 32 threads, each
 // holding sums of 8 columns, col0 + 8 (tid % 32)..+7: dst[col0 + j] = the

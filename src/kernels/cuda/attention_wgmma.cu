@@ -655,80 +655,34 @@ __device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&d
 }
 #endif
 
-// Slot `slot` (keys chunk_k0 + 16 slot..+15) of the dK, dV column sums
-// partials (attention_backward_cuda's layout: per chunk of SUM_ROWS keys of
-// sequence b, 4 slots of 2 C columns, dK's then dV's), at column col.
-[[maybe_unused]] __device__ __forceinline__ float *kv_slot(float *kv_part, int b, int col, int C,
-                                                           int T, int chunk_k0, int slot) {
-    return kv_part +
-           ((size_t)b * ((T + SUM_ROWS - 1) / SUM_ROWS) + chunk_k0 / SUM_ROWS) * 4 * 2 * C +
-           (size_t)slot * 2 * C + col;
-}
-
-// The column sums of one warp's 16 keys of dK (scaled) and dV (its wgmma
-// accumulators: key kw0 + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in
-// [4 n + e]), as stored (rounded to bf16), into the warp's slot of the sums
-// of the SUM_ROWS keys from chunk_k0 (< T) in kv_part.
+// dK (scaled) and dV of one warp's 16 keys (its wgmma accumulators: key
+// chunk_k0 + 16 warp + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in
+// [4 n + e]) into dqkv, both rows of a column group in one step: by rows,
+// ptxas spilled more of the head-size-128 kernel, which has all 255
+// registers in use.
 template <int NO>
-__device__ __forceinline__ void sum_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
-                                             float *kv_part, int b, int h, int C, int T,
-                                             int chunk_k0, int warp, int lane, float scale) {
-    constexpr int HS = NO * 8;
-    const int g = lane >> 2, t4 = lane & 3, kw0 = chunk_k0 + 16 * warp;
-    // v[(n * 2 + e) * 2 + kv]: this thread's two keys' sums of column 8 n + 2 t4 + e
-    float v[4 * NO];
-#pragma unroll
-    for (int n = 0; n < NO; n++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            float sk = 0.f, sv = 0.f;
-#pragma unroll
-            for (int r = 0; r < 2; r++)
-                if (kw0 + g + 8 * r < T) {
-                    sk += round_bf16(dk[4 * n + 2 * r + e] * scale);
-                    sv += round_bf16(dv[4 * n + 2 * r + e]);
-                }
-            v[(n * 2 + e) * 2] = sk;
-            v[(n * 2 + e) * 2 + 1] = sv;
-        }
-    // summed over the warp's 8 key rows (lanes g) by halving: at each
-    // step a lane keeps the half of the columns its bit of g selects and
-    // adds its partner's sums of them, so that lane (g, t4) ends with
-    // columns n = g NO / 8 .. + NO / 8 - 1 (no barrier, no shared memory)
-    reduce_scatter_rows<4 * NO>(v, lane);
-    float *dst = kv_slot(kv_part, b, h * HS, C, T, chunk_k0, warp) + 2 * t4;
-#pragma unroll
-    for (int q = 0; q < NO / 8; q++) {
-        const int n = g * (NO / 8) + q;
-        *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(v[4 * q], v[4 * q + 2]);
-        *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(v[4 * q + 1], v[4 * q + 3]);
-    }
-}
-
-// dK (scaled) and dV of one warp's 16 keys (accumulators as sum_warp_dkv's)
-// into dqkv; with kv_part, their column sums.
-template <int NO>
-__device__ __forceinline__ void
-store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4], bf16 *dqkv, float *kv_part,
-               const BwdBlock &blk, int T, int chunk_k0, int warp, int lane, float scale) {
+__device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
+                                               bf16 *dqkv, const BwdBlock &blk, int T, int chunk_k0,
+                                               int warp, int lane, float scale) {
     constexpr int HS = NO * 8;
     const int g = lane >> 2, t4 = lane & 3, C = blk.C, kw0 = chunk_k0 + 16 * warp;
     bf16 *dkg = dqkv + (size_t)blk.b * T * blk.ld + C + (size_t)blk.h * HS;
+    bf16 *dst0 = dkg + (size_t)(kw0 + g) * blk.ld + 2 * t4, *dst1 = dst0 + 8 * blk.ld;
+    const bool in0 = kw0 + g < T, in1 = kw0 + g + 8 < T;
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int key = kw0 + g + 8 * r;
-        if (key < T) {
-            bf16 *dst = dkg + (size_t)key * blk.ld + 2 * t4;
-#pragma unroll
-            for (int n = 0; n < NO; n++) {
-                *reinterpret_cast<uint32_t *>(dst + n * 8) =
-                    pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
-                *reinterpret_cast<uint32_t *>(dst + C + n * 8) =
-                    pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
-            }
+    for (int n = 0; n < NO; n++) {
+        if (in0) {
+            *reinterpret_cast<uint32_t *>(dst0 + n * 8) =
+                pack_bf16(dk[4 * n] * scale, dk[4 * n + 1] * scale);
+            *reinterpret_cast<uint32_t *>(dst0 + C + n * 8) = pack_bf16(dv[4 * n], dv[4 * n + 1]);
+        }
+        if (in1) {
+            *reinterpret_cast<uint32_t *>(dst1 + n * 8) =
+                pack_bf16(dk[4 * n + 2] * scale, dk[4 * n + 3] * scale);
+            *reinterpret_cast<uint32_t *>(dst1 + C + n * 8) =
+                pack_bf16(dv[4 * n + 2], dv[4 * n + 3]);
         }
     }
-    if (kv_part) sum_warp_dkv<NO>(dk, dv, kv_part, blk.b, blk.h, C, T, chunk_k0, warp, lane, scale);
 }
 
 #ifdef ATTN_WGMMA_DEVICE
@@ -781,8 +735,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
                           const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                           const float *__restrict__ lse, const float *__restrict__ dsum, int T,
                           int NH, float scale, float scale_log2, unsigned *__restrict__ dq_order,
-                          float *__restrict__ kv_part, int group,
-                          const __grid_constant__ CUtensorMap qkv_map,
+                          int group, const __grid_constant__ CUtensorMap qkv_map,
                           const __grid_constant__ CUtensorMap dout_map) {
     // the shape under the body's names (unused where the body is __trap())
     [[maybe_unused]] constexpr int HS = Shape::HS, NST = Shape::STAGES, SPLIT = Shape::SPLIT;
@@ -1002,7 +955,7 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
     walk_query_tiles<DET>(n_it, tile_step);
     if (lane == 0) bulk_wait_read(); // shared memory stays until the last add has read it
 
-    store_warp_dkv<NO>(dk, dv, dqkv, kv_part, blk, T, k0, warp, lane, scale);
+    store_warp_dkv<NO>(dk, dv, dqkv, blk, T, k0, warp, lane, scale);
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1047,8 +1000,8 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // the softmax of S, the dS, and hands its dQ slab over.
 // At the end of a key block each consumer warpgroup stages its dK and dV as
 // two 64 x 64 boxes in shared memory of their own, and one of its threads
-// stores them with TMA: the warps go on to the next key block (their column
-// sums first) while the copy engine writes the rows out.
+// stores them with TMA: the warps go on to the next key block while the copy
+// engine writes the rows out.
 // The dq_acc layout is dq_wgmma_index's: a warpgroup's 64 rows are one
 // contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row slice in the
 // order of the key blocks, as the one-warpgroup kernel's warps do, key
@@ -1116,7 +1069,7 @@ __device__ __forceinline__ bool ws_item(const int2 *row, int ic, int T, WsItem &
 
 #ifdef ATTN_WGMMA_DEVICE
 // One consumer warp's 16 keys of dK (scaled) and dV (accumulators as
-// sum_warp_dkv's, head size 64) as bf16 rows 16 warp.. of the warpgroup's
+// store_warp_dkv's, head size 64) as bf16 rows 16 warp.. of the warpgroup's
 // two boxes at `boxes` (dK's, then dV's), 16-byte chunk n of row r at
 // n ^ (r & 7): TMA's 128-byte swizzle, and stores free of bank conflicts.
 // The offset is tile_off<64>'s, written out: through tile_off the producer
@@ -1138,55 +1091,6 @@ __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const floa
         }
 }
 
-// The column sums of a warpgroup's two staged boxes (rows: the 64 keys from
-// chunk_k0 of pair (b, h), as stored, in bf16) per 16 keys, into the chunk's
-// 4 slots of kv_part (store_warp_dkv's layout), by the tensor cores: row q
-// of a 64 x 64 A with ones in columns 16 q..16 q + 15 times a box is slot
-// q's sums, the products exact and added in fp32 in a fixed order. Keys
-// past T have zero dK and dV (masked for every query), so their rows add
-// nothing. Every thread of the warpgroup calls it, after the barrier that
-// follows the staging and fence_proxy_async().
-__device__ __forceinline__ void sum_boxes(float *kv_part, uint32_t boxes, int b, int h, int C,
-                                          int T, int chunk_k0, int warp, int lane) {
-    const int g = lane >> 2, t4 = lane & 3;
-    const Sw128 k_box(boxes), v_box(boxes + WsBwd::BOX);
-    // A's rows g and g + 8 of warp 0, k columns 2 t4.. and 2 t4 + 8.. (the
-    // mma.sync fragment): in k step kk, ones in row kk (two bf16 1.0 a
-    // register), zeros elsewhere
-    uint32_t a[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
-        const uint32_t one = warp == 0 && g == kk ? 0x3F803F80u : 0u;
-        a[kk][0] = a[kk][2] = one;
-        a[kk][1] = a[kk][3] = 0u;
-#pragma unroll
-        for (int r = 0; r < 4; r++) // made here, not between the products (ptxas would fence them)
-            asm volatile("" : "+r"(a[kk][r])::"memory");
-    }
-    float sk[32], sv[32];
-#pragma unroll
-    for (int i = 0; i < 32; i++) sk[i] = sv[i] = 0.f;
-    wgmma_fence();
-    fence_regs(sk);
-    fence_regs(sv);
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
-        wgmma_m64n64k16_rs(sk, a[kk], k_box.at(2048 * kk));
-        wgmma_m64n64k16_rs(sv, a[kk], v_box.at(2048 * kk));
-    }
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(sk);
-    fence_regs(sv);
-    if (warp == 0 && g < 4) { // D's rows 0..3 (slots g): column 8 n + 2 t4 + e in [4 n + e]
-        float *dst = kv_slot(kv_part, b, h * WsBwd::HS, C, T, chunk_k0, g) + 2 * t4;
-#pragma unroll
-        for (int n = 0; n < 8; n++) {
-            *reinterpret_cast<float2 *>(dst + 8 * n) = make_float2(sk[4 * n], sk[4 * n + 1]);
-            *reinterpret_cast<float2 *>(dst + C + 8 * n) = make_float2(sv[4 * n], sv[4 * n + 1]);
-        }
-    }
-}
 #endif
 
 template <bool DET>
@@ -1195,8 +1099,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                        const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
                        float scale, float scale_log2, unsigned *__restrict__ dq_counters,
-                       float *__restrict__ kv_part, const WsWork wk, int *ws_table,
-                       const __grid_constant__ CUtensorMap qkv_map,
+                       const WsWork wk, int *ws_table, const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map,
                        const __grid_constant__ CUtensorMap dqkv_map) {
 #ifdef ATTN_WGMMA_DEVICE
@@ -1462,7 +1365,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         kc++;
         // dK and dV go out as the warpgroup's two boxes, stored by its first
         // thread with TMA once every warp has staged its rows (and the last
-        // item's boxes have been read out); their column sums meanwhile
+        // item's boxes have been read out)
         unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
         if (leader) bulk_wait_read();
         named_bar_sync(W::BAR_WG + w, 128);
@@ -1476,9 +1379,6 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                              smem_u32(boxes + W::BOX));
                 bulk_commit();
             }
-            if (kv_part)
-                sum_boxes(kv_part, smem_u32(boxes), blk.b, blk.h, blk.C, T, k0 + 64 * w, warp,
-                          lane);
         }
         if (!more) break;
         ic = jc;
@@ -1611,11 +1511,10 @@ template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t 
     raise_smem_limit(kernel, SMEM, smem_done[a.dq_order != nullptr]);
     const unsigned grid = (unsigned)a.B * a.NH * ((a.T + BWD_BN - 1) / BWD_BN);
     const float scale = 1.f / sqrtf((float)HS);
-    static_assert(BWD_BN == SUM_ROWS, "a block's dK, dV column sums are one chunk's");
     attention_zero_dq_acc(a, stream); // every warp adds into it
     kernel<<<grid, 128, SMEM, stream>>>(a.dqkv, a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH,
-                                        scale, scale * LOG2E, a.dq_order, a.kv_part, Shape::GROUP,
-                                        qkv_map, dout_map);
+                                        scale, scale * LOG2E, a.dq_order, Shape::GROUP, qkv_map,
+                                        dout_map);
     CUDA_CHECK_LAUNCH("attn_bwd_wgmma_kernel");
 }
 
@@ -1671,11 +1570,9 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     const WsWork wk = last.wk;
     const int grid = last.grid;
     const float scale = 1.f / sqrtf((float)WsBwd::HS);
-    static_assert(WsBwd::BN == 2 * SUM_ROWS,
-                  "a consumer warpgroup's dK, dV column sums are one chunk's");
     launch_dependent("attn_bwd_ws_kernel", kernel, grid, WsBwd::NTH, WsBwd::SMEM, stream, a.dqkv,
                      a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
-                     a.dq_counters, a.kv_part, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
+                     a.dq_counters, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
 }
 
 } // namespace
