@@ -26,11 +26,6 @@ typedef __nv_bfloat16 bf16;
 
 constexpr float LN2 = 0.6931471805599453f;
 
-// x rounded to bf16, as a float: the value a bf16 store keeps.
-__device__ __forceinline__ float round_bf16(float x) {
-    return __bfloat162float(__float2bfloat16_rn(x));
-}
-
 // ---------------------------------------------------------------------------
 // Swizzled shared tiles: ROWS x COLS bf16, row-major, 16-byte chunks of a row
 // XORed with row bits so that 8 consecutive rows at one logical chunk land in
