@@ -116,7 +116,7 @@ template <bool WGMMA_LAYOUT>
 static __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(bf16 *__restrict__ dqkv, float *__restrict__ partials,
                            const float *__restrict__ dq_acc, int C, float scale, int T, int NH) {
-    grid_dependency_wait(); // launched by launch_dependent: the main kernel's sums in place
+    grid_dependency_wait(); // launched by launch_dependent: the main kernel's dQ in place
     const SumChunk k(T);
     const int chunk = k.chunk, b = k.b, c = k.c; // c: this thread's 8 columns
     float sum[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
