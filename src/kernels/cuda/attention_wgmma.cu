@@ -33,9 +33,10 @@
  * cuTensorMapEncodeTiled), the same shapes run with cp.async loads
  * (CpAsyncFwd, CpAsyncBwd64, CpAsyncBwd).
  *
- * Backward at head size 64: warp-specialized, as FlashAttention-3 builds it
+ * Backward: warp-specialized, as FlashAttention-3 builds it
  * (attn_bwd_ws_kernel: a producer warpgroup and two consumer warpgroups
- * over 128 keys); at 128, one warpgroup over 64 keys (attn_bwd_wgmma_kernel).
+ * over 128 keys), at both head sizes; one warpgroup over 64 keys
+ * (attn_bwd_wgmma_kernel) where no tensor map can be made.
  *
  * Tile shapes: WgmmaFwd64 ... WgmmaBwd128 below; tuning builds
  * (GPT2_ATTN_TUNING) add the other shapes measured, by name
@@ -159,10 +160,9 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc
 }
 
 // D (64 x 128, fp32) = A B^T (scale_d = 0) or D += A B^T (scale_d = 1): A is
-// 64 x 16 and B 128 x 16, both K-major in shared memory (descriptors). For
-// key tiles of 128, which only a tuning variant has.
-[[maybe_unused]] __device__ __forceinline__ void
-wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+// 64 x 16 and B 128 x 16, both K-major in shared memory (descriptors).
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t desc_a,
+                                                    uint64_t desc_b, int scale_d) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
@@ -658,8 +658,8 @@ __device__ __forceinline__ void store_ds_trans(uint32_t atom, const uint32_t (&d
 // dK (scaled) and dV of one warp's 16 keys (its wgmma accumulators: key
 // chunk_k0 + 16 warp + g + 8 (e >> 1), column 8 n + 2 t4 + (e & 1) in
 // [4 n + e]) into dqkv, both rows of a column group in one step: by rows,
-// ptxas spilled more of the head-size-128 kernel, which has all 255
-// registers in use.
+// ptxas spilled more of the one-warpgroup kernel at head size 128, which
+// has all 255 registers in use.
 template <int NO>
 __device__ __forceinline__ void store_warp_dkv(const float (&dk)[NO * 4], const float (&dv)[NO * 4],
                                                bf16 *dqkv, const BwdBlock &blk, int T, int chunk_k0,
@@ -712,16 +712,18 @@ __device__ __forceinline__ unsigned *dq_turn_counter(unsigned *counters, int bh,
 #endif
 
 // A key block's walk over its n_it query tiles, step(it, Diagonal() or
-// Below()): the diagonal tile (masked) first, or last where the walk goes
-// from T down (DET).
-template <bool DET, class Step>
+// Below()): the NDIAG tiles on the diagonal (masked; two where the query
+// tiles are half the key block) first, or last where the walk goes from T
+// down (DET).
+template <bool DET, int NDIAG = 1, class Step>
 __device__ __forceinline__ void walk_query_tiles(int n_it, Step &step) {
+    const int n_diag = n_it < NDIAG ? n_it : NDIAG;
     if (DET) {
-        for (int it = 0; it < n_it - 1; it++) step(it, Below());
-        step(n_it - 1, Diagonal());
+        for (int it = 0; it < n_it - n_diag; it++) step(it, Below());
+        for (int it = n_it - n_diag; it < n_it; it++) step(it, Diagonal());
     } else {
-        step(0, Diagonal());
-        for (int it = 1; it < n_it; it++) step(it, Below());
+        for (int it = 0; it < n_diag; it++) step(it, Diagonal());
+        for (int it = n_diag; it < n_it; it++) step(it, Below());
     }
 }
 
@@ -963,15 +965,16 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 
 // ---------------------------------------------------------------------------
 // Backward main kernel, warp-specialized (FlashAttention-3's structure, read
-// from its hopper/ sources; docs/attention.md), head size 64.
+// from its hopper/ sources; docs/attention.md), head sizes 64 and 128.
 //
 // A block walks key blocks of 128 keys of one (batch, head) each (WsWork,
 // attention_block_order.h: one block per SM, over pairs of key blocks whose
 // tiles add up alike, and a tail of single ones; the block's threads write
 // its list into its row of the schedule's table at the start, in shared
 // memory where it fits, and every role reads it there), and
-// for each the query tiles of 128 rows from the diagonal to T (DET:
-// from T down), with three warpgroups:
+// for each the query tiles of BM rows (128 at head size 64, 64 at 128:
+// WsBwdCfg) from the diagonal to T (DET: from T down), with three
+// warpgroups:
 // - warpgroup 0 gives up its registers (setmaxnreg) to the other two. Its
 //   warp 0 loads each key block's K and V (once the last key block's
 //   products are done with them) and each tile's Q and dO by TMA into two
@@ -985,12 +988,13 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 //   zeroes dq_acc before).
 // - warpgroups 1 and 2 each own 64 of the keys and do what the one-warpgroup
 //   kernel above does for them: S^T = K Q^T and dP^T = V dO^T (keys as the
-//   wgmma M, queries as N = 128), P^T and dS^T in registers, dV += P^T dO
+//   wgmma M, queries as N = BM), P^T and dS^T in registers, dV += P^T dO
 //   and dK += dS^T Q with them as register A operands. dS goes to shared
 //   memory (stmatrix .trans, double buffered by tile), and after one barrier
-//   of the two warpgroups per tile, warpgroup w computes dQ of query rows
-//   64w.. over all 128 keys: each warpgroup a disjoint slice of the output,
-//   so the two never add partial sums. The consumer threads load the row
+//   of the two warpgroups per tile, warpgroup w computes its slab of the
+//   tile's dQ over all 128 keys (query rows 64w.. at head size 64, head
+//   dims 64w.. at 128): each warpgroup a disjoint slice of the output, so
+//   the two never add partial sums. The consumer threads load the row
 //   statistics (lse, D) themselves, one value a thread a tile, a tile
 //   ahead: written by the producer warp and published by the mbarrier,
 //   they measured faster at T = 4096, but racecheck does not follow that
@@ -1001,25 +1005,40 @@ static __global__ void __launch_bounds__(128, Shape::MIN_BLOCKS)
 // At the end of a key block each consumer warpgroup stages its dK and dV as
 // two 64 x 64 boxes in shared memory of their own, and one of its threads
 // stores them with TMA: the warps go on to the next key block while the copy
-// engine writes the rows out.
-// The dq_acc layout is dq_wgmma_index's: a warpgroup's 64 rows are one
-// contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row slice in the
-// order of the key blocks, as the one-warpgroup kernel's warps do, key
-// block 0 storing.
+// engine writes the rows out (head size 64; at 128, below, the warps store
+// them from registers).
+// The dq_acc layout is dq_wgmma_index's: a slab (64 rows of one 64-dim
+// atom) is one contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row
+// slice in the order of the key blocks, as the one-warpgroup kernel's warps
+// do, key block 0 storing.
 
+// The kernel's shape for head size HS (WsBwd64, WsBwd128 below): key
+// blocks of BN = 128 keys (64 a consumer warpgroup), query tiles of BM
+// rows: 128 at head size 64, 64 at 128, where the dK and dV accumulators
+// (64 keys x 128 dims each) leave a warpgroup the registers of that many
+// queries' S^T and dP^T only (FlashAttention-3's shape for head size 128).
+// A tile's dQ is two 64 x 64 fp32 slabs, one a consumer warpgroup: query
+// rows 64w.. of a tile of 128, or head dims 64w.. of a tile of 64.
+//
 // Shared memory, byte offsets from the 1024-aligned base: K, V (128 keys),
-// 2 stages of Q and dO (128 queries), 2 of dS (queries x keys as two 64-key
-// atoms), the two consumer warpgroups' dQ slabs (64 x 64 fp32), their dK
+// 2 stages of Q and dO (BM queries), 2 of dS (queries x keys as two 64-key
+// atoms), the two consumer warpgroups' dQ slabs, at head size 64 their dK
 // and dV boxes (64 keys x 64 dims bf16 each, in TMA's swizzle) on the way
-// out, 2 stages of lse and D, the mbarriers.
-struct WsBwd {
-    static constexpr int BM = 128, BN = 128, HS = 64, NTH = 384;
-    static constexpr int TILE = 128 * 64 * 2; // bytes of a 128-row bf16 tile
-    static constexpr int SLAB = 64 * 64 * 4;  // bytes of a warpgroup's fp32 dQ rows
-    static constexpr int BOX = 64 * 64 * 2;   // bytes of a 64 x 64 bf16 box (a TMA store)
-    static constexpr int K = 0, V = TILE, Q = 2 * TILE, DO = 4 * TILE, DS = 6 * TILE,
-                         DQ = DS + 2 * BM * BN * 2, DKV = DQ + 2 * SLAB, L = DKV + 4 * BOX,
-                         D = L + 2 * BM * 4, BARS = D + 2 * BM * 4;
+// out, 2 stages of lse and D, the mbarriers. At head size 128 the boxes
+// would take the block past its 227 KB, and each warp stores its dK and dV
+// rows from registers (store_warp_dkv, as the one-warpgroup kernel does).
+template <int HS_> struct WsBwdCfg {
+    static constexpr int HS = HS_, NA = HS / 64, BN = 128, BM = HS == 64 ? 128 : 64, NTH = 384;
+    static constexpr bool BOXES = HS == 64; // dK and dV out through TMA boxes
+    // where warpgroup w's dQ slab is in the tile's dQ: its query rows, its head-dim atom
+    static constexpr int DQ_ROW_STEP = BM == 128 ? 64 : 0, DQ_ATOM_STEP = BM == 128 ? 0 : 1;
+    static constexpr int KV_TILE = BN * HS * 2; // bytes of K's (V's) tile
+    static constexpr int TILE = BM * HS * 2;    // bytes of a stage's Q (dO) tile
+    static constexpr int SLAB = 64 * 64 * 4;    // bytes of a warpgroup's fp32 dQ slab
+    static constexpr int BOX = 64 * 64 * 2;     // bytes of a 64 x 64 bf16 box (a TMA store)
+    static constexpr int K = 0, V = KV_TILE, Q = 2 * KV_TILE, DO = Q + 2 * TILE, DS = DO + 2 * TILE,
+                         DQ = DS + 2 * BM * BN * 2, DKV = DQ + 2 * SLAB,
+                         L = DKV + (BOXES ? 4 * BOX : 0), D = L + 2 * BM * 4, BARS = D + 2 * BM * 4;
     // kv_full, kv_empty, q_full[2], q_empty[2], do_full[2], do_empty[2];
     // then the block's row of the schedule's table (ws_table_write), in the
     // rest of the 227 KB a block may have: TABLE_ROWS items. No slack for
@@ -1032,17 +1051,25 @@ struct WsBwd {
     // warpgroup w's dQ slab free, and full; warpgroup w's own
     static constexpr int BAR_DS = 1, BAR_DQ_EMPTY = 2, BAR_DQ_FULL = 4, BAR_WG = 6;
     static constexpr int GROUP = 16; // (batch, head) pairs a group of bwd_block_at's order
+    static_assert(BM * HS == 128 * 64 && (BM == 128 || BM == 64), "a stage's tile is 16 KB");
+    static_assert(SMEM <= 227 * 1024 && DKV % 1024 == 0 && DS % 1024 == 0 && Q % 1024 == 0,
+                  "a block's shared memory; the tiles 1024-aligned for the 128-byte swizzle");
+    static_assert(BAR_DS > 0 && BAR_DQ_EMPTY == BAR_DS + 1 && BAR_DQ_FULL == BAR_DQ_EMPTY + 2 &&
+                      BAR_WG == BAR_DQ_FULL + 2 && BAR_WG + 2 <= 16,
+                  "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
 };
-static_assert(WsBwd::K + WsBwd::TILE == WsBwd::V && WsBwd::V + WsBwd::TILE == WsBwd::Q &&
-                  WsBwd::Q + 2 * WsBwd::TILE == WsBwd::DO &&
-                  WsBwd::DO + 2 * WsBwd::TILE == WsBwd::DS,
-              "K, V, then two stages of Q and of dO, then dS");
-static_assert(WsBwd::SMEM <= 227 * 1024 && WsBwd::DKV % 1024 == 0,
-              "a block's shared memory; the boxes 1024-aligned for TMA's 128-byte swizzle");
-static_assert(WsBwd::BAR_DS > 0 && WsBwd::BAR_DQ_EMPTY == WsBwd::BAR_DS + 1 &&
-                  WsBwd::BAR_DQ_FULL == WsBwd::BAR_DQ_EMPTY + 2 &&
-                  WsBwd::BAR_WG == WsBwd::BAR_DQ_FULL + 2 && WsBwd::BAR_WG + 2 <= 16,
-              "named barriers: past __syncthreads' 0, one pair per consumer warpgroup");
+typedef WsBwdCfg<64> WsBwd64;
+typedef WsBwdCfg<128> WsBwd128;
+// The layout's order, and each consumer warpgroup's dQ slab a disjoint
+// part of the tile's (checked here too, so that builds whose device pass
+// has no kernel body still reference every member)
+template <class W> constexpr bool ws_layout_ok() {
+    return W::K + W::KV_TILE == W::V && W::V + W::KV_TILE == W::Q && W::Q + 2 * W::TILE == W::DO &&
+           W::DO + 2 * W::TILE == W::DS && W::NA * 64 == W::HS &&
+           (W::DQ_ROW_STEP == 64) + W::DQ_ATOM_STEP == 1;
+}
+static_assert(ws_layout_ok<WsBwd64>() && ws_layout_ok<WsBwd128>(),
+              "K, V, then two stages of Q and of dO, then dS; the dQ slabs split the tile");
 
 #ifdef ATTN_WGMMA_DEVICE
 // This block's items (the key blocks it walks: WsWork, attention_block_order.h)
@@ -1057,12 +1084,13 @@ __device__ __forceinline__ void ws_table_write(const WsWork &wk, int2 *row, int 
     }
 }
 // This block's item ic from its row of the table: false past its last.
+// Its query tiles (of BM rows) from its key block's diagonal to T.
+template <class W>
 __device__ __forceinline__ bool ws_item(const int2 *row, int ic, int T, WsItem &x) {
-    constexpr int BN = WsBwd::BN;
     const int2 e = row[ic];
     x.bh = e.x;
-    x.k0 = e.y * BN; // read only where the item has tiles
-    x.n_it = e.y < 0 ? 0 : (T + BN - 1) / BN - e.y;
+    x.k0 = e.y * W::BN; // read only where the item has tiles
+    x.n_it = e.y < 0 ? 0 : (T + W::BM - 1) / W::BM - e.y * (W::BN / W::BM);
     return e.x >= 0;
 }
 #endif
@@ -1080,7 +1108,7 @@ __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const floa
                                                float scale) {
     const int g = lane >> 2, t4 = lane & 3;
     uint32_t *k32 = reinterpret_cast<uint32_t *>(boxes + warp * 16 * 128),
-             *v32 = k32 + WsBwd::BOX / 4;
+             *v32 = k32 + WsBwd64::BOX / 4;
 #pragma unroll
     for (int r = 0; r < 2; r++)
 #pragma unroll
@@ -1093,8 +1121,8 @@ __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const floa
 
 #endif
 
-template <bool DET>
-static __global__ void __launch_bounds__(WsBwd::NTH, 1)
+template <class W, bool DET>
+static __global__ void __launch_bounds__(W::NTH, 1)
     attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
                        const float *__restrict__ lse, const float *__restrict__ dsum, int T, int NH,
@@ -1103,11 +1131,12 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                        const __grid_constant__ CUtensorMap dout_map,
                        const __grid_constant__ CUtensorMap dqkv_map) {
 #ifdef ATTN_WGMMA_DEVICE
-    typedef WsBwd W;
-    constexpr int BM = W::BM, BN = W::BN, QN = BM / 8;
+    constexpr int BM = W::BM, BN = W::BN, HS = W::HS, NA = W::NA, QN = BM / 8;
+    // a tile's 64-row dQ slices (each with its counters) and the slab of each
+    constexpr int SLICES = BM / 64;
     extern __shared__ __align__(1024) unsigned char ws_smem[];
     unsigned char *sm = ws_smem;
-    if (smem_u32(sm) & 1023) __trap(); // WsBwd::SMEM has no slack to align it
+    if (smem_u32(sm) & 1023) __trap(); // W::SMEM has no slack to align it
     bf16 *sK = reinterpret_cast<bf16 *>(sm + W::K), *sV = reinterpret_cast<bf16 *>(sm + W::V);
     auto sQ = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::Q + st * W::TILE); };
     auto sdO = [&](int st) { return reinterpret_cast<bf16 *>(sm + W::DO + st * W::TILE); };
@@ -1127,7 +1156,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
     int2 *const table_row = DET || wk.rows <= W::TABLE_ROWS
                                 ? reinterpret_cast<int2 *>(sm + W::TABLE)
                                 : reinterpret_cast<int2 *>(ws_table) + (size_t)blockIdx.x * wk.rows;
-    auto item = [&](int ic, WsItem &x) { return ws_item(table_row, ic, T, x); };
+    auto item = [&](int ic, WsItem &x) { return ws_item<W>(table_row, ic, T, x); };
     // the query tile of an item's step it (of the walk from its key block k0)
     auto tile_of = [&](int k0, int it) { return DET ? n_qt - 1 - it : k0 / BM + it; };
 
@@ -1169,16 +1198,16 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                     }
                     if (lane == 0) {
                         mbar_arrive_expect_tx(q_full(st), W::TILE);
-                        tma_tile<BM, 1>(sQ(st), &qkv_map, h, q0, b, q_full(st));
+                        tma_tile<BM, NA>(sQ(st), &qkv_map, h, q0, b, q_full(st));
                         mbar_arrive_expect_tx(do_full(st), W::TILE);
-                        tma_tile<BM, 1>(sdO(st), &dout_map, h, q0, b, do_full(st));
+                        tma_tile<BM, NA>(sdO(st), &dout_map, h, q0, b, do_full(st));
                     }
                     if (it == 0) { // once the last item's products are done with them
                         if (kc > 0) mbar_wait(kv_empty, (kc - 1) & 1);
                         if (lane == 0) {
-                            mbar_arrive_expect_tx(kv_full, 2 * W::TILE);
-                            tma_tile<BN, 1>(sK, &qkv_map, NH + h, x.k0, b, kv_full);
-                            tma_tile<BN, 1>(sV, &qkv_map, 2 * NH + h, x.k0, b, kv_full);
+                            mbar_arrive_expect_tx(kv_full, 2 * W::KV_TILE);
+                            tma_tile<BN, NA>(sK, &qkv_map, NH + h, x.k0, b, kv_full);
+                            tma_tile<BN, NA>(sV, &qkv_map, 2 * NH + h, x.k0, b, kv_full);
                         }
                     }
                 }
@@ -1191,7 +1220,9 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
             // whose claim on the slice's counter 0 comes first stores and
             // then raises its counter 1, for which the others wait (on the
             // tile after, mostly, it has long been raised). DET: key block 0
-            // stores, and the turns on counter 0 order the adds.
+            // stores, and the turns on counter 0 order the adds. At head
+            // size 128 both slabs are of the one slice (its two head-dim
+            // atoms): one claim, one turn for both.
             WsItem x;
             for (int ic = 0, gt = 0; item(ic, x); ic++) {
                 for (int it = 0; it < x.n_it; it++, gt++) {
@@ -1201,31 +1232,40 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
                     }
                     for (int w = 0; w < 2; w++) named_bar_arrive(W::BAR_DQ_EMPTY + w, 160);
                     const int q0 = tile_of(x.k0, it) * BM;
-                    unsigned claim[2] = {1, 1}; // the claims, their latency under the slabs' wait
+                    unsigned claim[SLICES]; // the claims, their latency under the slabs' wait
+#pragma unroll
+                    for (int sl = 0; sl < SLICES; sl++) claim[sl] = 1;
                     if (!DET && lane == 0)
-                        for (int w = 0; w < 2; w++)
-                            if (q0 + 64 * w < T)
-                                claim[w] = atomicAdd(
-                                    dq_turn_counter(dq_counters, x.bh, T, q0 + 64 * w, 0), 1u);
+#pragma unroll
+                        for (int sl = 0; sl < SLICES; sl++)
+                            if (q0 + 64 * sl < T)
+                                claim[sl] = atomicAdd(
+                                    dq_turn_counter(dq_counters, x.bh, T, q0 + 64 * sl, 0), 1u);
                     for (int w = 0; w < 2; w++) {
                         named_bar_sync(W::BAR_DQ_FULL + w, 160);
-                        const int r0 = q0 + 64 * w, rows = min(64, T - r0);
+                        const int sl = SLICES == 2 ? w : 0, r0 = q0 + 64 * sl,
+                                  rows = min(64, T - r0);
+                        // the slab's first and last of its slice
+                        const bool opens = SLICES == 2 || w == 0, closes = SLICES == 2 || w == 1;
                         if (lane == 0 && rows > 0) {
                             unsigned *cnt = dq_turn_counter(dq_counters, x.bh, T, r0, 0);
-                            float *dst = dq_acc + ((size_t)x.bh * T + r0) * 64;
+                            float *dst =
+                                dq_acc + (((size_t)x.bh * NA + w * W::DQ_ATOM_STEP) * T + r0) * 64;
                             const uint32_t src = smem_u32(sm + W::DQ + w * W::SLAB),
                                            bytes = (uint32_t)rows * 64 * sizeof(float);
-                            const bool first = DET ? x.k0 == 0 : claim[w] == 0;
-                            if (DET)
-                                turn_wait(cnt, (unsigned)(x.k0 / BN));
-                            else if (!first)
-                                turn_wait(cnt + 1, 1);
+                            const bool first = DET ? x.k0 == 0 : claim[sl] == 0;
+                            if (opens) {
+                                if (DET)
+                                    turn_wait(cnt, (unsigned)(x.k0 / BN));
+                                else if (!first)
+                                    turn_wait(cnt + 1, 1);
+                            }
                             if (first)
                                 bulk_store_f32(dst, src, bytes);
                             else
                                 bulk_reduce_add_f32(dst, src, bytes);
                             bulk_commit();
-                            if (DET || first) {
+                            if ((DET || first) && closes) {
                                 bulk_wait_done();
                                 turn_pass(DET ? cnt : cnt + 1);
                             }
@@ -1240,36 +1280,36 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
 
     setmaxnreg_inc<240>();
     const int w = wg - 1, warp = __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0);
-    const bool leader = (tid & 127) == 0; // issues the warpgroup's TMA stores
     const int g = lane >> 2, t4 = lane & 3;
-    // this warpgroup's 64 keys of K and V (A operands, K-major); all of K
-    // (the B operand of dQ, MN-major)
-    const Sw128 k_desc(smem_u32(sK + 64 * w * 64)), v_desc(smem_u32(sV + 64 * w * 64)),
-        kt_desc(smem_u32(sK));
+    // this warpgroup's 64 keys of K and V (A operands, K-major); K's keys x
+    // the warpgroup's dQ head dims (the B operand of dQ, MN-major)
+    const Sw128 k_base(smem_u32(sK + 64 * w * 64)), v_base(smem_u32(sV + 64 * w * 64)),
+        kt_base(smem_u32(sK + w * W::DQ_ATOM_STEP * BN * 64));
     float *sdq = reinterpret_cast<float *>(sm + W::DQ + w * W::SLAB);
-    // The row statistics of a tile (zeros past T): consumer thread c loads
-    // lse (c < 128) or D (c >= 128) of query row c % 128 one tile ahead
-    // (the next item's first where the item ends), and stores it into that
-    // tile's stage before the dS barrier (after which the stage's last
-    // readers, the tile before, are done): one load a thread a tile, its
-    // latency under a tile's work.
+    // The row statistics of a tile (zeros past T): consumer thread c < 2 BM
+    // loads lse (c < BM) or D of query row c % BM one tile ahead (the next
+    // item's first where the item ends), and stores it into that tile's
+    // stage before the dS barrier (after which the stage's last readers,
+    // the tile before, are done): one load a thread a tile, its latency
+    // under a tile's work.
     const int c = tid - 128;
+    constexpr bool ALL_STAT = 2 * BM >= 256; // every consumer thread has one
+    const bool has_stat = ALL_STAT || c < 2 * BM;
     float *stat_s = (c < BM ? sL : sD) + (c & (BM - 1));
     // the address of thread c's statistic of item x's step it, or NULL past T
     auto stat_at = [&](const WsItem &x, int it) -> const float * {
         const int t = tile_of(x.k0, it) * BM + (c & (BM - 1));
-        return t < T ? (c < BM ? lse : dsum) + (size_t)x.bh * T + t : nullptr;
+        return has_stat && t < T ? (c < BM ? lse : dsum) + (size_t)x.bh * T + t : nullptr;
     };
     WsItem x;
     item(0, x); // every block has a unit, and a unit's first item has tiles
     {
         const float *p = stat_at(x, 0);
-        *stat_s = p ? *p : 0.f;
+        if (has_stat) *stat_s = p ? *p : 0.f;
     }
     named_bar_sync(W::BAR_DS, 256);
 
     for (int ic = 0, gt = 0, kc = 0;;) {
-        const BwdBlock blk = bwd_block_for<W::HS>(x.bh, x.k0, qkv, dout, lse, dsum, T, NH);
         const int k0 = x.k0, n_it = x.n_it;
         const int kw0 = k0 + 64 * w + 16 * warp; // this warp's first key in the sequence
         int jc = ic + 1;                         // the next item with tiles
@@ -1277,35 +1317,51 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
         bool more;
         while ((more = item(jc, y)) && !y.n_it) jc++;
         const float *next_stat = more ? stat_at(y, 0) : nullptr;
-        float dk[32], dv[32];
+        float dk[NA * 32], dv[NA * 32];
 #pragma unroll
-        for (int i = 0; i < 32; i++) dk[i] = dv[i] = 0.f;
+        for (int i = 0; i < NA * 32; i++) dk[i] = dv[i] = 0.f;
         mbar_wait(kv_full, kc & 1);
 
-        // One query tile; MASKED: the diagonal one (keys above queries).
+        // One query tile; MASKED: one on the diagonal (keys above queries).
         auto tile_step = [&](const int it, auto masked) {
             constexpr bool MASKED = decltype(masked)::value;
             const int gi = gt + it, st = gi & 1, ph = (gi >> 1) & 1, q0 = tile_of(k0, it) * BM;
             const Sw128 q_desc(smem_u32(sQ(st))), do_desc(smem_u32(sdO(st)));
             const uint32_t ds_addr = smem_u32(sm + W::DS + st * BM * BN * 2);
             const Sw128 ds_desc(ds_addr);
+            // K's and V's descriptors from their bases afresh each tile:
+            // hoisted out of the walk, the 24 of head size 128 took
+            // registers that the accumulators need, ptxas spilled them, and
+            // the backward ran slower (docs/attention.md)
+            Sw128 k_desc = k_base, v_desc = v_base, kt_desc = kt_base;
+            asm volatile("" : "+r"(k_desc.lo), "+r"(v_desc.lo), "+r"(kt_desc.lo));
             const float *ls = sL + st * BM, *ds = sD + st * BM;
             const float *stat_p = it + 1 < n_it ? stat_at(x, it + 1) : next_stat;
             const float stat_next = stat_p ? *stat_p : 0.f;
 
-            // S^T = K Q^T, dP^T = V dO^T (64 keys x 128 queries each), issued
+            // S^T = K Q^T, dP^T = V dO^T (64 keys x BM queries each), issued
             float s[QN * 4], dp[QN * 4];
             mbar_wait(q_full(st), ph);
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-                wgmma_m64n128k16_ss(s, k_desc.at(32 * kk), q_desc.at(32 * kk), kk > 0);
+            for (int kk = 0; kk < HS / 16; kk++)
+                if constexpr (BM == 128)
+                    wgmma_m64n128k16_ss(s, k_desc.at(kstep_off<BN>(kk)),
+                                        q_desc.at(kstep_off<BM>(kk)), kk > 0);
+                else
+                    wgmma_m64n64k16_ss<0>(s, k_desc.at(kstep_off<BN>(kk)),
+                                          q_desc.at(kstep_off<BM>(kk)), kk > 0);
             wgmma_commit();
             mbar_wait(do_full(st), ph);
             wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-                wgmma_m64n128k16_ss(dp, v_desc.at(32 * kk), do_desc.at(32 * kk), kk > 0);
+            for (int kk = 0; kk < HS / 16; kk++)
+                if constexpr (BM == 128)
+                    wgmma_m64n128k16_ss(dp, v_desc.at(kstep_off<BN>(kk)),
+                                        do_desc.at(kstep_off<BM>(kk)), kk > 0);
+                else
+                    wgmma_m64n64k16_ss<0>(dp, v_desc.at(kstep_off<BN>(kk)),
+                                          do_desc.at(kstep_off<BM>(kk)), kk > 0);
             wgmma_commit();
             // s[4n + e], dp[4n + e]: key kw0 + g + 8 (e >> 1), query q0 + 8n + 2 t4 + (e & 1).
             // P^T = exp(S^T - lse) while the tensor cores do dP^T
@@ -1323,20 +1379,21 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
             // dV += P^T dO, issued
             wgmma_fence();
             fence_regs(dv);
-            wgmma_rs_tile<1, BM / 16, BM>(dv, pa, do_desc);
+            wgmma_rs_tile<NA, BM / 16, BM>(dv, pa, do_desc);
             wgmma_commit();
-            stat_s[(st ^ 1) * BM] = stat_next;
+            if (has_stat) stat_s[(st ^ 1) * BM] = stat_next;
             fence_proxy_async();
             // both warpgroups' dS and the next tile's statistics stored
             named_bar_sync(W::BAR_DS, 256);
 
-            // dQ of query rows 64 w.. = their dS (all 128 keys: two atoms) x K
+            // this warpgroup's dQ slab = its query rows of dS (all 128 keys:
+            // two atoms) x its head dims of K
             float dq[32];
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++)
                 wgmma_m64n64k16_ss<1>(
-                    dq, ds_desc.at((kk >> 2) * BM * 128 + w * 64 * 128 + 32 * (kk & 3)),
+                    dq, ds_desc.at((kk >> 2) * BM * 128 + w * W::DQ_ROW_STEP * 128 + 32 * (kk & 3)),
                     kt_desc.at(2048 * kk), kk > 0);
             wgmma_commit();
             wgmma_wait<1>(); // dV done: dO and D read
@@ -1345,7 +1402,7 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
             // dK += dS^T Q, issued
             wgmma_fence();
             fence_regs(dk);
-            wgmma_rs_tile<1, BM / 16, BM>(dk, da, q_desc);
+            wgmma_rs_tile<NA, BM / 16, BM>(dk, da, q_desc);
             wgmma_commit();
             wgmma_wait<1>(); // dQ done: the item's last tile is done with K and V
             fence_regs(dq);
@@ -1360,31 +1417,37 @@ static __global__ void __launch_bounds__(WsBwd::NTH, 1)
             fence_regs(dk);
             if (lane == 0) mbar_arrive(q_empty(st));
         };
-        walk_query_tiles<DET>(n_it, tile_step);
+        walk_query_tiles<DET, BN / BM>(n_it, tile_step);
         gt += n_it;
         kc++;
-        // dK and dV go out as the warpgroup's two boxes, stored by its first
-        // thread with TMA once every warp has staged its rows (and the last
-        // item's boxes have been read out)
-        unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
-        if (leader) bulk_wait_read();
-        named_bar_sync(W::BAR_WG + w, 128);
-        if (k0 + 64 * w < T) {
-            stage_warp_dkv(dk, dv, boxes, warp, lane, scale);
-            fence_proxy_async();
+        const BwdBlock blk = bwd_block_for<HS>(x.bh, k0, qkv, dout, lse, dsum, T, NH);
+        if constexpr (W::BOXES) {
+            // dK and dV go out as the warpgroup's two boxes, stored by its
+            // first thread with TMA once every warp has staged its rows (and
+            // the last item's boxes have been read out)
+            const bool leader = (tid & 127) == 0;
+            unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
+            if (leader) bulk_wait_read();
             named_bar_sync(W::BAR_WG + w, 128);
-            if (leader) {
-                tma_store_4d(&dqkv_map, 0, NH + blk.h, k0 + 64 * w, blk.b, smem_u32(boxes));
-                tma_store_4d(&dqkv_map, 0, 2 * NH + blk.h, k0 + 64 * w, blk.b,
-                             smem_u32(boxes + W::BOX));
-                bulk_commit();
+            if (k0 + 64 * w < T) {
+                stage_warp_dkv(dk, dv, boxes, warp, lane, scale);
+                fence_proxy_async();
+                named_bar_sync(W::BAR_WG + w, 128);
+                if (leader) {
+                    tma_store_4d(&dqkv_map, 0, NH + blk.h, k0 + 64 * w, blk.b, smem_u32(boxes));
+                    tma_store_4d(&dqkv_map, 0, 2 * NH + blk.h, k0 + 64 * w, blk.b,
+                                 smem_u32(boxes + W::BOX));
+                    bulk_commit();
+                }
             }
+        } else {
+            store_warp_dkv<HS / 8>(dk, dv, dqkv, blk, T, k0 + 64 * w, warp, lane, scale);
         }
         if (!more) break;
         ic = jc;
         item(ic, x);
     }
-    if (leader) bulk_wait_done(); // the last boxes stored before the block ends
+    if (W::BOXES && (tid & 127) == 0) bulk_wait_done(); // the last boxes stored before the end
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif
@@ -1450,23 +1513,22 @@ template <class Shape> struct CpAsyncFwd : Shape {
 // dP^T and dK before the dS barrier; GROUP as the forward's (1: each pair's
 // key blocks in turn).
 //
-// Head size 128: 2 blocks per SM, 2 stages, SPLIT 2. The key blocks of 16
-// pairs longest first measured faster than each pair's key blocks in turn;
-// groups of 8 and 32 no better. Head size 64 runs the warp-specialized
-// kernel (attn_bwd_ws_kernel), and this kernel (3 blocks per SM, 168
-// registers) where no tensor map can be made (CpAsyncBwd64).
-struct WgmmaBwd128 {
-    static constexpr int HS = 128, MIN_BLOCKS = 2;
-    static constexpr bool TMA = true;
-    static constexpr int STAGES = 2, SPLIT = 2, GROUP = 16;
-};
-// A backward shape with cp.async loads: where no tensor map can be made.
+// Both head sizes run the warp-specialized kernel (attn_bwd_ws_kernel).
+// This one runs where no tensor map can be made (CpAsyncBwd64: 3 blocks per
+// SM, 168 registers; CpAsyncBwd128: 2 blocks per SM), and in tuning builds
+// with TMA, as the production kernel before it (WgmmaBwd64, WgmmaBwd128).
+// A backward shape with cp.async loads, from one with TMA.
 template <class Shape> struct CpAsyncBwd : Shape {
     static constexpr bool TMA = false;
     static constexpr int STAGES = 2, SPLIT = 0;
 };
 struct CpAsyncBwd64 {
     static constexpr int HS = 64, MIN_BLOCKS = 3;
+    static constexpr bool TMA = false;
+    static constexpr int STAGES = 2, SPLIT = 0, GROUP = 16;
+};
+struct CpAsyncBwd128 {
+    static constexpr int HS = 128, MIN_BLOCKS = 2;
     static constexpr bool TMA = false;
     static constexpr int STAGES = 2, SPLIT = 0, GROUP = 16;
 };
@@ -1531,20 +1593,24 @@ struct WsPairedPersistent {
     static constexpr bool PAIRED = true, PERSISTENT = true, TAIL = true;
 };
 
-// The warp-specialized backward (head size 64); where no tensor map can be
-// made, the one-warpgroup kernel's cp.async shape.
-template <class Sched = WsPairedPersistent>
+// The warp-specialized backward of shape W (WsBwd64, WsBwd128); where no
+// tensor map can be made, the one-warpgroup kernel's cp.async shape.
+template <class W = WsBwd64, class Sched = WsPairedPersistent>
 void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     CUtensorMap qkv_map = {}, dout_map = {}, dqkv_map = {};
-    if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, WsBwd::HS) &&
-          make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, WsBwd::HS) &&
-          make_head_map(&dqkv_map, a.dqkv, a.B, a.T, 3 * a.NH, WsBwd::HS)))
-        return launch_bwd_wgmma<CpAsyncBwd64>(a, stream);
+    if (!(make_head_map(&qkv_map, a.qkv, a.B, a.T, 3 * a.NH, W::HS) &&
+          make_head_map(&dout_map, a.dout, a.B, a.T, a.NH, W::HS) &&
+          make_head_map(&dqkv_map, a.dqkv, a.B, a.T, 3 * a.NH, W::HS))) {
+        if constexpr (W::HS == 64)
+            return launch_bwd_wgmma<CpAsyncBwd64>(a, stream);
+        else
+            return launch_bwd_wgmma<CpAsyncBwd128>(a, stream);
+    }
     const bool det = a.dq_order != nullptr;
-    auto kernel = det ? attn_bwd_ws_kernel<true> : attn_bwd_ws_kernel<false>;
+    auto kernel = det ? attn_bwd_ws_kernel<W, true> : attn_bwd_ws_kernel<W, false>;
     static unsigned long long smem_done[2] = {0, 0};
-    raise_smem_limit(kernel, WsBwd::SMEM, smem_done[det]);
-    const int n_kb = (a.T + WsBwd::BN - 1) / WsBwd::BN;
+    raise_smem_limit(kernel, W::SMEM, smem_done[det]);
+    const int n_kb = (a.T + W::BN - 1) / W::BN;
     // the schedule of the last shape (the model behind the tail's choice
     // walks every item, so a step's layers reuse it)
     static struct {
@@ -1555,24 +1621,24 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     if (last.n_bh != a.B * a.NH || last.n_kb != n_kb || last.sms != sms || last.det != det) {
         last.n_bh = a.B * a.NH, last.n_kb = n_kb, last.sms = sms, last.det = det;
         last.wk = ws_schedule(a.B * a.NH, n_kb, sms, Sched::PAIRED && !det,
-                              Sched::PERSISTENT && !det, Sched::TAIL, WsBwd::GROUP, &last.grid);
+                              Sched::PERSISTENT && !det, Sched::TAIL, W::GROUP, &last.grid);
         if ((long)last.grid * last.wk.rows > ws_table_entries(a.B * a.NH, n_kb))
             fail_at(__FILE__, __LINE__, EXIT_FATAL,
                     "the attention backward's schedule (%d blocks) outgrows its table "
                     "(ws_table_entries, attention_block_order.h)",
                     last.grid);
-        if (det && last.wk.rows > WsBwd::TABLE_ROWS) // the kernel takes them as fitting
+        if (det && last.wk.rows > W::TABLE_ROWS) // the kernel takes them as fitting
             fail_at(__FILE__, __LINE__, EXIT_FATAL,
                     "the deterministic attention backward's schedule (%d items a block) "
-                    "outgrows its shared memory (WsBwd::TABLE_ROWS %d)",
-                    last.wk.rows, WsBwd::TABLE_ROWS);
+                    "outgrows its shared memory (TABLE_ROWS %d)",
+                    last.wk.rows, W::TABLE_ROWS);
     }
     const WsWork wk = last.wk;
     const int grid = last.grid;
-    const float scale = 1.f / sqrtf((float)WsBwd::HS);
-    launch_dependent("attn_bwd_ws_kernel", kernel, grid, WsBwd::NTH, WsBwd::SMEM, stream, a.dqkv,
-                     a.dq_acc, a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E,
-                     a.dq_counters, wk, a.ws_table, qkv_map, dout_map, dqkv_map);
+    const float scale = 1.f / sqrtf((float)W::HS);
+    launch_dependent("attn_bwd_ws_kernel", kernel, grid, W::NTH, W::SMEM, stream, a.dqkv, a.dq_acc,
+                     a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E, a.dq_counters,
+                     wk, a.ws_table, qkv_map, dout_map, dqkv_map);
 }
 
 } // namespace
@@ -1604,9 +1670,9 @@ void attention_wgmma_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int 
 
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream) {
     if (a.HS == 64)
-        launch_bwd_ws(a, stream);
+        launch_bwd_ws<WsBwd64>(a, stream);
     else
-        launch_bwd_wgmma<WgmmaBwd128>(a, stream);
+        launch_bwd_ws<WsBwd128>(a, stream);
 }
 
 #ifdef GPT2_ATTN_TUNING
@@ -1677,7 +1743,14 @@ struct WsPersistent {
 struct WsPairedPersistentNoTail {
     static constexpr bool PAIRED = true, PERSISTENT = true, TAIL = false;
 };
-// backward, head size 128
+// backward, head size 128: the one-warpgroup kernel with TMA (the production
+// shape before the warp-specialized kernel: 2 blocks per SM, 2 stages, SPLIT
+// 2; the key blocks of 16 pairs longest first measured faster than each
+// pair's key blocks in turn, groups of 8 and 32 no better), and its variants
+struct WgmmaBwd128 : CpAsyncBwd128 {
+    static constexpr bool TMA = true;
+    static constexpr int SPLIT = 2;
+};
 struct WgmmaBwd128_Unsplit : WgmmaBwd128 {
     static constexpr int SPLIT = 0;
 };
@@ -1752,22 +1825,41 @@ const AttnVariant attention_wgmma_variants[] = {
       "warp-specialized, one key block a block (the production schedule before pairs)"},
      true,
      nullptr,
-     launch_bwd_ws<WsPerKeyBlock>},
+     launch_bwd_ws<WsBwd64, WsPerKeyBlock>},
     {{"wgmma_bwd64_ws_pairs", WGMMA, 64, true,
       "warp-specialized, a block per pair of key blocks (not persistent)"},
      true,
      nullptr,
-     launch_bwd_ws<WsPaired>},
+     launch_bwd_ws<WsBwd64, WsPaired>},
     {{"wgmma_bwd64_ws_persistent", WGMMA, 64, true,
       "warp-specialized, one block per SM over single key blocks"},
      true,
      nullptr,
-     launch_bwd_ws<WsPersistent>},
+     launch_bwd_ws<WsBwd64, WsPersistent>},
     {{"wgmma_bwd64_ws_no_tail", WGMMA, 64, true,
       "warp-specialized, persistent over pairs of key blocks to the end (no tail of singles)"},
      true,
      nullptr,
-     launch_bwd_ws<WsPairedPersistentNoTail>},
+     launch_bwd_ws<WsBwd64, WsPairedPersistentNoTail>},
+    {{"wgmma_bwd128_ws_per_key_block", WGMMA, 128, true, "warp-specialized, one key block a block"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsBwd128, WsPerKeyBlock>},
+    {{"wgmma_bwd128_ws_pairs", WGMMA, 128, true,
+      "warp-specialized, a block per pair of key blocks (not persistent)"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsBwd128, WsPaired>},
+    {{"wgmma_bwd128_ws_persistent", WGMMA, 128, true,
+      "warp-specialized, one block per SM over single key blocks"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsBwd128, WsPersistent>},
+    {{"wgmma_bwd128_ws_no_tail", WGMMA, 128, true,
+      "warp-specialized, persistent over pairs of key blocks to the end (no tail of singles)"},
+     true,
+     nullptr,
+     launch_bwd_ws<WsBwd128, WsPairedPersistentNoTail>},
     {{"wgmma_bwd64_cp_async", WGMMA, 64, true, "the fallback: loads by cp.async, 2 stages"},
      true,
      nullptr,
@@ -1784,10 +1876,16 @@ const AttnVariant attention_wgmma_variants[] = {
      true,
      nullptr,
      launch_bwd_wgmma<WgmmaBwd64_Ungrouped>},
+    {{"wgmma_bwd128_1wg", WGMMA, 128, true,
+      "one warpgroup a block, 64 keys, 2 blocks/SM (the production kernel before the "
+      "warp-specialized one)"},
+     true,
+     nullptr,
+     launch_bwd_wgmma<WgmmaBwd128>},
     {{"wgmma_bwd128_cp_async", WGMMA, 128, true, "the fallback: loads by cp.async, 2 stages"},
      true,
      nullptr,
-     launch_bwd_wgmma<CpAsyncBwd<WgmmaBwd128>>},
+     launch_bwd_wgmma<CpAsyncBwd128>},
     {{"wgmma_bwd128_unsplit", WGMMA, 128, true, "the products in order (SPLIT 0)"},
      true,
      nullptr,
