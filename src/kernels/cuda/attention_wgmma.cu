@@ -1338,6 +1338,48 @@ static __global__ void __launch_bounds__(W::NTH, 1)
             const float *ls = sL + st * BM, *ds = sD + st * BM;
             const float *stat_p = it + 1 < n_it ? stat_at(x, it + 1) : next_stat;
             const float stat_next = stat_p ? *stat_p : 0.f;
+            // this warpgroup's dQ slab = its query rows of dS (all 128 keys:
+            // two atoms) x its head dims of K, issued
+            auto issue_dq = [&](float(&dq)[32]) {
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BN / 16; kk++)
+                    wgmma_m64n64k16_ss<1>(
+                        dq,
+                        ds_desc.at((kk >> 2) * BM * 128 + w * W::DQ_ROW_STEP * 128 + 32 * (kk & 3)),
+                        kt_desc.at(2048 * kk), kk > 0);
+                wgmma_commit();
+            };
+            // dQ to the slab once warp 1 has read the last one out
+            auto hand_dq = [&](const float(&dq)[32]) {
+                named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
+                stage_dq_frags(sdq, dq, warp, lane);
+                fence_proxy_async();
+                named_bar_arrive(W::BAR_DQ_FULL + w, 160);
+            };
+            if constexpr (MASKED && BN / BM == 2) {
+                // At head size 128 all of the second warpgroup's keys are
+                // above the first tile's queries: its P^T and dS^T are
+                // zeros, so it stores the zero dS and does its dQ only
+                if (k0 + 64 * w >= q0 + BM) {
+                    const uint32_t zero[BM / 16][4] = {};
+                    store_ds_trans<BM / 16>(ds_addr + w * BM * 128, zero, warp, lane);
+                    if (has_stat) stat_s[(st ^ 1) * BM] = stat_next;
+                    fence_proxy_async();
+                    named_bar_sync(W::BAR_DS, 256);
+                    float dq[32];
+                    issue_dq(dq);
+                    wgmma_wait<0>();
+                    fence_regs(dq);
+                    if (lane == 0) {
+                        mbar_arrive(do_empty(st));
+                        if (it + 1 == n_it) mbar_arrive(kv_empty);
+                    }
+                    hand_dq(dq);
+                    if (lane == 0) mbar_arrive(q_empty(st));
+                    return;
+                }
+            }
 
             // S^T = K Q^T, dP^T = V dO^T (64 keys x BM queries each), issued
             float s[QN * 4], dp[QN * 4];
@@ -1386,16 +1428,8 @@ static __global__ void __launch_bounds__(W::NTH, 1)
             // both warpgroups' dS and the next tile's statistics stored
             named_bar_sync(W::BAR_DS, 256);
 
-            // this warpgroup's dQ slab = its query rows of dS (all 128 keys:
-            // two atoms) x its head dims of K
             float dq[32];
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-                wgmma_m64n64k16_ss<1>(
-                    dq, ds_desc.at((kk >> 2) * BM * 128 + w * W::DQ_ROW_STEP * 128 + 32 * (kk & 3)),
-                    kt_desc.at(2048 * kk), kk > 0);
-            wgmma_commit();
+            issue_dq(dq);
             wgmma_wait<1>(); // dV done: dO and D read
             fence_regs(dv);
             if (lane == 0) mbar_arrive(do_empty(st));
@@ -1407,12 +1441,7 @@ static __global__ void __launch_bounds__(W::NTH, 1)
             wgmma_wait<1>(); // dQ done: the item's last tile is done with K and V
             fence_regs(dq);
             if (it + 1 == n_it && lane == 0) mbar_arrive(kv_empty);
-
-            // dQ to the slab once warp 1 has read the last one out
-            named_bar_sync(W::BAR_DQ_EMPTY + w, 160);
-            stage_dq_frags(sdq, dq, warp, lane);
-            fence_proxy_async();
-            named_bar_arrive(W::BAR_DQ_FULL + w, 160);
+            hand_dq(dq);
             wgmma_wait<0>(); // dK done: Q and lse read
             fence_regs(dk);
             if (lane == 0) mbar_arrive(q_empty(st));
