@@ -354,10 +354,30 @@ static int run_case(const test_case &tc, const attention_cuda_options *opt,
 /* --quick: only the cases with T <= 256 (for compute-sanitizer runs).
  * --racecheck: those less the one whose schedule goes to global memory
  * ({2500, 64, 4, 64}): racecheck watches shared memory only, and that case's
- * 10,000 heads keep it running for many minutes. */
+ * 10,000 heads keep it running for many minutes.
+ * --variants=TEXT (tuning builds): of the tuning variants only those whose
+ * names contain TEXT (the production kernels run all the same). */
 int main(int argc, char **argv) {
-    const int racecheck = argc > 1 && strcmp(argv[1], "--racecheck") == 0;
-    const int quick = racecheck || (argc > 1 && strcmp(argv[1], "--quick") == 0);
+    int racecheck = 0, quick = 0;
+    const char *variants = "";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--racecheck") == 0)
+            racecheck = quick = 1;
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strncmp(argv[i], "--variants=", 11) == 0)
+            variants = argv[i] + 11;
+        else {
+            fprintf(
+                stderr,
+                "test_attention_cuda: unknown argument '%s' (use --quick, --racecheck, --variants=TEXT)\n",
+                argv[i]);
+            return 2;
+        }
+    }
+#ifndef GPT2_ATTN_TUNING
+    if (*variants) printf("--variants: this build has no tuning variants (GPT2_ATTN_TUNING)\n");
+#endif
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("test_attention_cuda: no GPU, skipped\n");
@@ -402,7 +422,9 @@ int main(int argc, char **argv) {
 #ifdef GPT2_ATTN_TUNING
         for (int i = 0; i < attention_cuda_variant_count(); i++) { // every variant that runs here
             const attention_cuda_variant *v = attention_cuda_variant_info(i);
-            if (v->head_size != tc.HS || (!hopper && strcmp(v->family, mma_family) != 0)) continue;
+            if (v->head_size != tc.HS || (!hopper && strcmp(v->family, mma_family) != 0) ||
+                !strstr(v->name, variants))
+                continue;
             failed += !run_case(tc, NULL, v->name);
             total++;
         }

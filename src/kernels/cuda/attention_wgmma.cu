@@ -12,14 +12,16 @@
  * Forward: a block of NWG warpgroups owns 64 * NWG query rows of one
  * (batch, head); warpgroup w the rows 64w..64w+63. Thread 0 loads the Q
  * tile and K, V tiles of BN keys with TMA (a 4-D tensor map of qkv) into
- * 4 (head size 64) or 2 (128) buffers, each with a "full" mbarrier the
+ * 4 (head size 64) or 3 (128) buffers, each with a "full" mbarrier the
  * copy completes and an "empty" one every warp arrives at when done with
  * it, and refills a buffer once every warp is done with it; no block-wide
- * barrier in the loop. At head size 64 the walk is software pipelined: a
- * warpgroup issues S of key tile j together with P V of the tile before,
- * and computes the softmax of tile j while the tensor cores do that P V.
- * At 128 its extra registers (143 a thread) leave one block per SM, which
- * measured slower than the unpipelined walk at two.
+ * barrier in the loop. The walk is software pipelined: a warpgroup issues
+ * S of key tile j together with P V of the tile before, and computes the
+ * softmax of tile j while the tensor cores do that P V. At head size 128,
+ * whose walk over key tiles of 128 needs 160 registers for O, S and P, the
+ * block is FlashAttention-3's: one block per SM, a producer warpgroup whose
+ * thread 0 does the loading and whose registers go to the two computing
+ * warpgroups (setmaxnreg), which issue their products in turns (ping-pong).
  * The tiles are in the 128-byte swizzled layout of attention_tiles.cuh, which
  * is both TMA's 128-byte swizzle and the layout wgmma reads (K-major for Q
  * and K in S = Q K^T; MN-major, transposed by the instruction, for V in
@@ -241,30 +243,44 @@ template <int ROWS> __device__ __forceinline__ constexpr uint32_t kstep_off(int 
 }
 
 // STAGES: 0 = K, V double-buffered by cp.async, the block synchronising
-// each tile; 2 or 3 = that many K, V buffers filled by TMA, each with a
-// "full" mbarrier (the copy landed) and an "empty" one (every warp is done
-// with it), thread 0 refilling a buffer one tile after its use.
+// each tile; 2 to 4 = that many K, V buffers filled by TMA, each with a
+// "full" mbarrier (the copy landed) and an "empty" one (every computing
+// warp is done with it), thread 0 (of the producer warpgroup, where there
+// is one) refilling a buffer once it is empty.
 template <int HS, int NWG, int BN, int STAGES> struct WgmmaFwdCfg {
+    // NTH: the threads that compute (a producer warpgroup comes on top)
     static constexpr int BM = 64 * NWG, NTH = 128 * NWG, NBUF = STAGES ? STAGES : 2;
     // Q, then NBUF x (K, V), then the mbarriers; +1024 to align the base for the swizzle
     static constexpr size_t SMEM =
         (size_t)(BM + 2 * NBUF * BN) * HS * sizeof(bf16) + (2 * NBUF + 1) * 8 + 1024;
 };
 
+// A block's threads: the computing warpgroups and, with PRODUCER, the one
+// that loads for them
+template <class Shape> constexpr int fwd_block_threads() {
+    return WgmmaFwdCfg<Shape::HS, Shape::WARPGROUPS, Shape::KEYS, Shape::TMA_STAGES>::NTH +
+           (Shape::PRODUCER ? 128 : 0);
+}
+
 // Shape: WgmmaFwd64's members (below). qkv_map (TMA_STAGES > 0): qkv as a
 // 4-D tensor (head dim, 3 x NH, T, B) with 64 x 1 x 64 x 1 boxes, 128-byte
 // swizzled (make_head_map).
 template <class Shape>
-static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLOCKS)
+static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_BLOCKS)
     attn_fwd_wgmma_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
                           const bf16 *__restrict__ qkv, int T, int NH, float scale_log2, int group,
                           const __grid_constant__ CUtensorMap qkv_map) {
     // the shape under the body's names (unused where the body is __trap())
     [[maybe_unused]] constexpr int HS = Shape::HS, NWG = Shape::WARPGROUPS, BN = Shape::KEYS,
                                    STAGES = Shape::TMA_STAGES;
-    [[maybe_unused]] constexpr bool LAZY = Shape::LAZY_RESCALE, PIPE = Shape::PIPELINED;
+    [[maybe_unused]] constexpr bool LAZY = Shape::LAZY_RESCALE, PIPE = Shape::PIPELINED,
+                                    PROD = Shape::PRODUCER, PING = Shape::PINGPONG;
 #ifdef ATTN_WGMMA_DEVICE
     static_assert(BN == 64 || BN == 128, "key tiles of whole 64-row atoms");
+    static_assert(!PROD || (PIPE && STAGES > 0), "the producer serves the pipelined TMA walk");
+    // the warpgroups take turns per tile: they must walk as many tiles
+    static_assert(!PING || (PROD && Shape::WARPGROUPS == 2 && BN == 64 * Shape::WARPGROUPS),
+                  "ping-pong: two warpgroups, key tiles as tall as the block");
     typedef WgmmaFwdCfg<HS, NWG, BN, STAGES> Cfg;
     constexpr int BM = Cfg::BM, NTH = Cfg::NTH, NS = BN / 8, NO = HS / 8, NA = HS / 64;
     constexpr int NBUF = Cfg::NBUF;
@@ -282,7 +298,8 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
     // warp-uniform, and keeps what derives from them (descriptors, the walk's
     // counters) in uniform registers, as wgmma takes its descriptors (the
     // unpipelined walk at head size 128 had its wgmma serialized that way)
-    const int tid = threadIdx.x, lane = tid & 31;
+    // PROD: warpgroup 0 loads; tid, wg and warp count the computing ones
+    const int tid = (int)threadIdx.x - (PROD ? 128 : 0), lane = tid & 31;
     const int wg = PIPE ? __shfl_sync(0xffffffffu, tid >> 7, 0) : tid >> 7;
     const int warp = PIPE ? __shfl_sync(0xffffffffu, (tid >> 5) & 3, 0) : (tid >> 5) & 3;
     const int n_qt = (T + BM - 1) / BM;
@@ -303,7 +320,7 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
         tma_tile<BN, NA>(sV + buf * BN * HS, &qkv_map, 2 * NH + h, k0, b, full_bar(buf));
     };
     if constexpr (STAGES > 0) {
-        if (tid == 0) {
+        if (threadIdx.x == 0) {
             for (int i = 0; i < NBUF; i++) {
                 mbar_init(full_bar(i), 1);
                 mbar_init(empty_bar(i), NTH / 32); // one arrival per warp
@@ -312,10 +329,25 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
             mbar_init_fence();
         }
         __syncthreads();
-        if (tid == 0) {
+        if (threadIdx.x == 0) {
             mbar_arrive_expect_tx(q_bar, BM * HS * sizeof(bf16));
             tma_tile<BM, NA>(sQ, &qkv_map, h, q0, b, q_bar);
             for (int it = 0; it < min(NBUF, n_kt); it++) tma_kv(it);
+        }
+        if constexpr (PROD) {
+            // the producer: one thread refills each buffer once every
+            // computing warp is done with it; its warpgroup's registers go
+            // to the others (FlashAttention-3's register reallocation)
+            if (threadIdx.x < 128) {
+                setmaxnreg_dec<24>();
+                if (threadIdx.x == 0)
+                    for (int it = NBUF; it < n_kt; it++) {
+                        mbar_wait(empty_bar(it % NBUF), (it / NBUF - 1) & 1);
+                        tma_kv(it);
+                    }
+                return;
+            }
+            setmaxnreg_inc<240>();
         }
     } else {
         load_tile<BM, HS, NTH, true>(sQ, qg + (size_t)q0 * ld, ld, T - q0, tid);
@@ -432,13 +464,24 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
         // P V completed; thread 0 then refills u's buffer with tile u + NBUF.
         auto release = [&](int u) {
             if (lane == 0) mbar_arrive(empty_bar(u % NBUF));
-            if (tid == 0 && u + NBUF < n_kt) {
+            if (!PROD && tid == 0 && u + NBUF < n_kt) {
                 mbar_wait(empty_bar(u % NBUF), (u / NBUF) & 1);
                 tma_kv(u + NBUF);
             }
         };
+        // PING: the warpgroups issue their products in turns (named
+        // barriers 1 + w), so that one's softmax runs under the other's
+        // products (FlashAttention-3's ping-pong); warpgroup 0 goes first.
+        // Turns come in pairs: a warpgroup past T walks the tiles too.
+        auto my_turn = [&] {
+            if (PING) named_bar_sync(1 + wg, 256);
+        };
+        auto pass_turn = [&](bool last) {
+            if (PING && !(last && wg == 1)) named_bar_arrive(2 - wg, 256);
+        };
+        if (PING && wg == 0) named_bar_arrive(1, 256);
         // the tiles above this warpgroup's diagonal: a prefix of the walk
-        const int it0 = group_active ? max(0, n_kt - 1 - (g_row0 + 63) / BN) : n_kt;
+        const int it0 = group_active || PING ? max(0, n_kt - 1 - (g_row0 + 63) / BN) : n_kt;
         for (int it = 0; it < it0; it++) {
             mbar_wait(full_bar(it % NBUF), (it / NBUF) & 1);
             release(it);
@@ -448,7 +491,9 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
             uint32_t pa[BN / 16][4];
             mbar_wait(q_bar, 0);
             mbar_wait(full_bar(it0 % NBUF), (it0 / NBUF) & 1);
+            my_turn();
             issue_s(s, k_tile(it0));
+            pass_turn(false);
             wgmma_wait<0>();
             fence_regs(s);
             // the warpgroup's diagonal tile first; the later ones are below all its
@@ -457,8 +502,10 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
             pack_p(s, pa);
             for (int it = it0 + 1; it < n_kt; it++) {
                 mbar_wait(full_bar(it % NBUF), (it / NBUF) & 1);
+                my_turn();
                 issue_s(s, k_tile(it));
                 issue_pv(pa, v_tile(it - 1));
+                pass_turn(false);
                 wgmma_wait<1>(); // S landed; P V of the previous tile still runs
                 fence_regs(s);
                 const bool grew = softmax_tile(s, n_kt - 1 - it, alpha, false);
@@ -468,7 +515,9 @@ static __global__ void __launch_bounds__(Shape::WARPGROUPS * 128, Shape::MIN_BLO
                 rescale_o(grew, alpha);
                 pack_p(s, pa);
             }
+            my_turn();
             issue_pv(pa, v_tile(n_kt - 1));
+            pass_turn(true);
             wgmma_wait<0>();
             fence_regs(o);
             release(n_kt - 1);
@@ -1366,7 +1415,7 @@ static __global__ void __launch_bounds__(W::NTH, 1)
                     store_ds_trans<BM / 16>(ds_addr + w * BM * 128, zero, warp, lane);
                     if (has_stat) stat_s[(st ^ 1) * BM] = stat_next;
                     fence_proxy_async();
-                    named_bar_sync(W::BAR_DS, 256);
+                    named_bar_sync_unaligned(W::BAR_DS, 256);
                     float dq[32];
                     issue_dq(dq);
                     wgmma_wait<0>();
@@ -1425,8 +1474,10 @@ static __global__ void __launch_bounds__(W::NTH, 1)
             wgmma_commit();
             if (has_stat) stat_s[(st ^ 1) * BM] = stat_next;
             fence_proxy_async();
-            // both warpgroups' dS and the next tile's statistics stored
-            named_bar_sync(W::BAR_DS, 256);
+            // both warpgroups' dS and the next tile's statistics stored (at
+            // head size 128 the first tile's comes from two instructions,
+            // the other's above: bar.sync is aligned, barrier.sync is not)
+            named_bar_sync_unaligned(W::BAR_DS, 256);
 
             float dq[32];
             issue_dq(dq);
@@ -1512,28 +1563,50 @@ int make_head_map(CUtensorMap *map, const bf16 *x, int B, int T, int HEADS, int 
 // GROUP: (batch, head) pairs a group of the block order (fwd_block_coords;
 // 0: all of them, longest query tiles first over all heads).
 //
+// PRODUCER: a warpgroup more, which loads, its registers given to the
+// others (setmaxnreg); PINGPONG: the two computing warpgroups issue their
+// products in turns. Fallback: the shape with cp.async loads, where no
+// tensor map can be made.
+template <class Shape> struct CpAsyncFwd;
+
 // Head size 64: 2 blocks per SM, the walk pipelined, which holds two tiles
 // at a time: 4 stages keep two loads in flight.
 struct WgmmaFwd64 {
     static constexpr int HS = 64, WARPGROUPS = 2, KEYS = 64, MIN_BLOCKS = 2;
     static constexpr bool LAZY_RESCALE = true;
     static constexpr int TMA_STAGES = 4;
-    static constexpr bool PIPELINED = true;
+    static constexpr bool PIPELINED = true, PRODUCER = false, PINGPONG = false;
     static constexpr int GROUP = 16;
+    typedef CpAsyncFwd<WgmmaFwd64> Fallback;
 };
-// Head size 128: 2 blocks per SM (128 registers, no spills; 1 block per SM
-// measured slower), so 2 stages: a third would leave room for one block.
+// Head size 128: FlashAttention-3's forward. One block per SM: a producer
+// warpgroup and two that compute, 64 query rows each, with 240 registers,
+// which the pipelined walk over key tiles of 128 needs (O, S and P take
+// 160); the two take turns at the tensor cores, and 3 stages of K and V
+// (224 KB) keep the copies ahead.
+struct CpAsyncFwd128;
 struct WgmmaFwd128 {
+    static constexpr int HS = 128, WARPGROUPS = 2, KEYS = 128, MIN_BLOCKS = 1;
+    static constexpr bool LAZY_RESCALE = true;
+    static constexpr int TMA_STAGES = 3;
+    static constexpr bool PIPELINED = true, PRODUCER = true, PINGPONG = true;
+    static constexpr int GROUP = 16;
+    typedef CpAsyncFwd128 Fallback;
+};
+// Its fallback: 2 blocks per SM (128 registers), key tiles of 64 double
+// buffered; with 2 TMA stages, the production shape before (tuning builds)
+struct CpAsyncFwd128 {
     static constexpr int HS = 128, WARPGROUPS = 2, KEYS = 64, MIN_BLOCKS = 2;
     static constexpr bool LAZY_RESCALE = true;
-    static constexpr int TMA_STAGES = 2;
-    static constexpr bool PIPELINED = false;
+    static constexpr int TMA_STAGES = 0;
+    static constexpr bool PIPELINED = false, PRODUCER = false, PINGPONG = false;
     static constexpr int GROUP = 16;
+    typedef CpAsyncFwd128 Fallback;
 };
 // A forward shape with cp.async loads: where no tensor map can be made.
 template <class Shape> struct CpAsyncFwd : Shape {
     static constexpr int TMA_STAGES = 0;
-    static constexpr bool PIPELINED = false;
+    static constexpr bool PIPELINED = false, PRODUCER = false, PINGPONG = false;
 };
 
 // Backward (a block: one warpgroup, 64 keys, query tiles of 64): TMA: K, V,
@@ -1574,7 +1647,7 @@ void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
     CUtensorMap map = {};
     if constexpr (Shape::TMA_STAGES > 0) {
         if (!make_head_map(&map, qkv, B, T, 3 * NH, HS))
-            return launch_fwd_wgmma<CpAsyncFwd<Shape>>(out, lse, qkv, B, T, NH, stream);
+            return launch_fwd_wgmma<typename Shape::Fallback>(out, lse, qkv, B, T, NH, stream);
     }
     typedef WgmmaFwdCfg<HS, Shape::WARPGROUPS, Shape::KEYS, Shape::TMA_STAGES> Cfg;
     auto kernel = attn_fwd_wgmma_kernel<Shape>;
@@ -1583,7 +1656,8 @@ void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
     const unsigned grid = (unsigned)B * NH * ((T + Cfg::BM - 1) / Cfg::BM);
     const float scale_log2 = LOG2E / sqrtf((float)HS);
     const int group = Shape::GROUP ? Shape::GROUP : B * NH;
-    kernel<<<grid, Cfg::NTH, Cfg::SMEM, stream>>>(out, lse, qkv, T, NH, scale_log2, group, map);
+    kernel<<<grid, fwd_block_threads<Shape>(), Cfg::SMEM, stream>>>(out, lse, qkv, T, NH,
+                                                                    scale_log2, group, map);
     CUDA_CHECK_LAUNCH("attn_fwd_wgmma_kernel");
 }
 
@@ -1737,12 +1811,47 @@ struct WgmmaFwd64_Tma2 : WgmmaFwd64_Tma3 {
 struct WgmmaFwd64_PipelinedTma3 : WgmmaFwd64 {
     static constexpr int TMA_STAGES = 3;
 };
+struct WgmmaFwd64_WsPingpong : WgmmaFwd64 { // WgmmaFwd128's walk, 4 stages
+    static constexpr int KEYS = 128, MIN_BLOCKS = 1;
+    static constexpr bool PRODUCER = true, PINGPONG = true;
+};
 // forward, head size 128
-struct WgmmaFwd128_CpAsync3wg : CpAsyncFwd<WgmmaFwd128> {
+struct WgmmaFwd128_2blocks : CpAsyncFwd128 { // the production shape before ping-pong
+    static constexpr int TMA_STAGES = 2;
+};
+struct WgmmaFwd128_CpAsync3wg : CpAsyncFwd128 {
     static constexpr int WARPGROUPS = 3, MIN_BLOCKS = 1;
 };
-struct WgmmaFwd128_CpAsync1block : CpAsyncFwd<WgmmaFwd128> {
+struct WgmmaFwd128_CpAsync1block : CpAsyncFwd128 {
     static constexpr int MIN_BLOCKS = 1;
+};
+// head size 128 pipelined at one block per SM (all 255 registers): key
+// tiles of 64 in 4 stages, of 128 in 2, or three warpgroups
+struct WgmmaFwd128_Pipelined1block : WgmmaFwd128_2blocks {
+    static constexpr int MIN_BLOCKS = 1, TMA_STAGES = 4;
+    static constexpr bool PIPELINED = true;
+};
+struct WgmmaFwd128_Pipelined128keys : WgmmaFwd128_Pipelined1block {
+    static constexpr int KEYS = 128, TMA_STAGES = 2;
+};
+struct WgmmaFwd128_Pipelined3wg : WgmmaFwd128_Pipelined1block {
+    static constexpr int WARPGROUPS = 3;
+};
+struct WgmmaFwd128_Pipelined2blocks : WgmmaFwd128_2blocks { // 128 registers: spills
+    static constexpr bool PIPELINED = true;
+};
+// the production shape without its turns, with 2 stages, with neither
+struct WgmmaFwd128_NoPingpong : WgmmaFwd128 {
+    static constexpr bool PINGPONG = false;
+};
+struct WgmmaFwd128_2stages : WgmmaFwd128 {
+    static constexpr int TMA_STAGES = 2;
+};
+struct WgmmaFwd128_2stagesNoPingpong : WgmmaFwd128_2stages {
+    static constexpr bool PINGPONG = false;
+};
+struct WgmmaFwd128_Tma3wg : WgmmaFwd128_2blocks {
+    static constexpr int WARPGROUPS = 3, MIN_BLOCKS = 1, TMA_STAGES = 3;
 };
 // backward, head size 64: the one-warpgroup kernel with TMA, 3 stages (the
 // production shape before the warp-specialized kernel), and its variants
@@ -1831,10 +1940,20 @@ const AttnVariant attention_wgmma_variants[] = {
      true,
      launch_fwd_wgmma<WgmmaFwd64_PipelinedTma3>,
      nullptr},
+    {{"wgmma_fwd64_ws_pingpong", WGMMA, 64, false,
+      "a producer warpgroup, key tiles of 128, products in turns, 4 stages"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd64_WsPingpong>,
+     nullptr},
     {{"wgmma_fwd128_cp_async", WGMMA, 128, false,
       "the fallback: loads by cp.async, double buffered"},
      true,
-     launch_fwd_wgmma<CpAsyncFwd<WgmmaFwd128>>,
+     launch_fwd_wgmma<CpAsyncFwd128>,
+     nullptr},
+    {{"wgmma_fwd128_2blocks", WGMMA, 128, false,
+      "before ping-pong: 2 blocks/SM, unpipelined, 2 TMA stages"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_2blocks>,
      nullptr},
     {{"wgmma_fwd128_cp_async_3wg", WGMMA, 128, false, "cp.async, 3 warpgroups, 1 block/SM"},
      true,
@@ -1843,6 +1962,42 @@ const AttnVariant attention_wgmma_variants[] = {
     {{"wgmma_fwd128_cp_async_1block", WGMMA, 128, false, "cp.async, 1 block/SM"},
      true,
      launch_fwd_wgmma<WgmmaFwd128_CpAsync1block>,
+     nullptr},
+    {{"wgmma_fwd128_pipelined_1block", WGMMA, 128, false,
+      "the pipelined walk, 1 block/SM, 4 TMA stages"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_Pipelined1block>,
+     nullptr},
+    {{"wgmma_fwd128_pipelined_128keys", WGMMA, 128, false,
+      "the pipelined walk, key tiles of 128, 1 block/SM"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_Pipelined128keys>,
+     nullptr},
+    {{"wgmma_fwd128_pipelined_3wg", WGMMA, 128, false,
+      "the pipelined walk, 3 warpgroups, 1 block/SM"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_Pipelined3wg>,
+     nullptr},
+    {{"wgmma_fwd128_pipelined_2blocks", WGMMA, 128, false,
+      "the pipelined walk, 2 blocks/SM, 2 TMA stages"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_Pipelined2blocks>,
+     nullptr},
+    {{"wgmma_fwd128_no_pingpong", WGMMA, 128, false, "the production shape without turns"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_NoPingpong>,
+     nullptr},
+    {{"wgmma_fwd128_2stages", WGMMA, 128, false, "the production shape with 2 TMA stages"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_2stages>,
+     nullptr},
+    {{"wgmma_fwd128_2stages_no_pingpong", WGMMA, 128, false, "2 TMA stages, without turns"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_2stagesNoPingpong>,
+     nullptr},
+    {{"wgmma_fwd128_tma_3wg", WGMMA, 128, false, "3 warpgroups, 3 TMA stages, 1 block/SM"},
+     true,
+     launch_fwd_wgmma<WgmmaFwd128_Tma3wg>,
      nullptr},
     {{"wgmma_bwd64_1wg", WGMMA, 64, true,
       "one warpgroup a block, 64 keys, 3 blocks/SM (the production kernel before the "
