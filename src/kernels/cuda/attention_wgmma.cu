@@ -1474,9 +1474,10 @@ static __global__ void __launch_bounds__(W::NTH, 1)
             wgmma_commit();
             if (has_stat) stat_s[(st ^ 1) * BM] = stat_next;
             fence_proxy_async();
-            // both warpgroups' dS and the next tile's statistics stored (at
-            // head size 128 the first tile's comes from two instructions,
-            // the other's above: bar.sync is aligned, barrier.sync is not)
+            // both warpgroups' dS and the next tile's statistics stored (in
+            // a key block's first tile at head size 128 the idle warpgroup
+            // meets this barrier at its own instruction, above: bar.sync is
+            // aligned, barrier.sync is not)
             named_bar_sync_unaligned(W::BAR_DS, 256);
 
             float dq[32];
