@@ -388,16 +388,20 @@ int main(int argc, char **argv) {
     printf("test_attention_cuda on %s (sm_%d%d); tolerance rel L2 %.0e (bf16), %.0e (lse)\n",
            prop.name, prop.major, prop.minor, TOL_BF16, TOL_LSE);
     // {40, 256, 4, HS} and {3, 1100, 16, HS}: more units of work than an H100
-    // has SMs, so that the blocks of a persistent backward walk several (an
-    // odd number of key blocks, 9, in the second); {2500, 64, 4, 64}: so many
+    // has SMs, so that the blocks of a persistent backward (and, at head
+    // size 128, forward) walk several (an odd number of key blocks, 9, in
+    // the second); {2500, 64, 4, 64}: so many
     // (75 a block) that its blocks' rows of the schedule outgrow their
-    // shared memory and go to the workspace
+    // shared memory and go to the workspace; {4500, 16, 4, 128}: so many
+    // (136 a block) that the persistent forward's table outgrows its shared
+    // memory and the forward runs one query tile a block
     const test_case cases[] = {
-        {1, 1, 1, 64},     {2, 64, 3, 64},    {3, 200, 2, 64},   {2, 1000, 2, 64},
-        {2, 1024, 2, 64},  {2, 2048, 2, 64},  {1, 4096, 1, 64},  {40, 256, 4, 64},
-        {3, 1100, 16, 64}, {2500, 64, 4, 64}, {1, 1, 1, 128},    {2, 64, 3, 128},
-        {2, 77, 2, 128},   {3, 200, 2, 128},  {2, 1000, 2, 128}, {2, 1024, 2, 128},
-        {2, 2048, 2, 128}, {1, 4096, 1, 128}, {40, 256, 4, 128}, {3, 1100, 16, 128},
+        {1, 1, 1, 64},      {2, 64, 3, 64},    {3, 200, 2, 64},   {2, 1000, 2, 64},
+        {2, 1024, 2, 64},   {2, 2048, 2, 64},  {1, 4096, 1, 64},  {40, 256, 4, 64},
+        {3, 1100, 16, 64},  {2500, 64, 4, 64}, {1, 1, 1, 128},    {2, 64, 3, 128},
+        {2, 77, 2, 128},    {3, 200, 2, 128},  {2, 1000, 2, 128}, {2, 1024, 2, 128},
+        {2, 2048, 2, 128},  {1, 4096, 1, 128}, {40, 256, 4, 128}, {3, 1100, 16, 128},
+        {4500, 16, 4, 128},
     };
     // Where the Hopper (wgmma) kernels are the default, the mma.sync ones are
     // tested too: they are the path of every other GPU.
