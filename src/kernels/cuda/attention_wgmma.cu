@@ -290,6 +290,18 @@ template <class Shape> constexpr int fwd_block_threads() {
 }
 
 #ifdef ATTN_WGMMA_DEVICE
+// This block's items (the key blocks it walks, or the forward's query
+// tiles as fwd_item_at maps them: WsWork, attention_block_order.h)
+// into its row of the table, an item a thread; the block's barrier after it
+// makes them visible to every role.
+__device__ __forceinline__ void ws_table_write(const WsWork &wk, int2 *row, int n_kb) {
+    const int block = (int)blockIdx.x, grid = (int)gridDim.x;
+    for (int ic = (int)threadIdx.x; ic < wk.rows; ic += (int)blockDim.x) {
+        WsItem x;
+        const int more = ws_item_at(&wk, block, grid, ic, n_kb, 1, &x);
+        row[ic] = more ? make_int2(x.bh, x.n_it ? x.k0 : -1) : make_int2(-1, -1);
+    }
+}
 // Item ic of this block under the forward's schedule wk (attention_block_order.h:
 // ws_item_at's key block kb of n_qt is query tile n_qt - 1 - kb, which has
 // as many key tiles as that key block has query tiles): its (batch, head)
@@ -360,8 +372,8 @@ static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_
     if constexpr (!PERSIST) fwd_item_at(wk, 0, n_qt, bh0, qt0);
     auto item = [&](int ic, int &bh, int &qt) {
         if constexpr (PERSIST) {
-            const int2 e = table[ic];
-            bh = e.x, qt = e.y;
+            const int2 e = table[ic]; // (bh, key block: fwd_item_at's)
+            bh = e.x, qt = e.y < 0 ? -1 : n_qt - 1 - e.y;
             return e.x >= 0;
         } else {
             bh = bh0, qt = qt0;
@@ -394,12 +406,7 @@ static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_
             mbar_init(q_empty, NTH / 32);
             mbar_init_fence();
         }
-        if constexpr (PERSIST)
-            for (int ic = (int)threadIdx.x; ic < wk.rows; ic += (int)blockDim.x) {
-                int bh = -1, qt = -1;
-                fwd_item_at(wk, ic, n_qt, bh, qt);
-                table[ic] = make_int2(bh, qt);
-            }
+        if constexpr (PERSIST) ws_table_write(wk, table, n_qt);
         __syncthreads(); // the barriers initialised and the table written
         if constexpr (PROD) {
             // the producer: one thread loads each item's Q once every
@@ -1255,17 +1262,6 @@ static_assert(ws_layout_ok<WsBwd64>() && ws_layout_ok<WsBwd128>(),
               "K, V, then two stages of Q and of dO, then dS; the dQ slabs split the tile");
 
 #ifdef ATTN_WGMMA_DEVICE
-// This block's items (the key blocks it walks: WsWork, attention_block_order.h)
-// into its row of the table, an item a thread; the block's barrier after it
-// makes them visible to every role.
-__device__ __forceinline__ void ws_table_write(const WsWork &wk, int2 *row, int n_kb) {
-    const int block = (int)blockIdx.x, grid = (int)gridDim.x;
-    for (int ic = (int)threadIdx.x; ic < wk.rows; ic += (int)blockDim.x) {
-        WsItem x;
-        const int more = ws_item_at(&wk, block, grid, ic, n_kb, 1, &x);
-        row[ic] = more ? make_int2(x.bh, x.n_it ? x.k0 : -1) : make_int2(-1, -1);
-    }
-}
 // This block's item ic from its row of the table: false past its last.
 // Its query tiles (of BM rows) from its key block's diagonal to T.
 template <class W>
