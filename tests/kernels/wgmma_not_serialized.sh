@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The production wgmma kernels keep their products asynchronous: each
-# Hopper source compiled for sm_90a as the build does (GPT2_HAVE_SM90A),
-# with ptxas's verbose notes, must get none of ptxas's C751x notes. These
-# say it serialized wgmma (register pressure, C7511/C7512; a product of
-# another shape on another path, C7515) or injected warpgroup.arrive around
-# registers still in flight (C7519). They are notes, not warnings, so
+# Hopper source (src/kernels/cuda/*_wgmma.cu) compiled for sm_90a as the
+# build does (GPT2_HAVE_SM90A), with ptxas's verbose notes, must get none
+# of ptxas's C751x notes. These say it serialized wgmma (register
+# pressure, C7511/C7512; a product of another shape on another path,
+# C7515) or injected warpgroup.arrive around registers still in flight
+# (C7519). They are notes, not warnings, so
 # -Werror never stops them, and they cost a kernel far more than a spill:
 # a half-diagonal forward with an accumulator in flight where two paths
 # met took 46% longer with all its wgmma serialized.
@@ -16,10 +17,13 @@ nvcc=$1 src=$2; shift 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for f in attention_wgmma matmul_wgmma; do
+sources=("$src"/src/kernels/cuda/*_wgmma.cu)
+[ -e "${sources[0]}" ] || { echo "FAIL: no *_wgmma.cu under $src/src/kernels/cuda"; exit 1; }
+for path in "${sources[@]}"; do
+  f=$(basename "$path" .cu)
   "$nvcc" -cubin -O3 -DNDEBUG -DGPT2_HAVE_CUDA=1 -DGPT2_HAVE_SM90A=1 -arch=sm_90a \
     --expt-relaxed-constexpr -I"$src/src" -Xptxas -v "$@" \
-    "$src/src/kernels/cuda/$f.cu" -o "$work/$f.cubin" >"$work/$f.log" 2>&1 \
+    "$path" -o "$work/$f.cubin" >"$work/$f.log" 2>&1 \
     || { cat "$work/$f.log"; echo "FAIL: $f.cu did not compile"; exit 1; }
   notes=$(grep -E '\(C751[0-9]\)' "$work/$f.log" || true)
   if [ -n "$notes" ]; then
