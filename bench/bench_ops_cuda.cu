@@ -17,6 +17,9 @@
 
 #include "cuda_timing.cuh"
 #include "kernels/cuda/cuda_check.h"
+#ifdef GPT2_LN_TUNING
+#include "kernels/layernorm.h" /* the tuning variant's entry */
+#endif
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
@@ -132,6 +135,43 @@ int main(int argc, char **argv) {
     line_mem(
         "layernorm_backward +colsum", shape,
         [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb); }, 4 * act);
+#ifdef GPT2_LN_TUNING
+    /* LayerNorm backward's tuning variant (its rows copied into shared
+     * memory by the copy engine) at 2 to 4 stages a row group, then the
+     * production kernel once more: the two production lines apart are the
+     * clock's drift over the variants */
+    {
+        const size_t ws_bytes = layernorm_backward_cuda_workspace_bytes(N, C);
+        void *ws = G->alloc(ws_bytes);
+        cudaStream_t stream = (cudaStream_t)ops_cuda_stream();
+        for (int stages = 2; stages <= 4; stages++)
+            for (void *colsum : {(void *)NULL, lnb}) {
+                char op[48];
+                snprintf(op, sizeof op, "layernorm_backward bulk%d%s", stages,
+                         colsum ? " +colsum" : "");
+                auto run = [&] {
+                    return layernorm_backward_cuda_bulk(stages, res, dw, dbias, y, x, lnw, mean,
+                                                        rstd, N, C, colsum, ws, ws_bytes, stream);
+                };
+                if (!wanted(op)) continue;
+                if (!run()) {
+                    printf("BENCH %-28s %-26s not run (no sm_90a code here, or no room)\n", op,
+                           shape);
+                    continue;
+                }
+                line_mem(op, shape, run, 4 * act);
+            }
+        line_mem(
+            "layernorm_backward (again)", shape,
+            [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, NULL); },
+            4 * act);
+        line_mem(
+            "layernorm_backward +colsum (again)", shape,
+            [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb); },
+            4 * act);
+        G->release(ws);
+    }
+#endif
 
     const struct {
         const char *name;

@@ -45,6 +45,9 @@
 #include "base/fail.h"
 #include "kernels/adamw.h"
 #include "kernels/cuda_info.h"
+#ifdef GPT2_LN_TUNING
+#include "kernels/layernorm.h" /* the tuning variant's entry */
+#endif
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/ops.h"
@@ -399,6 +402,40 @@ static void test_layernorm(int N, int C) {
         if (col > cs_bound) cs_bound = col;
     }
     check_within(op, "dinp_colsum", g_cs, cs, C, 0x1p-8 * cs_bound);
+#ifdef GPT2_LN_TUNING
+    /* The tuning variant (rows copied into shared memory by the copy
+     * engine, sm_90a) gives the production kernel's bits, with the column
+     * sums; 2 stages wrap its rings most often, 4 least. */
+    {
+        const size_t ws_bytes = layernorm_backward_cuda_workspace_bytes(N, C);
+        void *ws = G->alloc(ws_bytes);
+        float *cs0 = hcopy(cs, C);
+        for (int stages = 2; stages <= 4; stages += 2) {
+            G->upload_f32(d_dinp, dinp0, n);
+            G->upload_f32(d_dw, dw0, C);
+            G->upload_f32(d_db, db0, C);
+            G->upload_f32(d_cs, cs0, C);
+            if (!layernorm_backward_cuda_bulk(stages, d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m,
+                                              d_s, N, C, d_cs, ws, ws_bytes, ops_cuda_stream())) {
+                printf("  %s: the bulk variant does not run here (no sm_90a code, or no room)\n",
+                       op);
+                break;
+            }
+            float *got[4] = {dev_to_host(d_dinp, n), dev_to_host(d_dw, C), dev_to_host(d_db, C),
+                             dev_to_host(d_cs, C)};
+            const float *want[4] = {g_dinp, g_dw, g_db, g_cs};
+            const char *name[4] = {"dinp", "dweight", "dbias", "dinp_colsum"};
+            for (int t = 0; t < 4; t++) {
+                char what[48];
+                snprintf(what, sizeof what, "bulk%d_same_%s", stages, name[t]);
+                check_same(op, what, got[t], want[t], (t ? (size_t)C : n) * 4);
+                free(got[t]);
+            }
+        }
+        free(cs0);
+        G->release(ws);
+    }
+#endif
     /* determinism */
     float *r1[3], *r2[3];
     for (int rep = 0; rep < 2; rep++) {

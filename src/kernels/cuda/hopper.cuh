@@ -1,9 +1,9 @@
 /* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma.cu,
- * matmul_wgmma.cu): on the host, the driver's tensor-map encoder; on the
- * device, the shared-memory descriptor of 128-byte-swizzled tiles, wgmma's
- * fence, commit and wait, stmatrix, mbarriers, the proxy fence and bulk
- * groups of the copy engine, and setmaxnreg, defined
- * only in the device pass for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL), where the
+ * matmul_wgmma.cu; layernorm.cu's tuning variant): on the host, the
+ * driver's tensor-map encoder; on the device, the shared-memory descriptor
+ * of 128-byte-swizzled tiles, wgmma's fence, commit and wait, stmatrix,
+ * mbarriers, bulk loads, the proxy fence and bulk groups of the copy
+ * engine, and setmaxnreg, defined only in the device pass for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL), where the
  * kernels that use them have bodies. */
 #ifndef GPT2_KERNELS_CUDA_HOPPER_CUH
 #define GPT2_KERNELS_CUDA_HOPPER_CUH
@@ -108,6 +108,15 @@ static __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const ui
         "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
         "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
         : "memory");
+}
+// A bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned)
+// from global into shared memory, completing on the mbarrier bar.
+static __device__ __forceinline__ void bulk_load(uint32_t dst, const void *src, uint32_t bytes,
+                                                 uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
 }
 // Generic-proxy writes to shared memory (cp.async, st.shared, stmatrix)
 // made visible to the async proxy that wgmma and TMA read through, and the
