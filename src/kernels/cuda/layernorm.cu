@@ -343,22 +343,22 @@ static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM>, 1)
 #ifdef GPT2_LN_TUNING
 /* Tuning builds only: the same backward with its rows brought into shared
  * memory by the copy engine (Hopper: sm_90a code), for more bytes in
- * flight than two rows in registers: a producer warp after the groups, whose first thread copies
- * each group's rows of x, dout and the old dinp (cp.async.bulk, 3 C 2
- * bytes a row) into that group's ring of `stages` stages, each with a full
- * and an empty mbarrier. The groups, their rows and their sums are the
- * register kernel's, so the two give the same bits. The row statistics go
- * a row ahead in registers. */
+ * flight than two rows in registers: a producer warp after the groups,
+ * whose first thread copies each group's rows of x, dout and the old dinp
+ * (cp.async.bulk, 3 C 2 bytes a row) into that group's ring of `stages`
+ * stages, each with a full and an empty mbarrier. The groups, their rows
+ * and their sums are the register kernel's, so the two give the same
+ * bits. The row statistics go a row ahead in registers. */
+/* Its dynamic shared memory: the block's sums and the groups' row sums
+ * (the register kernel's), then the mbarriers, then the rings. */
 struct ln_bwd_bulk_layout {
-    int stages;
-    size_t bars, data, bytes; /* offsets into the dynamic shared memory, its size */
+    size_t bars, data, bytes; /* offsets of the mbarriers and the rings; the size */
 };
 
 static __host__ __device__ ln_bwd_bulk_layout ln_bwd_bulk_layout_of(int C, int group_warps,
                                                                     int groups, int stages,
                                                                     bool colsum) {
     ln_bwd_bulk_layout l;
-    l.stages = stages;
     l.bars = ((size_t)(colsum ? 3 : 2) * C * 4 + (size_t)groups * 2 * group_warps * 8 + 7) / 8 * 8;
     l.data = (l.bars + (size_t)2 * groups * stages * 8 + 127) / 128 * 128;
     l.bytes = l.data + (size_t)groups * stages * 3 * C * 2;
