@@ -627,7 +627,7 @@ static bool bulk_runs(int *optin) {
 
 /* Launches the backward kernel: the register kernel, or (stages > 0,
  * tuning builds) the bulk one with that many stages, which the caller has
- * checked can run. Returns the number of blocks (partials). */
+ * checked can run and whose shared-memory limit it has raised. Returns the number of blocks (partials). */
 template <bool COLSUM>
 static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                            const bf16 *weight, const float *mean, const float *rstd, int N, int C,
@@ -638,11 +638,7 @@ static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const 
     const int nblocks = backward_grid(N, &rows);
 #ifdef GPT2_LN_TUNING
     if (stages > 0) {
-        int optin = 0;
-        (void)bulk_runs(&optin);
         const size_t smem = ln_bwd_bulk_layout_of(C, group_warps, groups, stages, COLSUM).bytes;
-        static unsigned long long raised = 0; /* the device's whole limit, once */
-        raise_smem_limit(layernorm_backward_bulk_kernel<COLSUM>, (size_t)optin, raised);
         layernorm_backward_bulk_kernel<COLSUM>
             <<<nblocks, groups * group_warps * 32 + 32, smem, stream>>>(
                 dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups,
@@ -713,6 +709,11 @@ extern "C" int layernorm_backward_cuda_bulk(int stages, void *dinp, void *dweigh
     const int groups = backward_groups(C, colsum, &group_warps);
     if (ln_bwd_bulk_layout_of(C, group_warps, groups, stages, colsum).bytes > (size_t)optin)
         return 0;
+    static unsigned long long raised[2]; /* each variant to the device's whole limit, once */
+    if (colsum)
+        raise_smem_limit(layernorm_backward_bulk_kernel<true>, (size_t)optin, raised[1]);
+    else
+        raise_smem_limit(layernorm_backward_bulk_kernel<false>, (size_t)optin, raised[0]);
     backward(stages, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dinp_colsum,
              workspace, workspace_bytes, stream);
     return 1;
