@@ -157,9 +157,11 @@ static void bench_model_ops(const char *size, int B, int T, int C, int NH, size_
     float *p = random_buffer(n_params, 1), *grad = random_buffer(n_params, 1e-2f);
     float *m = xcalloc(n_params, sizeof(float)), *v = xcalloc(n_params, sizeof(float));
     snprintf(label, sizeof(label), "%s adamw_update n=%zu", size, n_params);
-    int step = 1;
+    adamw_hyper hyper = {
+        .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 1};
     BENCH(label, 16.0 * n_params, 28.0 * n_params,
-          adamw_update_cpu(p, grad, m, v, n_params, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, step++));
+          adamw_update_cpu(p, grad, m, v, n_params, 1.0f, &hyper);
+          hyper.t++);
     volatile double sink = 0;
     snprintf(label, sizeof(label), "%s sum_squares n=%zu", size, n_params);
     BENCH(label, 2.0 * n_params, 4.0 * n_params, sink += sum_squares_cpu(grad, n_params));

@@ -292,12 +292,13 @@ int main(int argc, char **argv) {
         line_mem(
             "grad_sum_squares", shape, [&] { G->grad_sum_squares(sum, grad, P); }, 2.0 * P);
         G->clip_scale(scale, sum, 0.0); /* 1 */
-        int t = 1;
+        adamw_hyper h = {
+            .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 1};
         line_mem(
             "adamw_update", shape,
             [&] {
-                G->adamw_update(params, master, grad, m, v, P, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f,
-                                0.1f, scale, t++);
+                G->adamw_update(params, master, grad, m, v, P, NULL, scale, &h);
+                h.t++;
             },
             28.0 * P);
     }

@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
     /* Before validation: the shape decides the head size and whether
      * seq_len fits block_size. */
     static char shape_note[8192];
-    init_from_fit_shape(&cfg, shape_note, sizeof shape_note);
+    init_from_fit_shape(&dist.job, &cfg, shape_note, sizeof shape_note);
     /* What the trainer chose for the user, before a validation error they
      * may explain; --print-config's output stays a config file that reads
      * back, so there they are comments. */

@@ -133,7 +133,8 @@ static void eval_val(const eval_args *a, gpt2_model *m) {
         printf("note: --val holds %lld windows of %d tokens: %d batches of %d instead of "
                "--val-batches %d (each window once)\n",
                (long long)ds.n_samples, m->T + 1, batches, m->B, a->val_batches);
-    const double loss = val_loss_mean(m, &ld, batches, m->B, m->T, 0, 1, inputs, targets);
+    const dist_group alone = group_single();
+    const double loss = val_loss_mean(m, &ld, batches, m->B, m->T, &alone, inputs, targets);
     printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, batches, m->B, m->T,
            a->val);
     free(inputs);

@@ -9,15 +9,26 @@
 #include <string.h>
 #include <unistd.h>
 
-static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
+#include "base/fail_job.h"
+
+static MPI_Comm job_comm = MPI_COMM_NULL;
+
+void fail_set_job(MPI_Comm job) { job_comm = job; }
+
+/* The job's communicator while MPI is up and dist_init named it. */
+static int job_is_up(void) {
     int initialized = 0, finalized = 0;
-    *rank = 0;
-    *size = 1;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
-    if (initialized && !finalized) {
-        MPI_Comm_rank(MPI_COMM_WORLD, rank);
-        MPI_Comm_size(MPI_COMM_WORLD, size);
+    return initialized && !finalized && job_comm != MPI_COMM_NULL;
+}
+
+static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
+    *rank = 0;
+    *size = 1;
+    if (job_is_up()) {
+        MPI_Comm_rank(job_comm, rank);
+        MPI_Comm_size(job_comm, size);
     }
     if (gethostname(host, host_len) != 0) snprintf(host, host_len, "?");
     host[host_len - 1] = '\0';
@@ -109,10 +120,7 @@ _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fm
     fflush(stderr);
     run_cleanups();
     fflush(stdout);
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (initialized && !finalized && size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+    if (job_is_up() && size > 1) MPI_Abort(job_comm, exit_code);
     exit(exit_code);
 }
 
@@ -146,7 +154,7 @@ void fail_collective_any(int exit_code, const char *msg) {
     char host[256];
     where_am_i(&rank, &size, host, sizeof host);
     int first = msg ? rank : size;
-    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, job_comm);
     if (first == size) return;
     if (rank == first) {
         fflush(stdout);

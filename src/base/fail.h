@@ -42,8 +42,9 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
  * returns. */
 void fail_collective_any(int exit_code, const char *msg);
 
-/* This process's MPI rank (0 before MPI_Init and after MPI_Finalize): for
- * notes every rank would give alike, which rank 0 alone prints. */
+/* This process's rank in the job (0 before dist_init names the job,
+ * base/fail_job.h, and after MPI_Finalize): for notes every rank would give alike, which rank 0 alone
+ * prints. */
 int fail_world_rank(void);
 
 /* Whether GPT2_DEBUG is set (and not "0"): fail_at then names file:line. */

@@ -1,16 +1,20 @@
 /* Checkpoints of a training run across ranks (files: ckpt_dir.h, content:
- * ckpt_h5.h). Every function here is collective over MPI_COMM_WORLD.
+ * ckpt_h5.h). Every function here is collective over the job's group
+ * (dist/group.h: every rank); the shards are the data-parallel group's.
  *
- * Save (ckpt_save, or in the background: ckpt_async.h): rank 0 creates step_N.tmp; every rank writes its shard (the slice
- * [lo, hi) of the ZeRO shard map, at both ZeRO stages) and fsyncs it; rank 0
- * gathers the fp32 master weights and writes model.h5; barrier; rank 0 writes
- * the COMPLETE marker, renames the directory to step_N, points `latest` at
- * it, and only then prunes checkpoints beyond keep_last.
+ * Save (ckpt_save, or in the background: ckpt_async.h): rank 0 creates
+ * step_N.tmp; every rank writes its shard (the slice [lo, hi) of the ZeRO
+ * shard map, at both ZeRO stages: the optimizer's arrays by their names,
+ * optim/optimizer.h) and fsyncs it; rank 0 gathers the fp32 master weights
+ * and writes model.h5; barrier; rank 0 writes the COMPLETE marker, renames
+ * the directory to step_N, points `latest` at it, and only then prunes
+ * checkpoints beyond keep_last.
  *
  * Load: the marker's file list and sizes, then compatibility with the config
- * (exit 2 naming the key), then each rank reads the master, m and v of its
- * own range from whichever old shards overlap it (hyperslab reads), so a
- * checkpoint written by N ranks resumes on M. Every dataset read is checked
+ * (exit 2 naming the key or the optimizer), then each rank reads every
+ * array of its own range from whichever old shards overlap it (hyperslab
+ * reads), so a checkpoint written by N ranks resumes on M, whatever either
+ * shard map (even slices before 2026-12, along whole tensors since). Every dataset read is checked
  * against its checksums (h5_io.h). The data position is one global sample
  * counter, so a resume on another rank count re-partitions the same global
  * batches: no sample is skipped or repeated. */
@@ -23,6 +27,7 @@
 
 #include "config/config.h"
 #include "dist/ddp.h"
+#include "dist/group.h"
 #include "io/ckpt_dir.h"
 #include "kernels/ops.h"
 #include "model/layout.h"
@@ -38,10 +43,11 @@ typedef struct {
     const config *cfg;
     const char *config_text; /* the resolved config, stored in model.h5 */
     const char *run_dir;
+    const dist_group *job; /* every rank: the protocol's agreements */
     const gpt2_layout *lay;
     const kernel_ops *ops;
-    data_parallel *ddp;
-    adamw_state *opt;
+    data_parallel *ddp; /* its communicator's group holds the shards */
+    optimizer *opt;
     float *host_scratch;      /* lay->n_elements fp32 of host memory, on every rank */
     int64_t train_samples;    /* samples in the training set: a resume must see the same data */
     struct fp8_layers_s *fp8; /* fp8 = true: the scaling state saved with each shard (ckpt_fp8.h) */
@@ -99,12 +105,13 @@ typedef struct {
  * exit code 2 and one message naming each key, both values and the fix. An
  * older checkpoint of run_dir itself may be named: the run goes back to it
  * (ckpt_clear_ahead moves the newer ones aside). */
-void ckpt_plan_start(const config *cfg, const char *run_dir, ckpt_start_plan *plan);
+void ckpt_plan_start(const dist_group *job, const config *cfg, const char *run_dir,
+                     ckpt_start_plan *plan);
 
 /* Rank 0 decided (status < 0: failed, with the reason in err): every rank
  * learns the outcome, so all stop together with rank 0's message (exit
  * with exit_code); otherwise returns status. Collective. */
-int ckpt_agree_with_root(int status, const char *err, int exit_code);
+int ckpt_agree_with_root(const dist_group *job, int status, const char *err, int exit_code);
 
 /* Collective: a resumed run's training set holds the checkpoint's number of
  * samples (the data order depends on it), or exit code 2. */
@@ -112,7 +119,7 @@ void ckpt_check_samples(const ckpt_start_plan *plan, int64_t train_samples);
 
 /* Collective, once the run lock is held: run_dir still holds what the plan
  * saw (another run may have written between the two), or exit code 2. */
-void ckpt_confirm_plan(const ckpt_start_plan *plan, const char *run_dir);
+void ckpt_confirm_plan(const dist_group *job, const ckpt_start_plan *plan, const char *run_dir);
 
 /* Rank 0: what to do if the checkpoint in dir turns out damaged: the exact
  * resume=<step> of the newest older checkpoint whose files are all there,
@@ -126,9 +133,12 @@ void ckpt_fallback_hint(const char *dir, char *hint, size_t len);
  * step>: to step_N.superseded_by_step_S, and `latest` then points at
  * resumed_dir).
  * Rank 0 moves and says so; nothing is deleted. */
-void ckpt_clear_ahead(const char *run_dir, int step, const char *resumed_dir);
+void ckpt_clear_ahead(const dist_group *job, const char *run_dir, int step,
+                      const char *resumed_dir);
 
-/* Restores the optimizer state of this rank's range, the parameters (from
- * the master weights) and the progress from the checkpoint in dir. */
+/* Restores the optimizer state of this rank's range (every array the
+ * optimizer names; a checkpoint of another optimizer is refused, exit 2),
+ * the parameters (from the master weights) and the progress from the
+ * checkpoint in dir. */
 void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *p);
 #endif

@@ -2,7 +2,6 @@
  * writer thread, and the agreement that publishes a finished save. */
 #include "ckpt/ckpt_async.h"
 
-#include <mpi.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,9 +22,12 @@ struct ckpt_saver {
     ckpt_ctx c;
     ckpt_saved_fn on_saved;
     void *on_saved_arg;
-    void *buffer;          /* ops->host_alloc'd, ckpt_saver_rank_bytes */
-    float *full;           /* rank 0: the full master (n_elements); NULL elsewhere */
-    float *master, *m, *v; /* this rank's shard, n each (rank 0's master lies in full) */
+    void *buffer; /* ops->host_alloc'd, ckpt_saver_rank_bytes */
+    float *full;  /* rank 0: the full master (n_elements); NULL elsewhere */
+    /* this rank's shard of each optimizer array, n each (0: the master;
+     * rank 0's lies in full) */
+    float *arrays[1 + OPTIMIZER_MAX_STATE];
+    int n_arrays;
     size_t n;
     /* the save in flight */
     bool in_flight;
@@ -54,16 +56,14 @@ static size_t shard_elements(const ckpt_ctx *c, int rank) {
     return c->ddp->map.hi[rank] - c->ddp->map.lo[rank];
 }
 
-static size_t rank_bytes(size_t n_elements, size_t shard, int rank) {
-    return (rank == 0 ? n_elements + 2 * shard : 3 * shard) * sizeof(float);
+size_t ckpt_async_rank_bytes(const optimizer_kind *kind, size_t n_elements, size_t shard,
+                             int rank) {
+    const size_t others = (size_t)kind->n_state * shard;
+    return (rank == 0 ? n_elements + others : shard + others) * sizeof(float);
 }
 
 static size_t ckpt_saver_rank_bytes(const ckpt_ctx *c, int rank) {
-    return rank_bytes(c->lay->n_elements, shard_elements(c, rank), rank);
-}
-
-size_t ckpt_async_rank_bytes(size_t n_elements, int world, int rank) {
-    return rank_bytes(n_elements, (n_elements + (size_t)world - 1) / (size_t)world, rank);
+    return ckpt_async_rank_bytes(c->opt->kind, c->lay->n_elements, shard_elements(c, rank), rank);
 }
 
 /* ---------------------------------------------------------- the writer */
@@ -73,9 +73,8 @@ static void write_files(ckpt_saver *s) {
     ckpt_shard_path(path, sizeof path, s->tmp, s->c.ddp->comm->rank);
     hid_t file = ckpt_h5_shard_create(path, &s->header);
     const int64_t len = (int64_t)s->n;
-    h5_write_f32(file, path, "master", 1, &len, s->master);
-    h5_write_f32(file, path, "m", 1, &len, s->m);
-    h5_write_f32(file, path, "v", 1, &len, s->v);
+    for (int i = 0; i < s->n_arrays; i++)
+        h5_write_f32(file, path, optimizer_array_name(s->c.opt->kind, i), 1, &len, s->arrays[i]);
     if (s->has_fp8) {
         ckpt_fp8_write(file, path, &s->fp8);
         fp8_layers_state_free(&s->fp8);
@@ -172,7 +171,7 @@ void ckpt_saver_poll(ckpt_saver *s) {
     if (!s->in_flight) return;
     const bool mine = atomic_load_explicit(&s->done, memory_order_acquire);
     double v[2] = {mine ? 0.0 : 1.0, mine ? s->write_s : 0.0}; /* busy, write time */
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    group_allreduce_double(s->c.job, v, 2, GROUP_MAX);
     if (v[0] == 0.0) publish(s, v[1]);
 }
 
@@ -180,7 +179,7 @@ void ckpt_saver_wait(ckpt_saver *s) {
     if (!s->in_flight) return;
     join_writer(s);
     double write_s = s->write_s;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &write_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    group_allreduce_double(s->c.job, &write_s, 1, GROUP_MAX);
     publish(s, write_s);
 }
 
@@ -192,7 +191,7 @@ void ckpt_saver_start(ckpt_saver *s, const ckpt_progress *p) {
     const double t0 = clock_s();
     ckpt_saver_wait(s);
     const ckpt_ctx *c = &s->c;
-    const adamw_state *opt = c->opt;
+    const optimizer *opt = c->opt;
     const int rank = c->ddp->comm->rank;
     ckpt_tmp_dir(s->tmp, sizeof s->tmp, c->run_dir, p->step);
     ckpt_step_dir(s->final, sizeof s->final, c->run_dir, p->step);
@@ -200,15 +199,14 @@ void ckpt_saver_start(ckpt_saver *s, const ckpt_progress *p) {
         remove_tree(s->tmp);
         make_dirs_or_fail(s->tmp);
     }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    group_barrier(c->job);
     const size_t lo = c->ddp->map.lo[rank];
     CHECK(opt->lo <= lo && lo + s->n <= opt->hi,
           "optimizer range [%zu, %zu) lacks shard [%zu, %zu)", opt->lo, opt->hi, lo, lo + s->n);
     const size_t off = lo - opt->lo, bytes = s->n * sizeof(float);
-    c->ops->download(s->master, opt->master + off, bytes);
-    c->ops->download(s->m, opt->m + off, bytes);
-    c->ops->download(s->v, opt->v + off, bytes);
-    ckpt_write_gather_master(c, s->master, s->n, s->full);
+    for (int i = 0; i < s->n_arrays; i++)
+        c->ops->download(s->arrays[i], optimizer_array(opt, i) + off, bytes);
+    ckpt_write_gather_master(c, s->arrays[0], s->n, s->full);
     if (rank == 0) ckpt_write_state(c, p, opt->step, &s->state);
     if (s->has_fp8) fp8_layers_state_free(&s->fp8); /* a failed save's, never written */
     if (c->fp8) {
@@ -233,34 +231,38 @@ void ckpt_saver_start(ckpt_saver *s, const ckpt_progress *p) {
 /* Collective: the most any node needs for its ranks' buffers, against what
  * that node has available; true when every node holds its ranks' buffers
  * with 10% of its available RAM to spare. */
-static bool buffers_fit(const dist_state *dist, size_t n_elements, double *need, double *avail) {
-    double node_need = (double)ckpt_async_rank_bytes(n_elements, dist->world, dist->rank);
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &node_need, 1, MPI_DOUBLE, MPI_SUM, dist->node_comm));
+static bool buffers_fit(const config *cfg, const dist_state *dist, const gpt2_layout *lay,
+                        double *need, double *avail) {
+    const optimizer_kind *kind = optimizer_kind_for(cfg);
+    shard_map map;
+    optimizer_shard_map(kind, lay, dist->dp.size, &map);
+    const size_t shard = map.hi[dist->dp.rank] - map.lo[dist->dp.rank];
+    zero_shard_map_free(&map);
+    double node_need = (double)ckpt_async_rank_bytes(kind, lay->n_elements, shard, dist->dp.rank);
+    group_allreduce_double(&dist->node, &node_need, 1, GROUP_SUM);
     const double have = meminfo_available_bytes(CKPT_ASYNC_TEST_MEM_ENV);
     /* unknown RAM (no /proc/meminfo) is taken to fit: the allocation says */
-    struct {
-        double short_by;
-        int rank;
-    } in = {have < 0 ? -1e300 : node_need - 0.9 * have, dist->rank}, worst;
-    MPI_CHECK(MPI_Allreduce(&in, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD));
+    double short_by = 0.0;
+    int worst = 0;
+    group_maxloc(&dist->job, have < 0 ? -1e300 : node_need - 0.9 * have, &short_by, &worst);
     double both[2] = {node_need, have};
-    MPI_CHECK(MPI_Bcast(both, 2, MPI_DOUBLE, worst.rank, MPI_COMM_WORLD));
+    group_bcast(&dist->job, both, sizeof both, worst);
     *need = both[0];
     *avail = both[1];
-    return worst.short_by <= 0;
+    return short_by <= 0;
 }
 
 static const double GIB = 1024.0 * 1024.0 * 1024.0;
 
 bool ckpt_async_wanted(const config *cfg, const kernel_ops *ops, const dist_state *dist,
-                       size_t n_elements) {
+                       const gpt2_layout *lay) {
     const bool asked = strcmp(cfg->checkpoint_async, "true") == 0;
     const bool on_gpu = strcmp(ops->name, "cuda") == 0;
     if (cfg->checkpoint_every == 0 || strcmp(cfg->checkpoint_async, "false") == 0 ||
         (!asked && !on_gpu))
         return false;
     double need = 0, avail = 0;
-    if (buffers_fit(dist, n_elements, &need, &avail)) return true;
+    if (buffers_fit(cfg, dist, lay, &need, &avail)) return true;
     if (asked)
         fail_collective(EXIT_USAGE,
                         "checkpoint_async = true needs %.2f GiB of host memory per node for the "
@@ -289,7 +291,7 @@ ckpt_saver *ckpt_saver_create(const ckpt_ctx *c, ckpt_saved_fn on_saved, void *a
     const double t0 = clock_s();
     s->buffer = c->ops->host_alloc(bytes);
     int ok = s->buffer != NULL;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    group_allreduce_int(c->job, &ok, 1, GROUP_MIN);
     if (!ok) {
         if (s->buffer) c->ops->host_release(s->buffer);
         free(s);
@@ -304,16 +306,16 @@ ckpt_saver *ckpt_saver_create(const ckpt_ctx *c, ckpt_saved_fn on_saved, void *a
         return NULL;
     }
     float *f = s->buffer;
+    s->n_arrays = optimizer_n_arrays(c->opt->kind);
     if (rank == 0) {
         s->full = f;
-        s->master = f + c->ddp->map.lo[0];
+        s->arrays[0] = f + c->ddp->map.lo[0];
         f += c->lay->n_elements;
     } else {
-        s->master = f;
+        s->arrays[0] = f;
         f += s->n;
     }
-    s->m = f;
-    s->v = f + s->n;
+    for (int i = 1; i < s->n_arrays; i++, f += s->n) s->arrays[i] = f;
     if (rank == 0)
         printf("checkpoint: saves written in the background (snapshot buffers: %.2f GiB on rank 0, "
                "allocated in %.1f s)\n",

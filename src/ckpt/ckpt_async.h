@@ -1,5 +1,5 @@
 /* Checkpoints written in the background (checkpoint_async): at a save,
- * every rank copies what it saves (its shard's master, m and v; rank 0 also
+ * every rank copies what it saves (its shard of every optimizer array; rank 0 also
  * the full fp32 master gathered from the ranks, and the run state) into
  * host buffers allocated once, and training goes on while a writer thread
  * per rank writes and syncs the files into step_N.tmp. The save is
@@ -38,10 +38,10 @@ typedef struct ckpt_saver ckpt_saver;
  * 0's count; 0 elsewhere). */
 typedef void (*ckpt_saved_fn)(void *arg, const ckpt_save_report *rep);
 
-/* The snapshot buffers of a rank, about (a shard of n_elements / world):
- * rank 0 holds the full master and its shard's m and v, every other rank
- * its shard's master, m and v. */
-size_t ckpt_async_rank_bytes(size_t n_elements, int world, int rank);
+/* The snapshot buffers of a rank whose shard holds `shard` elements of
+ * n_elements: rank 0 holds the full master and its shard of the kind's
+ * other arrays, every other rank its shard of every array. */
+size_t ckpt_async_rank_bytes(const optimizer_kind *kind, size_t n_elements, size_t shard, int rank);
 
 /* Collective, before the run directory is claimed: whether saves go to the
  * background: cfg->checkpoint_async auto on the CUDA backend, true on any,
@@ -50,7 +50,7 @@ size_t ckpt_async_rank_bytes(size_t n_elements, int world, int rank);
  * they do not, auto says so (rank 0) and saves wait, and true ends every
  * rank with exit 2 naming both sizes and the fix. */
 bool ckpt_async_wanted(const config *cfg, const kernel_ops *ops, const dist_state *dist,
-                       size_t n_elements);
+                       const gpt2_layout *lay);
 
 /* Collective, once the run's state is loaded (ckpt_async_wanted said yes):
  * the saver with its buffers, allocated once; NULL when a rank could not

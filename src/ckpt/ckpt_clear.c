@@ -2,7 +2,6 @@
  * never deleted, so that the run's own saves do not collide with them. */
 #include "ckpt/ckpt.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +43,9 @@ static void clear_on_root(const char *run_dir, int step, const char *resumed_dir
     fflush(stdout);
 }
 
-void ckpt_clear_ahead(const char *run_dir, int step, const char *resumed_dir) {
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    if (rank == 0) clear_on_root(run_dir, step, resumed_dir);
+void ckpt_clear_ahead(const dist_group *job, const char *run_dir, int step,
+                      const char *resumed_dir) {
+    if (job->rank == 0) clear_on_root(run_dir, step, resumed_dir);
     /* Ranks on other nodes see the directory as rank 0 left it. */
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    group_barrier(job);
 }

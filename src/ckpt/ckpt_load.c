@@ -3,8 +3,6 @@
  * whether to start at all, is ckpt_plan.c's). */
 #include "ckpt/ckpt.h"
 
-#include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +17,8 @@
 
 #define ERR_MAX (3 * CKPT_PATH_MAX)
 
-int ckpt_agree_with_root(int status, const char *err, int exit_code) {
-    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+int ckpt_agree_with_root(const dist_group *job, int status, const char *err, int exit_code) {
+    group_bcast(job, &status, sizeof status, 0);
     if (status < 0) fail_collective(exit_code, "%s", err);
     return status;
 }
@@ -60,6 +58,11 @@ static void check_continuable(const ckpt_ctx *c, const ckpt_state *st, const cha
     if ((size_t)st->n_elements != c->lay->n_elements)
         fail_collective(EXIT_USAGE, "%s: flat buffer of %lld elements, this build lays out %zu",
                         path, (long long)st->n_elements, c->lay->n_elements);
+    if (strcmp(st->optimizer, c->opt->kind->name) != 0)
+        fail_collective(EXIT_USAGE,
+                        "%s: cannot continue this run: its optimizer state is %s's, and this run "
+                        "uses %s (init_from=<checkpoint> starts a new run from its weights)",
+                        path, st->optimizer, c->opt->kind->name);
 }
 
 /* The old shard map must tile [0, n_elements). */
@@ -96,16 +99,14 @@ static void read_range(const char *dir, const ckpt_state *st, const char *name, 
     }
 }
 
-/* master, m and v of this rank's optimizer range; params from master. */
+/* Every array of this rank's optimizer range; params from master. */
 static void load_optimizer(const ckpt_ctx *c, const char *dir, const ckpt_state *st, void *params) {
-    adamw_state *opt = c->opt;
+    optimizer *opt = c->opt;
     const size_t n = opt->hi - opt->lo;
-    const char *names[3] = {"master", "m", "v"};
-    float *state[3] = {opt->master, opt->m, opt->v};
     float *stage = c->host_scratch + opt->lo; /* no fresh buffer to page in */
-    for (int i = 0; i < 3; i++) {
-        read_range(dir, st, names[i], opt->lo, opt->hi, stage);
-        c->ops->upload(state[i], stage, n * sizeof(float));
+    for (int i = 0; i < optimizer_n_arrays(opt->kind); i++) {
+        read_range(dir, st, optimizer_array_name(opt->kind, i), opt->lo, opt->hi, stage);
+        c->ops->upload(optimizer_array(opt, i), stage, n * sizeof(float));
         if (i == 0) c->ops->upload_f32(ops_at(c->ops, params, opt->lo), stage, n);
     }
     opt->step = (int)st->optimizer_step;
@@ -132,14 +133,14 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     const int rank = c->ddp->comm->rank;
     static char err[ERR_MAX + CKPT_PATH_MAX + 64], why[ERR_MAX], hint[4 * CKPT_PATH_MAX];
     if (rank == 0) ckpt_fallback_hint(dir, hint, sizeof hint);
-    MPI_CHECK(MPI_Bcast(hint, (int)sizeof hint, MPI_CHAR, 0, MPI_COMM_WORLD));
+    group_bcast(c->job, hint, sizeof hint, 0);
     /* Any rank that finds the checkpoint damaged prints the way back. */
     fail_set_hint(hint);
     int64_t bytes = 0;
     int status = 0;
     if (rank == 0 && (status = ckpt_marker_check(dir, &bytes, why, sizeof why)) != 0)
         snprintf(err, sizeof err, "cannot resume from %s: %s", dir, why);
-    ckpt_agree_with_root(status, err, EXIT_FATAL);
+    ckpt_agree_with_root(c->job, status, err, EXIT_FATAL);
     char model_path[CKPT_PATH_MAX + 32];
     ckpt_model_path(model_path, sizeof model_path, dir);
     ckpt_state st;
@@ -154,7 +155,7 @@ void ckpt_load(const ckpt_ctx *c, const char *dir, void *params, ckpt_progress *
     /* The weights are not needed to resume (the master is), but reading
      * them checks their checksums: a damaged rank-0 file is found now. */
     if (rank == 0) weights_load(model_path, c->lay, c->host_scratch);
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    group_barrier(c->job);
     fail_set_hint(NULL);
     *p =
         (ckpt_progress){.step = (int)st.step, .samples_consumed = st.samples_consumed, .lr = st.lr};

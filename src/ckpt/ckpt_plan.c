@@ -6,7 +6,6 @@
 #include "ckpt/ckpt.h"
 
 #include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "config/stored.h"
 #include "io/ckpt_h5.h"
 #include "io/h5_io.h"
+#include "optim/optimizer.h"
 #include "optim/schedule.h"
 
 #define MSG_MAX 16384
@@ -237,6 +237,15 @@ static int check_resume(const config *cfg, const char *run_dir, ckpt_start_plan 
     fail_set_hint(NULL);
     plan->step = (int)st.step;
     plan->train_samples = st.train_samples;
+    const char *ours = optimizer_kind_for(cfg)->name;
+    if (strcmp(st.optimizer, ours) != 0) {
+        set_error(err, err_len,
+                  "%s: cannot continue this run: its optimizer state is %s's, and this run uses %s "
+                  "(init_from=%s starts a new run from its weights)",
+                  model_path, st.optimizer, ours, plan->dir);
+        ckpt_state_free(&st);
+        return -1;
+    }
     static config was;
     const bool known = st.config_text && config_read_stored(&was, st.config_text);
     ckpt_state_free(&st);
@@ -340,14 +349,15 @@ static int plan_on_root(const config *cfg, const char *run_dir, ckpt_start_plan 
     return check_resume(cfg, run_dir, plan, err, err_len);
 }
 
-void ckpt_plan_start(const config *cfg, const char *run_dir, ckpt_start_plan *plan) {
+void ckpt_plan_start(const dist_group *job, const config *cfg, const char *run_dir,
+                     ckpt_start_plan *plan) {
     static char err[MSG_MAX];
     *plan = (ckpt_start_plan){.kind = CKPT_START_FRESH, .train_samples = -1, .newest_step = -1};
     int status = 0;
-    if (fail_world_rank() == 0) status = plan_on_root(cfg, run_dir, plan, err, sizeof err);
+    if (job->rank == 0) status = plan_on_root(cfg, run_dir, plan, err, sizeof err);
     fflush(stdout);
-    status = ckpt_agree_with_root(status, err, EXIT_USAGE);
-    MPI_CHECK(MPI_Bcast(plan, (int)sizeof *plan, MPI_BYTE, 0, MPI_COMM_WORLD));
+    status = ckpt_agree_with_root(job, status, err, EXIT_USAGE);
+    group_bcast(job, plan, sizeof *plan, 0);
     plan->kind = status == 0   ? CKPT_START_FRESH
                  : status == 1 ? CKPT_START_RESUME
                                : CKPT_START_FINISHED;
@@ -364,15 +374,15 @@ void ckpt_check_samples(const ckpt_start_plan *plan, int64_t train_samples) {
                         plan->dir);
 }
 
-void ckpt_confirm_plan(const ckpt_start_plan *plan, const char *run_dir) {
+void ckpt_confirm_plan(const dist_group *job, const ckpt_start_plan *plan, const char *run_dir) {
     int changed = 0;
-    if (fail_world_rank() == 0) {
+    if (job->rank == 0) {
         char newest[CKPT_PATH_MAX], path[CKPT_PATH_MAX + 32];
         ckpt_model_path(path, sizeof path, run_dir);
         changed = ckpt_find_newest(run_dir, newest, sizeof newest) != plan->newest_step ||
                   (int)is_file(path) != plan->has_final;
     }
-    MPI_CHECK(MPI_Bcast(&changed, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    group_bcast(job, &changed, sizeof changed, 0);
     if (changed)
         fail_collective(EXIT_USAGE,
                         "%s changed while this run was starting (another run saved there in the "

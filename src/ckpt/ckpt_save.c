@@ -2,7 +2,6 @@
  * barrier, then rank 0 publishes it (ckpt_write.h). */
 #include "ckpt/ckpt.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,15 +14,16 @@
 #include "io/ckpt_h5.h"
 #include "io/h5_io.h"
 
-/* This rank's slice [lo, hi) of the shard map: master, m and v (the
- * optimizer holds that slice, ZeRO-1, or everything, ZeRO-0 and one rank);
- * rank 0 also writes model.h5. The slice is staged at [lo, hi) of the host
- * scratch, where the gathered master has it too, so no buffer is allocated
- * (first-touch page faults of a fresh 0.5 GB buffer cost 2 s at 124M);
- * rank 0 writes model.h5 from the gathered master before m and v reuse it. */
+/* This rank's slice [lo, hi) of the shard map: every array of the
+ * optimizer, master first (the optimizer holds that slice, ZeRO-1, or
+ * everything, ZeRO-0 and one rank); rank 0 also writes model.h5. The slice
+ * is staged at [lo, hi) of the host scratch, where the gathered master has
+ * it too, so no buffer is allocated (first-touch page faults of a fresh
+ * 0.5 GB buffer cost seconds at 124M); rank 0 writes model.h5 from the
+ * gathered master before the other arrays reuse it. */
 static void save_files(const ckpt_ctx *c, const char *dir, const ckpt_progress *p) {
     const data_parallel *d = c->ddp;
-    const adamw_state *opt = c->opt;
+    const optimizer *opt = c->opt;
     const int rank = d->comm->rank;
     const size_t lo = d->map.lo[rank], hi = d->map.hi[rank], n = hi - lo;
     CHECK(opt->lo <= lo && hi <= opt->hi, "optimizer range [%zu, %zu) lacks shard [%zu, %zu)",
@@ -32,13 +32,11 @@ static void save_files(const ckpt_ctx *c, const char *dir, const ckpt_progress *
     char path[CKPT_PATH_MAX + 32];
     ckpt_shard_path(path, sizeof path, dir, rank);
     hid_t file = ckpt_h5_shard_create(path, &h);
-    const char *names[3] = {"master", "m", "v"};
-    const float *state[3] = {opt->master, opt->m, opt->v};
     float *stage = c->host_scratch + lo;
     const int64_t len = (int64_t)n;
-    for (int i = 0; i < 3; i++) {
-        c->ops->download(stage, state[i] + (lo - opt->lo), n * sizeof(float));
-        h5_write_f32(file, path, names[i], 1, &len, stage);
+    for (int i = 0; i < optimizer_n_arrays(opt->kind); i++) {
+        c->ops->download(stage, optimizer_array(opt, i) + (lo - opt->lo), n * sizeof(float));
+        h5_write_f32(file, path, optimizer_array_name(opt->kind, i), 1, &len, stage);
         if (i > 0) continue;
         ckpt_write_gather_master(c, stage, n, c->host_scratch);
         if (rank != 0) continue;
@@ -67,12 +65,12 @@ void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p, ckpt_save_report *rep)
         remove_tree(tmp);
         make_dirs_or_fail(tmp);
     }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    group_barrier(c->job);
     const double t_files = clock_s();
     save_files(c, tmp, p);
     double write_s = clock_s() - t_files;
     ckpt_write_test_delay();
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &write_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    group_allreduce_double(c->job, &write_s, 1, GROUP_MAX);
     *rep = (ckpt_save_report){.step = p->step, .async = false, .write_s = write_s};
     if (rank == 0) {
         rep->bytes = ckpt_write_publish(c, tmp, final, p->step);
@@ -80,6 +78,6 @@ void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p, ckpt_save_report *rep)
         rep->stall_s = clock_s() - t0;
         ckpt_write_print(rep, final);
     }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    group_barrier(c->job);
     rep->stall_s = clock_s() - t0;
 }

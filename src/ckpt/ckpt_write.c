@@ -1,8 +1,6 @@
 /* What both kinds of save share (see ckpt_write.h). */
 #include "ckpt/ckpt_write.h"
 
-#include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -32,6 +30,7 @@ void ckpt_write_state(const ckpt_ctx *c, const ckpt_progress *p, int64_t opt_ste
                        .seed = cfg->seed,
                        .lr = p->lr,
                        .config_text = (char *)c->config_text};
+    snprintf(st->optimizer, sizeof st->optimizer, "%s", c->opt->kind->name);
     st->shard_lo = xcalloc((size_t)world, sizeof(int64_t));
     st->shard_hi = xcalloc((size_t)world, sizeof(int64_t));
     st->loader_position = xcalloc((size_t)world, sizeof(int64_t));
@@ -74,19 +73,12 @@ void ckpt_write_gather_master(const ckpt_ctx *c, const float *slice, size_t n, f
             c->ops->download(full, c->opt->master, c->lay->n_elements * sizeof(float));
         return;
     }
-    CHECK(c->lay->n_elements <= INT_MAX, "gathering %zu elements exceeds MPI's int counts",
-          c->lay->n_elements);
-    int *counts = xcalloc((size_t)d->map.world, sizeof(int));
-    int *displs = xcalloc((size_t)d->map.world, sizeof(int));
-    for (int r = 0; r < d->map.world; r++) {
-        counts[r] = (int)(d->map.hi[r] - d->map.lo[r]);
-        displs[r] = (int)d->map.lo[r];
-    }
-    const void *send = d->comm->rank == 0 ? MPI_IN_PLACE : (const void *)slice;
-    MPI_CHECK(
-        MPI_Gatherv(send, (int)n, MPI_FLOAT, full, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD));
+    size_t *counts = xcalloc((size_t)d->map.world, sizeof(size_t));
+    for (int r = 0; r < d->map.world; r++) counts[r] = d->map.hi[r] - d->map.lo[r];
+    CHECK(counts[d->comm->rank] == n, "gathering %zu master elements of a shard of %zu", n,
+          counts[d->comm->rank]);
+    group_gatherv_float(d->comm->group, slice, counts, d->map.lo, full, 0);
     free(counts);
-    free(displs);
 }
 
 void ckpt_write_model(const ckpt_ctx *c, const char *dir, const float *master,

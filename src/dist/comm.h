@@ -1,6 +1,7 @@
-/* The communicator: the collectives data parallelism needs, behind one
- * interface that MPI (host buffers, CPU backend) and NCCL (device buffers on a
- * communication stream) both implement. Asynchronous operations return at
+/* The communicator: the collectives data parallelism needs over one group of
+ * ranks (group.h: the data-parallel group), behind one interface that MPI
+ * (host buffers, CPU backend) and NCCL (device buffers on a communication
+ * stream) both implement. Asynchronous operations return at
  * once; comm_progress lets them advance while compute continues, and
  * comm_wait_all completes them. Buffers hold `elem` elements (fp32 or bf16)
  * and are addressed by element index. */
@@ -11,6 +12,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "dist/group.h"
 #include "dist/zero.h"
 
 typedef enum { COMM_F32, COMM_BF16 } comm_dtype;
@@ -68,14 +70,16 @@ typedef struct {
 
 struct communicator {
     const comm_ops *ops;
+    const dist_group *group; /* the ranks it connects; rank and world are its */
     int rank, world;
     comm_dtype dtype;
     void *impl;
 };
 
-/* MPI over a duplicate of MPI_COMM_WORLD (its own message space, so the
- * bucket traffic never matches other collectives). fp32 host buffers. */
-communicator *comm_mpi_create(void);
+/* MPI over a duplicate of the group's communicator (its own message space,
+ * so the bucket traffic never matches other collectives). fp32 host
+ * buffers. Collective over the group, which must outlive it. */
+communicator *comm_mpi_create(const dist_group *group);
 
 /* What moves ZeRO-1's gradients to their owners and the parameters back
  * (declared in every build: the memory estimate plans for it). */
@@ -107,13 +111,13 @@ typedef struct {
     size_t bucket_elements;   /* the most elements of one bucket (the copy engines' inboxes) */
 } comm_nccl_options;
 
-/* NCCL over every rank of MPI_COMM_WORLD (collective: rank 0 creates the
+/* NCCL over the ranks of group (collective: its rank 0 creates the
  * ncclUniqueId and broadcasts it over MPI), on the current CUDA device.
  * Buffers are device buffers of `dtype`; collectives run on a communication
  * stream of its own, ordered against compute_stream (a cudaStream_t) with
  * events only: no call synchronises the host but sum_scalar and barrier. */
-communicator *comm_nccl_create(struct CUstream_st *compute_stream, comm_dtype dtype,
-                               const comm_nccl_options *opt);
+communicator *comm_nccl_create(const dist_group *group, struct CUstream_st *compute_stream,
+                               comm_dtype dtype, const comm_nccl_options *opt);
 /* What moves ZeRO-1's data, for the start-up report: "NCCL", "copy
  * engines", or "NCCL (copy engines not usable: why)". */
 const char *comm_nccl_transport(const communicator *c);

@@ -154,12 +154,14 @@ static const comm_ops MPI_COMM_OPS = {
     .timing = mpi_timing,
 };
 
-communicator *comm_mpi_create(void) {
+communicator *comm_mpi_create(const dist_group *group) {
     communicator *c = xcalloc(1, sizeof *c);
     mpi_impl *m = xcalloc(1, sizeof *m);
-    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &m->comm));
-    MPI_CHECK(MPI_Comm_rank(m->comm, &c->rank));
-    MPI_CHECK(MPI_Comm_size(m->comm, &c->world));
+    c->group = group;
+    c->rank = group->rank;
+    c->world = group->size;
+    CHECK(group->mpi != MPI_COMM_NULL, "an MPI communicator over a group without MPI");
+    MPI_CHECK(MPI_Comm_dup(group->mpi, &m->comm));
     m->counts = xcalloc((size_t)c->world, sizeof(int));
     m->displs = xcalloc((size_t)c->world, sizeof(int));
     c->ops = &MPI_COMM_OPS;

@@ -369,7 +369,7 @@ static void nccl_barrier(communicator *c) { scalar_all_reduce(impl_of(c), 0.0, "
 [[noreturn]] static void nccl_abort(communicator *c, int exit_code) {
     if (impl_of(c)->ce) copy_engines_unblock(impl_of(c)->ce);
     ncclCommAbort(impl_of(c)->nccl);
-    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    MPI_Abort(c->group->mpi, exit_code);
     exit(exit_code);
 }
 
@@ -448,14 +448,15 @@ static const comm_ops NCCL_COMM_OPS = {
     .timing = nccl_timing,
 };
 
-/* Rank 0's ncclUniqueId, broadcast over MPI, makes every rank's communicator. */
-static void nccl_init_world(nccl_impl *m, int rank, int world) {
+/* The group's rank 0's ncclUniqueId, broadcast over MPI, makes every rank's
+ * communicator. */
+static void nccl_init_group(nccl_impl *m, const dist_group *g) {
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
-    if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
-    MPI_CHECK(MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
+    if (g->rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    group_bcast(g, &id, sizeof id, 0);
     watchdog_block(&m->wd, "ncclCommInitRank (NCCL start-up)");
-    NCCL_CHECK(ncclCommInitRank(&m->nccl, world, id, rank));
+    NCCL_CHECK(ncclCommInitRank(&m->nccl, g->size, id, g->rank));
     watchdog_unblock(&m->wd);
     watchdog_attach(&m->wd, m->nccl);
 }
@@ -482,11 +483,11 @@ static void unblock_peers(void *ce) { copy_engines_unblock(static_cast<copy_engi
 
 /* Collective: the copy engines when asked for (or allowed, with auto) and
  * every rank can use them; NCCL otherwise. */
-static void choose_transport(nccl_impl *m, comm_dtype dtype, const comm_nccl_options *opt) {
+static void choose_transport(nccl_impl *m, const dist_group *g, comm_dtype dtype,
+                             const comm_nccl_options *opt) {
     snprintf(m->transport, sizeof m->transport, "NCCL");
     if (opt->transport == COMM_TRANSPORT_NCCL) return;
-    int world = 0;
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world));
+    const int world = g->size;
     if (!copy_engines_planned(opt->transport, world)) {
         snprintf(m->transport, sizeof m->transport,
                  "NCCL (auto uses the copy engines up to %d ranks, where they were measured; "
@@ -496,7 +497,7 @@ static void choose_transport(nccl_impl *m, comm_dtype dtype, const comm_nccl_opt
     }
     char why[512] = "";
     if (dtype == COMM_BF16)
-        m->ce = copy_engines_create(m->stream, opt->bucket_elements, why, sizeof why);
+        m->ce = copy_engines_create(g, m->stream, opt->bucket_elements, why, sizeof why);
     else
         snprintf(why, sizeof why, "they move bf16 buffers only");
     if (m->ce) {
@@ -516,12 +517,14 @@ extern "C" const char *comm_nccl_transport(const communicator *c) {
     return static_cast<const nccl_impl *>(c->impl)->transport;
 }
 
-extern "C" communicator *comm_nccl_create(struct CUstream_st *compute_stream, comm_dtype dtype,
+extern "C" communicator *comm_nccl_create(const dist_group *group,
+                                          struct CUstream_st *compute_stream, comm_dtype dtype,
                                           const comm_nccl_options *opt) {
     communicator *c = (communicator *)xcalloc(1, sizeof *c);
     nccl_impl *m = (nccl_impl *)xcalloc(1, sizeof *m);
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &c->rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &c->world));
+    c->group = group;
+    c->rank = group->rank;
+    c->world = group->size;
     CHECK(opt->timeout_s > 0, "nccl_timeout_s must be positive, got %g", opt->timeout_s);
     CUDA_CHECK(cudaGetDevice(&m->device));
     m->compute = compute_stream;
@@ -530,9 +533,9 @@ extern "C" communicator *comm_nccl_create(struct CUstream_st *compute_stream, co
     m->reduce_fp32 = opt->reduce_fp32 && dtype == COMM_BF16;
     /* Started first, so that a start-up that never completes ends too. */
     watchdog_start(&m->wd, opt->timeout_s, m->device, c->rank, c->world);
-    nccl_init_world(m, c->rank, c->world);
+    nccl_init_group(m, group);
     create_stream_and_events(m);
-    choose_transport(m, dtype, opt);
+    choose_transport(m, group, dtype, opt);
     c->ops = &NCCL_COMM_OPS;
     c->dtype = dtype;
     c->impl = m;

@@ -41,6 +41,7 @@ static_assert(sizeof(mail_flags) <= FLAGS_BYTES, "the flags fit before the inbox
 
 struct copy_engines {
     int rank, world;
+    MPI_Comm comm; /* the group's: set-up, mapping and shutdown agree over it */
     cudaStream_t stream;
     cudaStream_t rescue; /* copy_engines_unblock's */
     size_t slot_elements;
@@ -186,8 +187,8 @@ static void map_peer_params(copy_engines *p, void *buf) {
     mine.offset = dev_address(buf) - base;
     CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void *>(base)));
     exported *all = static_cast<exported *>(xcalloc((size_t)p->world, sizeof(exported)));
-    MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
-                            MPI_COMM_WORLD));
+    MPI_CHECK(
+        MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, p->comm));
     for (int r = 0; r < p->world; r++) {
         if (r == p->rank) {
             p->params[r] = static_cast<char *>(buf);
@@ -258,11 +259,10 @@ extern "C" void copy_engines_unblock(copy_engines *p) {
 
 /* Whether every rank can use the copy engines, from this rank's view;
  * otherwise why not. buses: every rank's GPU's PCI bus id. */
-static bool can_reach_peers(int rank, int world, const char *buses, int device, char *why,
-                            size_t len) {
+static bool can_reach_peers(MPI_Comm comm, int rank, int world, const char *buses, int device,
+                            char *why, size_t len) {
     MPI_Comm node;
-    MPI_CHECK(
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
     int on_node = 0;
     MPI_CHECK(MPI_Comm_size(node, &on_node));
     MPI_CHECK(MPI_Comm_free(&node));
@@ -300,13 +300,13 @@ static bool can_reach_peers(int rank, int world, const char *buses, int device, 
 
 /* Collective: true when no rank has a reason; else every rank gets the
  * lowest failing rank's reason in why. */
-static bool all_agree(int rank, int world, char *why, size_t len) {
+static bool all_agree(MPI_Comm comm, int rank, int world, char *why, size_t len) {
     int first_bad = why[0] ? rank : world;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, comm));
     if (first_bad == world) return true;
     char reason[REASON_LEN];
     snprintf(reason, sizeof reason, "%s", why);
-    MPI_CHECK(MPI_Bcast(reason, REASON_LEN, MPI_CHAR, first_bad, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Bcast(reason, REASON_LEN, MPI_CHAR, first_bad, comm));
     snprintf(why, len, "%s", reason);
     return false;
 }
@@ -319,17 +319,18 @@ static void release_mailboxes(copy_engines *p) {
         if (p->mailbox[r]) CUDA_CHECK(cudaIpcCloseMemHandle(p->mailbox[r]));
         if (p->params_mapping[r]) CUDA_CHECK(cudaIpcCloseMemHandle(p->params_mapping[r]));
     }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(p->comm));
     CUDA_CHECK(cudaFree(p->mailbox[p->rank]));
     CUDA_CHECK(cudaStreamDestroy(p->rescue));
     free(p);
 }
 
-extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t slot_elements,
-                                             char *why, size_t why_len) {
+extern "C" copy_engines *copy_engines_create(const dist_group *group, struct CUstream_st *stream,
+                                             size_t slot_elements, char *why, size_t why_len) {
     copy_engines *p = static_cast<copy_engines *>(xcalloc(1, sizeof *p));
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &p->rank));
-    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &p->world));
+    p->comm = group->mpi;
+    p->rank = group->rank;
+    p->world = group->size;
     p->stream = stream;
     CHECK(slot_elements % 8 == 0, "inbox slot of %zu elements, not whole 8-element units",
           slot_elements);
@@ -343,14 +344,14 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
     char *buses = static_cast<char *>(xcalloc((size_t)p->world, BUS_LEN));
     char bus[BUS_LEN] = "";
     CUDA_CHECK(cudaDeviceGetPCIBusId(bus, BUS_LEN, device));
-    MPI_CHECK(MPI_Allgather(bus, BUS_LEN, MPI_CHAR, buses, BUS_LEN, MPI_CHAR, MPI_COMM_WORLD));
-    if (can_reach_peers(p->rank, p->world, buses, device, reason, sizeof reason) &&
+    MPI_CHECK(MPI_Allgather(bus, BUS_LEN, MPI_CHAR, buses, BUS_LEN, MPI_CHAR, p->comm));
+    if (can_reach_peers(p->comm, p->rank, p->world, buses, device, reason, sizeof reason) &&
         !(driver_entry("cuStreamWaitValue32", reinterpret_cast<void **>(&p->wait_value)) &&
           driver_entry("cuStreamWriteValue32", reinterpret_cast<void **>(&p->write_value)) &&
           driver_entry("cuMemGetAddressRange", reinterpret_cast<void **>(&p->address_range))))
         snprintf(reason, sizeof reason, "the driver has no stream memory operations");
     free(buses);
-    if (!all_agree(p->rank, p->world, reason, sizeof reason)) {
+    if (!all_agree(p->comm, p->rank, p->world, reason, sizeof reason)) {
         snprintf(why, why_len, "%s", reason);
         free(p);
         return nullptr;
@@ -372,7 +373,7 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
                  cudaGetErrorString(st));
     }
     MPI_CHECK(MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, handles, (int)sizeof mine, MPI_BYTE,
-                            MPI_COMM_WORLD));
+                            p->comm));
     for (int r = 0; r < p->world && !reason[0]; r++) {
         if (r == p->rank) continue;
         void *mapped = nullptr;
@@ -386,7 +387,7 @@ extern "C" copy_engines *copy_engines_create(struct CUstream_st *stream, size_t 
         }
     }
     free(handles);
-    if (!all_agree(p->rank, p->world, reason, sizeof reason)) {
+    if (!all_agree(p->comm, p->rank, p->world, reason, sizeof reason)) {
         snprintf(why, why_len, "%s", reason);
         release_mailboxes(p); /* no bucket was posted: nothing is on its way */
         return nullptr;
@@ -399,6 +400,6 @@ extern "C" void copy_engines_destroy(copy_engines *p) {
     /* Once every rank's stream is done, no flag or copy is on its way into
      * a mailbox. */
     CUDA_CHECK(cudaStreamSynchronize(p->stream));
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(p->comm));
     release_mailboxes(p);
 }

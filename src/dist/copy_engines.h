@@ -72,15 +72,16 @@ static inline bool copy_engines_planned(comm_transport transport, int world) {
 typedef struct copy_engines copy_engines;
 struct CUstream_st; /* cudaStream_t's struct, without the CUDA headers */
 
-/* Collective over MPI_COMM_WORLD, on the current CUDA device; its copies and
+/* Collective over group (the data-parallel one), on the current CUDA
+ * device, which must outlive it; its copies and
  * sums run on `stream`. slot_elements: the most bf16 elements of one
  * bucket, a multiple of 8 (buckets_elements_per_bucket's are). Returns
  * NULL on every rank, with the reason in why, when any rank cannot use it:
  * ranks on more than one node, more than COPY_ENGINES_MAX_RANKS ranks, a
  * peer's GPU not visible to a rank or not reachable from its GPU, no stream
  * memory operations, or CUDA IPC refused. */
-copy_engines *copy_engines_create(struct CUstream_st *stream, size_t slot_elements, char *why,
-                                  size_t why_len);
+copy_engines *copy_engines_create(const dist_group *group, struct CUstream_st *stream,
+                                  size_t slot_elements, char *why, size_t why_len);
 
 /* On the stream: sums the bf16 buf[begin, end) over ranks; each rank
  * receives the part of the range in its shard at shard_out[i - lo] for

@@ -1,7 +1,6 @@
 /* Data-parallel step plumbing (see ddp.h). */
 #include "dist/ddp.h"
 
-#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +9,13 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 
-void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_t n_elements,
+void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, const shard_map *map,
               int zero_stage, double bucket_mb, void *grads, const comm_range *gather_pieces,
               int n_gather_pieces) {
     memset(d, 0, sizeof *d);
+    const size_t n_elements = map->n_elements;
+    CHECK(map->world == comm->world, "a shard map for %d ranks on a communicator of %d", map->world,
+          comm->world);
     size_t covered = 0;
     for (int k = 0; k < n_gather_pieces; k++)
         covered += gather_pieces[k].end - gather_pieces[k].begin;
@@ -26,7 +28,7 @@ void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_
     d->comm = comm;
     d->ops = ops;
     d->zero_stage = zero_stage;
-    zero_shard_map(&d->map, n_elements, comm->world);
+    zero_shard_map_copy(&d->map, map);
     if (zero_stage == 1 && comm->world > 1) {
         d->lo = d->map.lo[comm->rank];
         d->hi = d->map.hi[comm->rank];
@@ -115,8 +117,7 @@ void ddp_report(data_parallel *d, const void *params, size_t n_elements) {
     unsigned long long sum = params_checksum(d->ops, params, n_elements);
     unsigned long long *sums =
         d->comm->rank == 0 ? xmalloc((size_t)d->comm->world * sizeof *sums) : NULL;
-    MPI_CHECK(MPI_Gather(&sum, 1, MPI_UNSIGNED_LONG_LONG, sums, 1, MPI_UNSIGNED_LONG_LONG, 0,
-                         MPI_COMM_WORLD));
+    group_gather(d->comm->group, &sum, sizeof sum, sums, 0);
     if (sums) {
         for (int r = 0; r < d->comm->world; r++)
             printf("param checksum rank %d: %016llx\n", r, sums[r]);

@@ -1,7 +1,8 @@
-/* Data parallelism for one rank: the communicator, the ZeRO-1 shard map, the
- * gradient buckets, and the range of the flat buffer this rank's optimizer
- * updates. One step: arm on the last micro-step -> buckets reduce during
- * backward -> finish -> clip with the global norm -> AdamW on [lo, hi) ->
+/* Data parallelism for one rank: the communicator (over the data-parallel
+ * group), the ZeRO-1 shard map, the gradient buckets, and the range of the
+ * flat buffer this rank's optimizer updates. One step: arm on the last
+ * micro-step -> buckets reduce during backward -> finish -> clip with the
+ * global norm -> the optimizer on [lo, hi) ->
  * gather the parameters (ZeRO-1), in pieces that the next forward waits for
  * one by one (ddp_params_needed). */
 #ifndef GPT2_DIST_DDP_H
@@ -32,9 +33,11 @@ typedef struct {
 } data_parallel;
 
 /* With one rank nothing is communicated and the optimizer covers everything.
- * gather_pieces: ranges covering the buffer in the order forward first reads
- * them (copied). */
-void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, size_t n_elements,
+ * map: the ZeRO-1 shard map over comm's ranks (the optimizer's, along whole
+ * tensors: optim/optimizer.h), copied; it covers the flat buffer of
+ * map->n_elements. gather_pieces: ranges covering the buffer in the order
+ * forward first reads them (copied). */
+void ddp_init(data_parallel *d, communicator *comm, const kernel_ops *ops, const shard_map *map,
               int zero_stage, double bucket_mb, void *grads, const comm_range *gather_pieces,
               int n_gather_pieces);
 void ddp_free(data_parallel *d);

@@ -10,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "base/fail_job.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
@@ -95,11 +96,17 @@ void dist_init(dist_state *d, int *argc, char ***argv) {
             exit(EXIT_USAGE);
         }
     }
+    fail_set_job(MPI_COMM_WORLD);
+    group_from_mpi(&d->job, MPI_COMM_WORLD);
+    group_from_mpi(&d->dp, MPI_COMM_WORLD);
     /* Ranks that share memory share a node: their order picks the GPU. */
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL,
-                                  &d->node_comm));
-    MPI_CHECK(MPI_Comm_rank(d->node_comm, &d->local_rank));
-    MPI_CHECK(MPI_Comm_size(d->node_comm, &d->local_world));
+    MPI_Comm node;
+    MPI_CHECK(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node));
+    group_from_mpi(&d->node, node);
+    MPI_CHECK(MPI_Comm_free(&node));
+    d->local_rank = d->node.rank;
+    d->local_world = d->node.size;
     if (gethostname(d->host, sizeof d->host) != 0) snprintf(d->host, sizeof d->host, "?");
     d->host[sizeof d->host - 1] = '\0';
     int first_on_node = d->local_rank == 0;
@@ -123,7 +130,7 @@ static void pick_gpu(dist_state *d, char *err, size_t len) {
     char mine[VIS];
     snprintf(mine, sizeof mine, "%s", cvd ? cvd : "");
     char *all = xmalloc((size_t)d->local_world * VIS);
-    MPI_CHECK(MPI_Allgather(mine, VIS, MPI_CHAR, all, VIS, MPI_CHAR, d->node_comm));
+    MPI_CHECK(MPI_Allgather(mine, VIS, MPI_CHAR, all, VIS, MPI_CHAR, d->node.mpi));
     /* One GPU each, bound by the launcher (srun --gpus-per-task=1, a wrapper
      * that sets CUDA_VISIBLE_DEVICES per rank): fine if no two ranks share it. */
     int bound_alone = d->gpus_visible == 1 && mine[0] != '\0';
@@ -233,13 +240,14 @@ void dist_check_environment(dist_state *d, int use_gpus) {
             fflush(stderr);
         }
         MPI_Barrier(MPI_COMM_WORLD); /* the message out before any rank tears down the job */
-        MPI_Comm_free(&d->node_comm);
-        MPI_Finalize();
+        dist_free(d);
         exit(EXIT_USAGE);
     }
 }
 
 void dist_free(dist_state *d) {
-    MPI_Comm_free(&d->node_comm);
+    group_free(&d->node);
+    group_free(&d->dp);
+    group_free(&d->job);
     MPI_Finalize();
 }

@@ -1,16 +1,23 @@
-/* Distributed state of one rank: who we are in the job and on our node.
- * One struct, created once by dist_init and passed to everything that talks
- * to other ranks; dist_check_environment reports the job's shape (rank 0)
- * and rejects launches that cannot work. */
+/* Distributed state of one rank: who we are in the job and on our node, and
+ * the groups of ranks the other rooms talk over (group.h). One struct,
+ * created once by dist_init and passed to everything that talks to other
+ * ranks; dist_check_environment reports the job's shape (rank 0) and
+ * rejects launches that cannot work. */
 #ifndef GPT2_DIST_DIST_H
 #define GPT2_DIST_DIST_H
 
 #include <mpi.h>
 
+#include "dist/group.h"
+
 typedef struct {
-    int rank, world;             /* in MPI_COMM_WORLD */
+    int rank, world;             /* in the job (MPI_COMM_WORLD) */
     int local_rank, local_world; /* on this node, from MPI_Comm_split_type(SHARED) */
-    MPI_Comm node_comm;
+    /* The groups (each its own message space). job: every rank, for what
+     * all must agree on (the run directory, stops, checkpoints); dp: the
+     * data-parallel group (gradients, ZeRO-1 shards, batches), today every
+     * rank too; node: the ranks of this node (its GPUs, its RAM). */
+    dist_group job, dp, node;
     char host[256];
     int n_nodes;      /* nodes in the job (one shared-memory communicator each) */
     int gpus_visible; /* GPUs this rank's CUDA runtime sees; 0 in a CPU-only build */

@@ -1,7 +1,6 @@
 /* Validation loss independent of the rank count (see val_loss.h). */
 #include "eval/val_loss.h"
 
-#include <mpi.h>
 #include <stdlib.h>
 
 #include "base/alloc.h"
@@ -12,9 +11,10 @@ int val_loss_batches(int64_t n_windows, int eval_batches, int B) {
     return fit < eval_batches ? (int)fit : eval_batches;
 }
 
-double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
-                     int world, int32_t *inputs, int32_t *targets) {
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
+                     const dist_group *dp, int32_t *inputs, int32_t *targets) {
     const kernel_ops *ops = model->ops;
+    const int rank = dp->rank, world = dp->size;
     const size_t tokens = (size_t)B * T;
     if (eval_batches < 1 || val_loss_batches(val->ds->n_samples, eval_batches, B) < eval_batches)
         FAIL("val_loss_mean: %d batches of %d windows from a set of %lld windows (the caller "
@@ -34,9 +34,7 @@ double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int 
     double *local = xcalloc((size_t)(mine > 0 ? mine : 1), sizeof(double));
     if (mine > 0) ops->download(local, on_device, (size_t)mine * sizeof(double));
     for (int i = 0; i < mine; i++) sums[rank + i * world] = local[i];
-    if (world > 1)
-        MPI_CHECK(
-            MPI_Allreduce(MPI_IN_PLACE, sums, eval_batches, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    group_allreduce_double(dp, sums, eval_batches, GROUP_SUM);
     double total = 0.0;
     for (int k = 0; k < eval_batches; k++) total += sums[k];
     gpt2_loss_reset(model);

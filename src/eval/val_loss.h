@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "data/loader.h"
+#include "dist/group.h"
 #include "model/gpt2.h"
 
 /* The batches of B windows an evaluation of eval_batches batches can use
@@ -21,11 +22,11 @@
  * eval_batches. */
 int val_loss_batches(int64_t n_windows, int eval_batches, int B);
 
-/* Collective over MPI_COMM_WORLD when world > 1 (a single process needs no
- * MPI). Mean loss per token over eval_batches batches of B sequences of T
- * tokens (at most val_loss_batches of them: no window twice); inputs and
- * targets are host buffers of B * T each. Nothing waits for the device
- * between batches. */
-double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T, int rank,
-                     int world, int32_t *inputs, int32_t *targets);
+/* Collective over the data-parallel group dp, whose ranks share the batches
+ * (group_single(): a single process, no MPI). Mean loss per token over
+ * eval_batches batches of B sequences of T tokens (at most
+ * val_loss_batches of them: no window twice); inputs and targets are host
+ * buffers of B * T each. Nothing waits for the device between batches. */
+double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
+                     const dist_group *dp, int32_t *inputs, int32_t *targets);
 #endif

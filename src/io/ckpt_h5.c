@@ -2,6 +2,7 @@
 #include "io/ckpt_h5.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,7 @@ void ckpt_h5_model_write(const char *path, const gpt2_layout *lay, const float *
     attrs_write(file, STATE_ATTRS, N_OF(STATE_ATTRS), st);
     h5_attr_write_u64(file, "seed", st->seed);
     h5_attr_write_f64(file, "lr", st->lr);
+    h5_attr_write_str(file, "optimizer", st->optimizer);
     h5_attr_write_i64_array(file, "shard_lo", st->shard_lo, (size_t)st->world);
     h5_attr_write_i64_array(file, "shard_hi", st->shard_hi, (size_t)st->world);
     h5_attr_write_i64_array(file, "loader_position", st->loader_position, (size_t)st->world);
@@ -125,6 +127,13 @@ void ckpt_h5_state_read(const char *path, ckpt_state *st) {
     h5_attr_read_i64_array(file, path, "shard_hi", st->shard_hi, n);
     h5_attr_read_i64_array(file, path, "loader_position", st->loader_position, n);
     st->config_text = h5_attr_read_str(file, path, "config");
+    /* Written since the optimizer became a seam; before, AdamW's alone. */
+    snprintf(st->optimizer, sizeof st->optimizer, "adamw");
+    if (H5Aexists(file, "optimizer") > 0) {
+        char *name = h5_attr_read_str(file, path, "optimizer");
+        snprintf(st->optimizer, sizeof st->optimizer, "%s", name);
+        free(name);
+    }
     H5Fclose(file);
 }
 

@@ -10,14 +10,19 @@
  * and shards on ZERO_ALIGN, so no chunk holds two tensors. */
 #define ADAMW_DECAY_CHUNK 128
 
+/* One step's constants. */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    int t; /* the 1-based step */
+} adamw_hyper;
+
 /* For n elements: g = grad * grad_scale (the clip factor);
  * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
  * param -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + weight_decay * param).
- * t is the 1-based step. A negative grad_scale (CLIP_SKIP_STEP, a step
- * whose gradient norm or loss is not finite) returns at once: nothing changes. */
-void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n, float lr,
-                      float beta1, float beta2, float eps, float weight_decay, float grad_scale,
-                      int t);
+ * A negative grad_scale (CLIP_SKIP_STEP, a step whose gradient norm or loss
+ * is not finite) returns at once: nothing changes. */
+void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n,
+                      float grad_scale, const adamw_hyper *h);
 
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <cuda_runtime_api.h>
@@ -33,8 +38,8 @@ extern "C" {
  * reference's does (no fused multiply-adds), so master, m and v match
  * adamw_update_cpu bit for bit given the same inputs. */
 void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v, size_t n,
-                       const uint8_t *decay_chunks, float lr, float beta1, float beta2, float eps,
-                       float weight_decay, const float *grad_scale, int t, cudaStream_t stream);
+                       const uint8_t *decay_chunks, const float *grad_scale, const adamw_hyper *h,
+                       cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/adamw.h"
 #include "kernels/fp8.h"
 
 enum { OPS_MARKS = 4096 }; /* kernel_ops.mark_record's marks */
@@ -119,8 +120,8 @@ typedef struct kernel_ops {
      * elements from the range's start, kernels/adamw.h) is nonzero; NULL:
      * everywhere. One call covers a whole shard of many tensors. */
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
-                         size_t n, const uint8_t *decay_chunks, float lr, float beta1, float beta2,
-                         float eps, float weight_decay, const float *grad_scale, int t);
+                         size_t n, const uint8_t *decay_chunks, const float *grad_scale,
+                         const adamw_hyper *h);
 
     /* FP8 linear layers (kernels/fp8.h); NULL where the backend has none
      * (the CPU). fp8_cast: bf16 (rows, cols) -> FP8 `format` with its

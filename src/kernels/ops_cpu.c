@@ -111,10 +111,11 @@ static void cpu_nonfinite_fold(double *sum_squares, const double *value) {
 }
 /* The reference update once per run of chunks with the same decay flag. */
 static void cpu_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                             size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                             float beta2, float eps, float weight_decay, const float *grad_scale,
-                             int t) {
+                             size_t n, const uint8_t *decay_chunks, const float *grad_scale,
+                             const adamw_hyper *h) {
     const float *g = grad;
+    adamw_hyper no_decay = *h;
+    no_decay.weight_decay = 0.0f;
     for (size_t begin = 0, end; begin < n; begin = end) {
         const int decay = decay_chunks == NULL || decay_chunks[begin / ADAMW_DECAY_CHUNK];
         end = n;
@@ -124,8 +125,8 @@ static void cpu_adamw_update(void *params, float *master, const void *grad, floa
                     end = c * ADAMW_DECAY_CHUNK;
                     break;
                 }
-        adamw_update_cpu(master + begin, g + begin, m + begin, v + begin, end - begin, lr, beta1,
-                         beta2, eps, decay ? weight_decay : 0.0f, *grad_scale, t);
+        adamw_update_cpu(master + begin, g + begin, m + begin, v + begin, end - begin, *grad_scale,
+                         decay ? h : &no_decay);
     }
     if (params != master) memcpy(params, master, n * sizeof(float));
 }

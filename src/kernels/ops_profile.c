@@ -353,13 +353,12 @@ static void p_nonfinite_fold(double *sum_squares, const double *value) {
 }
 
 static void p_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                           size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                           float beta2, float eps, float weight_decay, const float *grad_scale,
-                           int t) {
+                           size_t n, const uint8_t *decay_chunks, const float *grad_scale,
+                           const adamw_hyper *h) {
     /* fp32 master, m, v read and written; gradient read, parameter written */
-    TIMED_COST("adamw_update", 0, 24.0 * n + st(2.0 * n),
-               prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, lr, beta1,
-                                        beta2, eps, weight_decay, grad_scale, t));
+    TIMED_COST(
+        "adamw_update", 0, 24.0 * n + st(2.0 * n),
+        prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, grad_scale, h));
 }
 
 const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {

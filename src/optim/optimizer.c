@@ -1,4 +1,6 @@
-/* AdamW over a shard of the flat buffer (see optimizer.h). */
+/* What every optimizer shares behind the seam (see optimizer.h): its
+ * arrays, the shard map it asks for, global-norm clipping, the dispatch to
+ * its kind. */
 #include "optim/optimizer.h"
 
 #include <math.h>
@@ -7,89 +9,104 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
-#include "kernels/adamw.h"
 
-static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
-static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
+static const optimizer_kind *const KINDS[] = {&optimizer_adamw};
 
-/* The shard's decay flags: each tensor's chunks get its flag. Tensors start
- * on LAYOUT_ALIGN and shards on ZERO_ALIGN, multiples of the chunk, so a
- * chunk never holds two tensors (checked). */
-static uint8_t *build_decay_chunks(const gpt2_layout *lay, const kernel_ops *ops, size_t lo,
-                                   size_t hi) {
-    _Static_assert(LAYOUT_ALIGN % ADAMW_DECAY_CHUNK == 0, "tensors must start on a chunk");
-    CHECK(lo % ADAMW_DECAY_CHUNK == 0, "optimizer shard starts at %zu, not on a %d-element chunk",
-          lo, ADAMW_DECAY_CHUNK);
-    const size_t n_chunks = (hi - lo + ADAMW_DECAY_CHUNK - 1) / ADAMW_DECAY_CHUNK;
-    uint8_t *flags = xcalloc(n_chunks ? n_chunks : 1, 1);
-    uint8_t *owner_seen = xcalloc(n_chunks ? n_chunks : 1, 1);
-    for (int i = 0; i < lay->n_tensors; i++) {
-        const param_tensor *t = &lay->tensors[i];
-        const size_t b = max_sz(lo, t->offset), e = min_sz(hi, t->offset + t->numel);
-        if (b >= e) continue;
-        for (size_t c = (b - lo) / ADAMW_DECAY_CHUNK; c * ADAMW_DECAY_CHUNK < e - lo; c++) {
-            CHECK(!owner_seen[c], "chunk %zu of the shard holds two tensors (%s)", c, t->name);
-            owner_seen[c] = 1;
-            flags[c] = t->decay;
-        }
-    }
-    uint8_t *dev = ops->alloc(n_chunks ? n_chunks : 1);
-    ops->upload(dev, flags, n_chunks ? n_chunks : 1);
-    free(flags);
-    free(owner_seen);
-    return dev;
+const optimizer_kind *optimizer_kind_for(const config *cfg) {
+    (void)cfg; /* one optimizer so far */
+    return &optimizer_adamw;
 }
 
-void optimizer_init(adamw_state *opt, const gpt2_layout *lay, const kernel_ops *ops, size_t lo,
-                    size_t hi, const float *host_params) {
-    memset(opt, 0, sizeof *opt);
+const optimizer_kind *optimizer_kind_named(const char *name) {
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (strcmp(KINDS[i]->name, name) == 0) return KINDS[i];
+    return NULL;
+}
+
+int optimizer_n_arrays(const optimizer_kind *kind) { return 1 + kind->n_state; }
+
+const char *optimizer_array_name(const optimizer_kind *kind, int i) {
+    CHECK(i >= 0 && i <= kind->n_state, "optimizer array %d of %d", i, 1 + kind->n_state);
+    return i == 0 ? "master" : kind->state_names[i - 1];
+}
+
+float *optimizer_array(const optimizer *opt, int i) {
+    CHECK(i >= 0 && i <= opt->kind->n_state, "optimizer array %d of %d", i, 1 + opt->kind->n_state);
+    return i == 0 ? opt->master : opt->state[i - 1];
+}
+
+size_t optimizer_state_bytes(const optimizer_kind *kind, const gpt2_layout *lay, size_t lo,
+                             size_t hi) {
+    const size_t arrays = (size_t)optimizer_n_arrays(kind) * sizeof(float) * (hi - lo);
+    return arrays + (kind->extra_bytes ? kind->extra_bytes(lay, lo, hi) : 0);
+}
+
+void optimizer_shard_map(const optimizer_kind *kind, const gpt2_layout *lay, int world,
+                         shard_map *map) {
+    shard_tensor *t = xcalloc((size_t)lay->n_tensors, sizeof *t);
+    for (int i = 0; i < lay->n_tensors; i++) {
+        const param_tensor *p = &lay->tensors[i];
+        t[i] = (shard_tensor){.offset = p->offset,
+                              .numel = p->numel,
+                              .cost = kind->cost(p),
+                              .splittable = kind->splittable(p)};
+    }
+    zero_shard_map_tensors(map, lay->n_elements, world, t, lay->n_tensors);
+    free(t);
+}
+
+optimizer *optimizer_create(const optimizer_kind *kind, const config *cfg, const gpt2_layout *lay,
+                            const kernel_ops *ops, size_t lo, size_t hi, const float *host_params) {
     CHECK(lo <= hi && hi <= lay->n_elements, "bad optimizer shard [%zu, %zu)", lo, hi);
+    optimizer *opt = xcalloc(1, sizeof *opt);
+    opt->kind = kind;
+    opt->ops = ops;
     opt->lo = lo;
     opt->hi = hi;
-    size_t n = hi - lo;
-    opt->master = ops->alloc(n * sizeof(float));
-    opt->m = ops->alloc(n * sizeof(float));
-    opt->v = ops->alloc(n * sizeof(float));
-    ops->upload(opt->master, host_params + lo, n * sizeof(float));
-    ops->zero(opt->m, n * sizeof(float));
-    ops->zero(opt->v, n * sizeof(float));
+    const size_t bytes = (hi - lo) * sizeof(float);
+    opt->master = ops->alloc(bytes);
+    ops->upload(opt->master, host_params + lo, bytes);
+    for (int i = 0; i < kind->n_state; i++) {
+        opt->state[i] = ops->alloc(bytes);
+        ops->zero(opt->state[i], bytes);
+    }
     opt->grad_sum_squares = ops->alloc(sizeof(double));
     opt->grad_scale = ops->alloc(sizeof(float));
     ops->zero(opt->grad_sum_squares, sizeof(double));
-    optimizer_clip(opt, ops, 0.0); /* a factor of 1 until the first step's */
-    opt->decay_chunks = build_decay_chunks(lay, ops, lo, hi);
+    optimizer_clip(opt, 0.0); /* a factor of 1 until the first step's */
+    opt->impl = kind->create(opt, cfg, lay);
+    return opt;
 }
 
-void optimizer_free(adamw_state *opt, const kernel_ops *ops) {
+void optimizer_free(optimizer *opt) {
+    if (!opt) return;
+    const kernel_ops *ops = opt->ops;
+    opt->kind->destroy(opt->impl, ops);
     ops->release(opt->master);
-    ops->release(opt->m);
-    ops->release(opt->v);
+    for (int i = 0; i < opt->kind->n_state; i++) ops->release(opt->state[i]);
     ops->release(opt->grad_sum_squares);
     ops->release(opt->grad_scale);
-    ops->release(opt->decay_chunks);
-    memset(opt, 0, sizeof *opt);
+    free(opt);
 }
 
-void optimizer_grad_sum_squares(adamw_state *opt, const kernel_ops *ops, const void *shard_grads) {
+void optimizer_grad_sum_squares(optimizer *opt, const void *shard_grads) {
     /* One pass over the whole shard, not one per tensor: the gaps between
      * tensors hold zero gradients, so the sum is the same, for one launch. */
-    ops->grad_sum_squares(opt->grad_sum_squares, shard_grads, opt->hi - opt->lo);
+    opt->ops->grad_sum_squares(opt->grad_sum_squares, shard_grads, opt->hi - opt->lo);
 }
 
-void optimizer_clip(adamw_state *opt, const kernel_ops *ops, double clip) {
-    ops->clip_scale(opt->grad_scale, opt->grad_sum_squares, clip);
+void optimizer_clip(optimizer *opt, double clip) {
+    opt->ops->clip_scale(opt->grad_scale, opt->grad_sum_squares, clip);
 }
 
-double optimizer_grad_norm(const adamw_state *opt, const kernel_ops *ops) {
+double optimizer_grad_norm(const optimizer *opt) {
     double sum = 0.0;
-    ops->download(&sum, opt->grad_sum_squares, sizeof sum);
+    opt->ops->download(&sum, opt->grad_sum_squares, sizeof sum);
     return sqrt(sum);
 }
 
-void optimizer_step(adamw_state *opt, const kernel_ops *ops, void *params, const void *shard_grads,
-                    const adamw_hparams *hp) {
+void optimizer_step(optimizer *opt, void *params, const void *shard_grads,
+                    const optimizer_schedule *s) {
     opt->step++;
-    ops->adamw_update(ops_at(ops, params, opt->lo), opt->master, shard_grads, opt->m, opt->v,
-                      opt->hi - opt->lo, opt->decay_chunks, hp->lr, hp->beta1, hp->beta2, hp->eps,
-                      hp->weight_decay, opt->grad_scale, opt->step);
+    opt->kind->step(opt, params, shard_grads, s);
 }

@@ -121,7 +121,7 @@ static void print_gpu_map(const dist_state *dist) {
              dist->rank, dist->host, dev, name, bus, cvd ? ", CUDA_VISIBLE_DEVICES=" : "",
              cvd ? cvd : "");
     char *all = dist->rank == 0 ? xmalloc((size_t)dist->world * LINE) : NULL;
-    MPI_CHECK(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
+    group_gather(&dist->job, line, LINE, all, 0);
     if (dist->rank == 0) {
         printf("GPU map (rank -> host -> GPU):\n");
         for (int r = 0; r < dist->world; r++) printf("%s\n", all + (size_t)r * LINE);
@@ -133,11 +133,11 @@ static void print_gpu_map(const dist_state *dist) {
 
 communicator *backend_communicator(const config *cfg, const dist_state *dist,
                                    const kernel_ops *ops) {
-    if (strcmp(ops->name, "cuda") != 0) return comm_mpi_create();
+    if (strcmp(ops->name, "cuda") != 0) return comm_mpi_create(&dist->dp);
 #if GPT2_HAVE_CUDA
     print_gpu_map(dist);
 #endif
-    if (dist->world == 1) return comm_mpi_create(); /* nothing to communicate */
+    if (dist->world == 1) return comm_mpi_create(&dist->dp); /* nothing to communicate */
 #if defined(GPT2_HAVE_NCCL) && GPT2_HAVE_NCCL
     /* zero_stage 0 all-reduces: NCCL's alone. */
     const comm_transport transport =
@@ -147,7 +147,7 @@ communicator *backend_communicator(const config *cfg, const dist_state *dist,
         .reduce_fp32 = strcmp(cfg->grad_reduce_dtype, "fp32") == 0,
         .transport = transport,
         .bucket_elements = buckets_elements_per_bucket(cfg->bucket_mb, ops->elem_bytes)};
-    communicator *c = comm_nccl_create(ops_cuda_stream(), COMM_BF16, &opt);
+    communicator *c = comm_nccl_create(&dist->dp, ops_cuda_stream(), COMM_BF16, &opt);
     const char *moved_by = comm_nccl_transport(c);
     const bool by_copy_engines = strcmp(moved_by, "copy engines") == 0;
     if (dist->rank == 0)
@@ -187,14 +187,14 @@ void backend_sample_memory(const kernel_ops *ops) {
 #endif
 }
 
-void backend_report_memory(const kernel_ops *ops, const memory_estimate *est) {
+void backend_report_memory(const kernel_ops *ops, const dist_group *job,
+                           const memory_estimate *est) {
     if (strcmp(ops->name, "cuda") != 0) return;
     backend_sample_memory(ops);
-    double mine = (double)peak_in_use, most = 0.0;
-    MPI_CHECK(MPI_Reduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    if (rank == 0)
+    const double mine = (double)peak_in_use;
+    double most = mine;
+    group_allreduce_double(job, &most, 1, GROUP_MAX);
+    if (job->rank == 0)
         printf("peak GPU memory: %.2f GiB on rank 0, %.2f GiB the most on any rank (estimate "
                "%.2f GiB; measured is device-wide: it adds the CUDA context, cuBLAS and NCCL "
                "buffers)\n",

@@ -28,9 +28,9 @@ const kernel_ops *backend_select(const config *cfg, const dist_state *dist);
  * unlisted GPU): MFU is then not reported. */
 double backend_peak_flops(const config *cfg, const dist_state *dist);
 
-/* Collective. The communicator for ops: NCCL between GPU ranks (this
- * build's NCCL), MPI otherwise (CPU ranks; a single rank communicates
- * nothing). With device=cuda, rank 0 first prints which host and GPU each
+/* Collective. The communicator for ops over the data-parallel group
+ * (dist->dp): NCCL between GPU ranks (this build's NCCL), MPI otherwise
+ * (CPU ranks; a single rank communicates nothing). With device=cuda, rank 0 first prints which host and GPU each
  * rank runs on. */
 communicator *backend_communicator(const config *cfg, const dist_state *dist,
                                    const kernel_ops *ops);
@@ -46,5 +46,6 @@ void backend_print_profile(const kernel_ops *ops, FILE *out);
 void backend_sample_memory(const kernel_ops *ops);
 /* Collective. Rank 0 prints "peak GPU memory: ..." for rank 0 and the
  * largest over ranks, next to est (rank 0's estimate). */
-void backend_report_memory(const kernel_ops *ops, const memory_estimate *est);
+void backend_report_memory(const kernel_ops *ops, const dist_group *job,
+                           const memory_estimate *est);
 #endif

@@ -4,7 +4,6 @@
 #include "train/init_from.h"
 
 #include <limits.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -119,14 +118,12 @@ static void fit_on_root(const config *cfg, shape_result *res) {
              src.vocab_size, src.block_size);
 }
 
-void init_from_fit_shape(config *cfg, char *note, size_t note_len) {
+void init_from_fit_shape(const dist_group *job, config *cfg, char *note, size_t note_len) {
     if (note_len) note[0] = '\0';
     static shape_result res;
     memset(&res, 0, sizeof res);
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-    if (rank == 0 && cfg->init_from[0] != '\0') fit_on_root(cfg, &res);
-    MPI_CHECK(MPI_Bcast(&res, (int)sizeof res, MPI_BYTE, 0, MPI_COMM_WORLD));
+    if (job->rank == 0 && cfg->init_from[0] != '\0') fit_on_root(cfg, &res);
+    group_bcast(job, &res, sizeof res, 0);
     if (res.status < 0) fail_collective(EXIT_USAGE, "%s", res.msg);
     if (res.status == 0) return;
     for (int i = 0; i < N_SHAPE_KEYS; i++)
@@ -153,26 +150,16 @@ static int open_on_root(const config *cfg, const gpt2_layout *lay, model_source 
     return describe_mismatch(cfg->init_from, src, ours, msg, len) ? -1 : 0;
 }
 
-/* MPI counts are ints: the weights of 1558M and beyond go in pieces. */
-static void broadcast_floats(float *data, size_t n) {
-    const size_t piece = (size_t)1 << 28;
-    for (size_t off = 0; off < n; off += piece) {
-        const size_t count = n - off < piece ? n - off : piece;
-        MPI_CHECK(MPI_Bcast(data + off, (int)count, MPI_FLOAT, 0, MPI_COMM_WORLD));
-    }
-}
-
 /* Rank 0 alone reads the file: N ranks of a job need not all read (and
  * hold the shared file system for) the same gigabytes, and a file that only
  * rank 0's node can see (node-local disk) works. */
-void init_from_load(const config *cfg, const gpt2_layout *lay, float *host_params) {
+void init_from_load(const dist_group *job, const config *cfg, const gpt2_layout *lay,
+                    float *host_params) {
     static char msg[MSG_MAX];
-    int rank = 0;
-    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     model_source src;
-    int status = rank == 0 ? open_on_root(cfg, lay, &src, msg, sizeof msg) : 0;
-    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    int status = job->rank == 0 ? open_on_root(cfg, lay, &src, msg, sizeof msg) : 0;
+    group_bcast(job, &status, sizeof status, 0);
     if (status != 0) fail_collective(EXIT_USAGE, "%s", msg);
-    if (rank == 0) model_source_load(&src, lay, host_params);
-    broadcast_floats(host_params, lay->n_elements);
+    if (job->rank == 0) model_source_load(&src, lay, host_params);
+    group_bcast(job, host_params, lay->n_elements * sizeof(float), 0);
 }

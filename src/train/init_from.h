@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "dist/group.h"
 #include "model/layout.h"
 
 /* Collective, after config_load and before config_validate (which checks
@@ -19,11 +20,12 @@
  * init_from. A new run whose config sets a size init_from's model does not
  * have, or whose init_from is no model, ends every rank with exit code 2
  * before anything is written. Nothing happens when init_from is empty. */
-void init_from_fit_shape(config *cfg, char *note, size_t note_len);
+void init_from_fit_shape(const dist_group *job, config *cfg, char *note, size_t note_len);
 
 /* Collective. Rank 0 reads cfg->init_from into host_params (flat fp32 in
  * lay) and broadcasts it to every rank. A path that is no model, or a model
  * whose sizes differ from the config's, ends every rank with exit code 2
  * naming the key. */
-void init_from_load(const config *cfg, const gpt2_layout *lay, float *host_params);
+void init_from_load(const dist_group *job, const config *cfg, const gpt2_layout *lay,
+                    float *host_params);
 #endif

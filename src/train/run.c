@@ -121,15 +121,15 @@ static void run_claim_dir(run_state *r) {
     const int rank = r->dist->rank;
     if (rank == 0) make_dirs_or_fail(r->run_dir);
     /* Before anything is read or written there: a second run ends here. */
-    run_lock_acquire(&r->lock, r->run_dir, rank);
+    run_lock_acquire(&r->lock, r->run_dir, &r->dist->job);
     /* The plan was made without the lock: a run that saved meanwhile ends
      * this start before anything is moved. */
-    ckpt_confirm_plan(&r->plan, r->run_dir);
+    ckpt_confirm_plan(&r->dist->job, &r->plan, r->run_dir);
     /* Rank 0's share of a checkpoint (model.h5 and its shard), for the time
      * limit's save estimate until a save is measured. */
     const double checkpoint_share = 4.0 * r->lay.n_elements + r->mem.optimizer;
-    run_stop_init(&r->stopper, r->cfg, r->run_dir, rank, checkpoint_share);
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    run_stop_init(&r->stopper, r->cfg, r->run_dir, &r->dist->job, checkpoint_share);
+    group_barrier(&r->dist->job);
 }
 
 /* The validation batches an evaluation reads, each window once: a val set
@@ -170,16 +170,16 @@ static void run_open_data(run_state *r) {
 
 /* The weights a run starts from: GPT-2 initialisation, or init_from's model
  * for a new run (a resumed run gets everything from its checkpoint). */
-static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resuming, int rank,
-                            float *host_params) {
+static void initial_weights(const config *cfg, const gpt2_layout *lay, bool resuming,
+                            const dist_group *job, float *host_params) {
     gpt2_init_params(lay, cfg->seed, host_params); /* identical on every rank */
     if (cfg->init_from[0] == '\0') return;
     if (resuming) {
-        if (rank == 0) printf("init_from = %s ignored: resuming this run\n", cfg->init_from);
+        if (job->rank == 0) printf("init_from = %s ignored: resuming this run\n", cfg->init_from);
         return;
     }
-    init_from_load(cfg, lay, host_params);
-    if (rank == 0) printf("initialised from %s\n", cfg->init_from);
+    init_from_load(job, cfg, lay, host_params);
+    if (job->rank == 0) printf("initialised from %s\n", cfg->init_from);
 }
 
 /* save_init: the weights before step 1, for reproducing the run elsewhere
@@ -199,7 +199,7 @@ void run_save_weights(const run_state *r, const char *file, const char *what) {
  * before the run directory exists. */
 static void run_read_initial_weights(run_state *r) {
     r->host_params = xmalloc(r->lay.n_elements * sizeof(float));
-    initial_weights(r->cfg, &r->lay, r->resuming, r->dist->rank, r->host_params);
+    initial_weights(r->cfg, &r->lay, r->resuming, &r->dist->job, r->host_params);
 }
 
 /* The model on the backend, with its initial weights. */
@@ -233,18 +233,23 @@ static int forward_gather_pieces(const gpt2_layout *lay, comm_range *pieces) {
     return n;
 }
 
-/* The communicator, data parallelism over it and AdamW on this rank's shard. */
+/* The communicator over the data-parallel group, data parallelism over it
+ * with the optimizer's shard map, and the optimizer on this rank's shard. */
 static void run_build_dist(run_state *r) {
     const config *cfg = r->cfg;
     const gpt2_layout *lay = &r->lay;
+    const optimizer_kind *kind = optimizer_kind_for(cfg);
     r->comm = backend_communicator(cfg, r->dist, r->ops);
     comm_range *pieces = xmalloc(((size_t)lay->n_layer + 2) * sizeof(comm_range));
     const int n_pieces = forward_gather_pieces(lay, pieces);
-    ddp_init(&r->ddp, r->comm, r->ops, lay->n_elements, cfg->zero_stage, cfg->bucket_mb,
-             r->model.grads, pieces, n_pieces);
+    shard_map map;
+    optimizer_shard_map(kind, lay, r->comm->world, &map);
+    ddp_init(&r->ddp, r->comm, r->ops, &map, cfg->zero_stage, cfg->bucket_mb, r->model.grads,
+             pieces, n_pieces);
+    zero_shard_map_free(&map);
     free(pieces);
     gpt2_set_params_needed(&r->model, ddp_params_needed, &r->ddp);
-    optimizer_init(&r->opt, lay, r->ops, r->ddp.lo, r->ddp.hi, r->host_params);
+    r->opt = optimizer_create(kind, cfg, lay, r->ops, r->ddp.lo, r->ddp.hi, r->host_params);
 }
 
 /* A resumed run's state from its checkpoint; then the partial checkpoints
@@ -253,10 +258,11 @@ static void run_restore(run_state *r) {
     r->ckpt = (ckpt_ctx){.cfg = r->cfg,
                          .config_text = r->config_text,
                          .run_dir = r->run_dir,
+                         .job = &r->dist->job,
                          .lay = &r->lay,
                          .ops = r->ops,
                          .ddp = &r->ddp,
-                         .opt = &r->opt,
+                         .opt = r->opt,
                          .host_scratch = r->host_params,
                          .train_samples = r->train_ds.n_samples,
                          .fp8 = r->model.fp8};
@@ -264,18 +270,15 @@ static void run_restore(run_state *r) {
     if (r->resuming) ckpt_load(&r->ckpt, r->resume_dir, r->model.params, &r->progress);
     /* Only now, with the run's state loaded: a failed load moves or deletes
      * nothing. */
-    ckpt_clear_ahead(r->run_dir, r->progress.step, r->resuming ? r->resume_dir : NULL);
+    ckpt_clear_ahead(&r->dist->job, r->run_dir, r->progress.step,
+                     r->resuming ? r->resume_dir : NULL);
     if (r->dist->rank == 0 && ckpt_remove_partial(r->run_dir) > 0)
         printf("removed partial checkpoint directories (interrupted saves) from %s\n", r->run_dir);
 }
 
-/* AdamW's constants, the logs, the batch buffers and the non-finite guard. */
+/* The logs, the batch buffers and the non-finite guard. */
 static void run_open_loop(run_state *r) {
     const config *cfg = r->cfg;
-    r->hp = (adamw_hparams){.beta1 = (float)cfg->beta1,
-                            .beta2 = (float)cfg->beta2,
-                            .eps = (float)cfg->eps,
-                            .weight_decay = (float)cfg->weight_decay};
     run_path(r, r->trace_path, "trace_rank%d.jsonl", r->dist->rank);
     if (cfg->comm_trace) remove(r->trace_path);
     metrics_open(&r->log, r->run_dir, r->dist->rank, cfg->max_steps);
@@ -290,14 +293,14 @@ static void run_open_loop(run_state *r) {
 bool run_setup(run_state *r) {
     /* What the run directory holds decides first, from its files alone: a
      * finished run ends here having touched nothing. */
-    run_lock_check_free(r->run_dir, r->dist->rank); /* a live run there is named first */
-    ckpt_plan_start(r->cfg, r->run_dir, &r->plan);
+    run_lock_check_free(r->run_dir, &r->dist->job); /* a live run there is named first */
+    ckpt_plan_start(&r->dist->job, r->cfg, r->run_dir, &r->plan);
     if (r->plan.kind == CKPT_START_FINISHED) return false;
     run_print_plan(r);
     r->resuming = r->plan.kind == CKPT_START_RESUME;
     snprintf(r->resume_dir, sizeof r->resume_dir, "%s", r->plan.dir);
     run_open_backend(r);
-    r->async_saves = ckpt_async_wanted(r->cfg, r->ops, r->dist, r->lay.n_elements);
+    r->async_saves = ckpt_async_wanted(r->cfg, r->ops, r->dist, &r->lay);
     /* A bad HellaSwag file or tokenizer, data or init_from ends the start
      * here, before the run directory is created. */
     r->watch = watch_open(r->cfg, r->dist->rank, r->dist->world, r->run_dir);
@@ -333,7 +336,7 @@ void run_teardown(run_state *r) {
     free(r->inputs);
     free(r->targets);
     free(r->host_params);
-    optimizer_free(&r->opt, r->ops);
+    optimizer_free(r->opt);
     ddp_free(&r->ddp);
     r->comm->ops->destroy(r->comm);
     gpt2_free(&r->model);

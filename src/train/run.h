@@ -53,10 +53,10 @@ typedef struct run_state {
     data_loader train_ld, val_ld;
     gpt2_model model;
     float *host_params; /* lay.n_elements fp32: the initial weights, then scratch */
-    communicator *comm;
+    communicator *comm; /* over dist->dp */
     data_parallel ddp;
-    adamw_state opt;
-    adamw_hparams hp; /* lr set per step */
+    optimizer *opt;
+    float lr; /* the step's learning rate (the schedule's, as the update applies it) */
     ckpt_ctx ckpt;
     bool async_saves;  /* checkpoint_async: decided before the run directory is claimed */
     ckpt_saver *saver; /* background saves; NULL: saves wait */

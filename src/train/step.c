@@ -1,7 +1,8 @@
 /* One optimizer step: grad_accum micro-steps of forward + backward on this
  * rank's part of the global batch (the last one reducing gradient buckets
- * while backward runs), the global gradient norm and clipping, AdamW on this
- * rank's shard and the parameter all-gather, all queued on the device. */
+ * while backward runs), the global gradient norm and clipping, the optimizer
+ * on this rank's shard and the parameter all-gather, all queued on the
+ * device. */
 #include "train/step.h"
 
 #include <math.h>
@@ -10,7 +11,7 @@ void train_step(run_state *r, bool want_loss, bool poison) {
     const config *cfg = r->cfg;
     gpt2_model *model = &r->model;
     data_parallel *ddp = &r->ddp;
-    adamw_state *opt = &r->opt;
+    optimizer *opt = r->opt;
     const kernel_ops *ops = model->ops;
     communicator *comm = ddp->comm;
     const int B = cfg->micro_batch, T = cfg->seq_len;
@@ -34,7 +35,7 @@ void train_step(run_state *r, bool want_loss, bool poison) {
      * wait for all of it). */
     double *loss_sum = gpt2_loss_sum_async(model);
     if (want_loss && comm->world > 1) comm->ops->sum_in_place(comm, loss_sum);
-    optimizer_grad_sum_squares(opt, ops, ddp->shard_grads);
+    optimizer_grad_sum_squares(opt, ddp->shard_grads);
     /* A NaN/Inf loss makes the norm NaN. Folded in before the norm's sum
      * over ranks, or once the loss itself is summed, so that every rank
      * skips alike (zero_stage 0 sums no norm: a NaN loss there shows in the
@@ -42,7 +43,8 @@ void train_step(run_state *r, bool want_loss, bool poison) {
     if (want_loss || comm->world == 1 || ddp->zero_stage == 1)
         ops->nonfinite_fold(opt->grad_sum_squares, loss_sum);
     ddp_sum_shards(ddp, opt->grad_sum_squares);
-    optimizer_clip(opt, ops, cfg->grad_clip);
-    optimizer_step(opt, ops, model->params, ddp->shard_grads, &r->hp);
+    optimizer_clip(opt, cfg->grad_clip);
+    const optimizer_schedule s = {.lr = r->lr, .factor = r->lr / cfg->lr};
+    optimizer_step(opt, model->params, ddp->shard_grads, &s);
     ddp_gather_params(ddp, model->params);
 }

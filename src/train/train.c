@@ -24,9 +24,8 @@
 static double train_eval(run_state *r, int step) {
     const config *cfg = r->cfg;
     const double t0 = clock_ms();
-    const double val =
-        val_loss_mean(&r->model, &r->val_ld, r->eval_batches, cfg->micro_batch, cfg->seq_len,
-                      r->comm->rank, r->comm->world, r->inputs, r->targets);
+    const double val = val_loss_mean(&r->model, &r->val_ld, r->eval_batches, cfg->micro_batch,
+                                     cfg->seq_len, &r->dist->dp, r->inputs, r->targets);
     metrics_eval(&r->log, step, val, clock_ms() - t0);
     watch_hellaswag(r->watch, &r->model, r->comm, &r->log, step);
     return t0;
@@ -71,10 +70,10 @@ static double step_mean_loss(run_state *r) {
 static void train_log_step(run_state *r, int step, double ms) {
     const config *cfg = r->cfg;
     const double loss = step_mean_loss(r);
-    const double grad_norm = optimizer_grad_norm(&r->opt, r->ops);
+    const double grad_norm = optimizer_grad_norm(r->opt);
     step_record rec = {.step = step,
                        .loss = loss,
-                       .lr = r->hp.lr,
+                       .lr = r->lr,
                        .grad_norm = grad_norm,
                        .ms = ms,
                        .tokens_per_s = cfg->total_batch / (ms / 1e3),
@@ -110,8 +109,8 @@ static bool train_skip_step(run_state *r, int step, bool loss_summed) {
     const nonfinite_guard *g = &r->guard;
     if (!loss_summed && comm->world > 1) comm->ops->sum_in_place(comm, r->model.loss_sum);
     const double loss = step_mean_loss(r);
-    metrics_skip(&r->log, step, loss, optimizer_grad_norm(&r->opt, r->ops), g->in_a_row,
-                 g->max_in_a_row, g->total);
+    metrics_skip(&r->log, step, loss, optimizer_grad_norm(r->opt), g->in_a_row, g->max_in_a_row,
+                 g->total);
     if (!nonfinite_give_up(g)) return true;
     if (r->dist->rank == 0) report_give_up(g, step, r->run_dir);
     r->gave_up = true;
@@ -123,7 +122,7 @@ static bool train_skip_step(run_state *r, int step, bool loss_summed) {
  * the non-finite guard ends the run. */
 static bool train_loop_step(run_state *r, int step) {
     const config *cfg = r->cfg;
-    r->hp.lr = (float)schedule_lr(cfg, step);
+    r->lr = (float)schedule_lr(cfg, step);
     const bool logged = step_logged(cfg, step);
     train_step(r, logged, nonfinite_test_poison(&r->guard, step + 1, r->dist->rank));
     /* While the device works through the step, the ranks agree whether a
@@ -135,11 +134,11 @@ static bool train_loop_step(run_state *r, int step) {
     if (r->saver) ckpt_saver_poll(r->saver); /* publishes a background save once written */
     r->ops->synchronize();
     ddp_step_done(&r->ddp);
-    const bool skipped = nonfinite_step_skipped(&r->guard, &r->opt, r->ops);
+    const bool skipped = nonfinite_step_skipped(&r->guard, r->opt);
     backend_sample_memory(r->ops);
     const double ms = train_time_step(r);
     r->progress = (ckpt_progress){.step = step + 1,
-                                  .lr = r->hp.lr,
+                                  .lr = r->lr,
                                   .samples_consumed = r->progress.samples_consumed +
                                                       cfg->total_batch / cfg->seq_len};
     if (cfg->comm_trace && r->comm->world > 1)
@@ -212,7 +211,7 @@ static void train_finish(run_state *r) {
         if (r->model.fp8) fp8_layers_print_ranges(r->model.fp8, r->ops, stdout);
     }
     ddp_report(&r->ddp, r->model.params, r->lay.n_elements);
-    backend_report_memory(r->ops, &r->mem);
+    backend_report_memory(r->ops, &r->dist->job, &r->mem);
 }
 
 int train_run(const config *cfg, dist_state *dist) {

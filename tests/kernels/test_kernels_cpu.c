@@ -617,7 +617,9 @@ static void test_adamw(void) {
      * m = 0.05, v = 2.5e-4, mhat = 0.5, vhat = 0.25,
      * p = 1 * (1 - 1e-4) - 1e-3 * 0.5 / (0.5 + 1e-8) = 0.99890000002. */
     float p = 1.0f, g = 0.5f, m = 0.0f, v = 0.0f;
-    adamw_update_cpu(&p, &g, &m, &v, 1, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 1);
+    const adamw_hyper one = {
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 1};
+    adamw_update_cpu(&p, &g, &m, &v, 1, 1.0f, &one);
     check_le("one step vs hand value 0.99890000002", fabs(p - 0.99890000002), 0.6e-7);
     /* m = (1 - b1) g and v = (1 - b2) g^2 with the float betas (0.9f != 0.9) */
     check_le(
@@ -639,7 +641,9 @@ static void test_adamw(void) {
     for (int t = 1; t <= STEPS; t++) {
         float *grad = randoms(N, 1);
         for (int i = 0; i < N; i++) dp[i] = param[i], dm[i] = mm[i], dv[i] = vv[i];
-        adamw_update_cpu(param, grad, mm, vv, N, lr, b1, b2, eps, wd, clip, t);
+        const adamw_hyper h = {
+            .lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd, .t = t};
+        adamw_update_cpu(param, grad, mm, vv, N, clip, &h);
         for (int i = 0; i < N; i++) {
             const double gi = (double)grad[i] * clip;
             dm[i] = b1 * dm[i] + (1 - (double)b1) * gi;
@@ -656,10 +660,12 @@ static void test_adamw(void) {
     float *v1 = randoms(N, 0.1f);
     for (int i = 0; i < N; i++) v1[i] = fabsf(v1[i]);
     float *param3 = copy_of(param1, N), *m3 = copy_of(m1, N), *v3 = copy_of(v1, N);
+    const adamw_hyper h7 = {
+        .lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd, .t = 7};
     omp_set_num_threads(1);
-    adamw_update_cpu(param1, grad, m1, v1, N, lr, b1, b2, eps, wd, clip, 7);
+    adamw_update_cpu(param1, grad, m1, v1, N, clip, &h7);
     omp_set_num_threads(3);
-    adamw_update_cpu(param3, grad, m3, v3, N, lr, b1, b2, eps, wd, clip, 7);
+    adamw_update_cpu(param3, grad, m3, v3, N, clip, &h7);
     omp_set_num_threads(2);
     check_same("param, 1 vs 3 threads", param1, param3, N);
     void *frees[] = {param, mm, vv, dp, dm, dv, param1, grad, m1, v1, param3, m3, v3};
@@ -724,13 +730,14 @@ static void test_skip_step(void) {
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
     grad[7] = NAN;
     float *p0 = copy_of(param, N), *g0 = copy_of(grad, N), *m0 = copy_of(m, N), *v0 = copy_of(v, N);
-    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, clip_factor(NAN, 1.0),
-                     3);
+    const adamw_hyper h3 = {
+        .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 3};
+    adamw_update_cpu(param, grad, m, v, N, clip_factor(NAN, 1.0), &h3);
     const int same = memcmp(param, p0, N * 4) == 0 && memcmp(m, m0, N * 4) == 0 &&
                      memcmp(v, v0, N * 4) == 0 && memcmp(grad, g0, N * 4) == 0;
     check_le("AdamW with CLIP_SKIP_STEP changes nothing (bitwise)", same ? 0 : 1, 0);
     grad[7] = 0.5f;
-    adamw_update_cpu(param, grad, m, v, N, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 3);
+    adamw_update_cpu(param, grad, m, v, N, 1.0f, &h3);
     check_le("AdamW with factor 1 updates", memcmp(param, p0, N * 4) != 0 ? 0 : 1, 0);
     free(param), free(grad), free(m), free(v), free(p0), free(g0), free(m0), free(v0);
 }

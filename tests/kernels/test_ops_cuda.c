@@ -857,9 +857,10 @@ static void test_adamw(size_t n, size_t offset, int masked) {
         const float lr = 6e-4f, eps = 1e-8f, wd = 0.1f, scale = t == 2 ? 0.5f : 1.0f;
         float *d_scale = G->alloc(sizeof(float));
         G->upload(d_scale, &scale, sizeof scale);
-        H->adamw_update(master, master, grad, m, v, n, flags, lr, b1, b2, eps, wd, &scale, t);
-        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, d_flags, lr, b1, b2, eps, wd, d_scale,
-                        t);
+        const adamw_hyper h = {
+            .lr = lr, .beta1 = b1, .beta2 = b2, .eps = eps, .weight_decay = wd, .t = t};
+        H->adamw_update(master, master, grad, m, v, n, flags, &scale, &h);
+        G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, d_flags, d_scale, &h);
         G->release(d_scale);
         float *g_master = dev_f32_to_host(d_master, n), *g_m = dev_f32_to_host(d_m, n),
               *g_v = dev_f32_to_host(d_v, n), *g_par = dev_to_host(d_par, n);
@@ -955,8 +956,9 @@ static void test_skip_step(size_t n, size_t offset) {
     float *par_before = dev_to_host(d_par, n);
     const float skip = CLIP_SKIP_STEP;
     G->upload(d_scale, &skip, sizeof skip);
-    G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, NULL, 6e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                    d_scale, 3);
+    const adamw_hyper h = {
+        .lr = 6e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .t = 3};
+    G->adamw_update(d_par, d_master, d_g, d_m, d_v, n, NULL, d_scale, &h);
     float *g_master = dev_f32_to_host(d_master, n), *g_m = dev_f32_to_host(d_m, n),
           *g_v = dev_f32_to_host(d_v, n), *g_par = dev_to_host(d_par, n);
     const int same = memcmp(g_master, master, n * 4) == 0 && memcmp(g_m, m, n * 4) == 0 &&

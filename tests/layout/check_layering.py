@@ -9,7 +9,12 @@ Checks, naming file and line for each problem:
   3. every folder of src/ with sources is a room of the table (or a part of
      one, as kernels/cpu), and every room of the table is a folder;
   4. src/CMakeLists.txt builds one library per room, linked to exactly the
-     rooms the table allows (gpt2_room(FOLDER [PARTS ...] DEPENDS ...)).
+     rooms the table allows (gpt2_room(FOLDER [PARTS ...] DEPENDS ...));
+  5. collectives go through the groups of src/dist/ (dist/group.h): no file
+     outside src/dist/ and src/main.c names MPI_COMM_WORLD, and none but
+     those and src/base/fail.{c,h} (which end the job, dist naming it, and
+     hold MPI_CHECK) calls MPI, so that another group (tensor or pipeline parallel) is one more
+     group, not an edit of every room.
 Exit 0 when all hold, 1 otherwise.
 
 usage: check_layering.py [REPO_ROOT]
@@ -142,12 +147,38 @@ def main():
                         f"include room {theirs} (it may include {allowed}; "
                         "docs/source-layout.md, Layering)")
 
+    # 5: MPI only through the groups.
+    world = re.compile(r"\bMPI_COMM_WORLD\b")
+    mpi_call = re.compile(r"\bMPI_[A-Z][a-z_]*\s*\(")
+    for dirpath, _, files in os.walk(src):
+        for name in sorted(files):
+            if not name.endswith(SOURCE_SUFFIXES):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), src)
+            in_dist = rel.startswith("dist" + os.sep) or rel == "main.c"
+            if in_dist:
+                continue
+            with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    code = line.split("//")[0]
+                    if world.search(code) and not code.lstrip().startswith(("*", "/*")):
+                        problems.append(
+                            f"src/{rel}:{lineno}: MPI_COMM_WORLD outside src/dist/ and src/main.c: "
+                            "take a group (dist/group.h: the job's or the data-parallel one)")
+                    elif (mpi_call.search(code) and rel not in (f"base{os.sep}fail.c", f"base{os.sep}fail.h", f"base{os.sep}fail_job.h")
+                          and not code.lstrip().startswith(("*", "/*"))
+                          and "MPI_CHECK(stmt)" not in code):
+                        problems.append(
+                            f"src/{rel}:{lineno}: an MPI call outside src/dist/: collectives go "
+                            "through a group (dist/group.h)")
+
     for p in problems:
         print(p)
     if problems:
         print(f"FAIL: {len(problems)} layering problem(s)")
         return 1
-    print(f"ok: {len(order)} rooms, every include and library link within the table")
+    print(f"ok: {len(order)} rooms, every include and library link within the table, "
+          "MPI only through src/dist/'s groups")
     return 0
 
 

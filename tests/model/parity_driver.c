@@ -79,20 +79,21 @@ int main(int argc, char **argv) {
     save_buffer(out, "grads0_accum.h5", &lay, model.grads);
 
     /* AdamW steps with clipping and decoupled weight decay on 2-D tensors. */
-    adamw_state opt;
-    optimizer_init(&opt, &lay, ops, 0, lay.n_elements, host);
-    const adamw_hparams hp = {
-        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+    config cfg;
+    memset(&cfg, 0, sizeof cfg); /* the optimizer reads its hyper-parameters only */
+    cfg.lr = 1e-3, cfg.beta1 = 0.9, cfg.beta2 = 0.95, cfg.eps = 1e-8, cfg.weight_decay = 0.1;
+    optimizer *opt = optimizer_create(&optimizer_adamw, &cfg, &lay, ops, 0, lay.n_elements, host);
+    const optimizer_schedule at_lr = {.lr = cfg.lr, .factor = 1.0};
     const double clip = 1.0;
     for (int s = 0; s < steps; s++) {
         ops->zero(model.grads, lay.n_elements * ops->elem_bytes);
         split_batch(tokens + s * block, 0, B, T, inputs, targets);
         float step_loss = gpt2_forward(&model, inputs, targets, B, T, 1.0f / (B * T));
         gpt2_backward(&model, NULL, NULL);
-        optimizer_grad_sum_squares(&opt, ops, model.grads);
-        optimizer_clip(&opt, ops, clip);
-        const double norm = optimizer_grad_norm(&opt, ops);
-        optimizer_step(&opt, ops, model.params, model.grads, &hp);
+        optimizer_grad_sum_squares(opt, model.grads);
+        optimizer_clip(opt, clip);
+        const double norm = optimizer_grad_norm(opt);
+        optimizer_step(opt, model.params, model.grads, &at_lr);
         fprintf(res, "step %d loss %.9g norm %.9g\n", s, step_loss, norm);
         snprintf(name, sizeof name, "grads_step%d.h5", s);
         save_buffer(out, name, &lay, model.grads);
@@ -100,7 +101,7 @@ int main(int argc, char **argv) {
         save_buffer(out, name, &lay, model.params);
     }
     fclose(res);
-    optimizer_free(&opt, ops);
+    optimizer_free(opt);
     gpt2_free(&model);
     layout_free(&lay);
     free(host);

@@ -17,10 +17,12 @@
 
 #include <math.h>
 
-void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n, float lr,
-                      float beta1, float beta2, float eps, float weight_decay, float grad_scale,
-                      int t) {
+void adamw_update_cpu(float *param, const float *grad, float *m, float *v, size_t n,
+                      float grad_scale, const adamw_hyper *h) {
     if (grad_scale < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
+    const float lr = h->lr, beta1 = h->beta1, beta2 = h->beta2, eps = h->eps;
+    const float weight_decay = h->weight_decay;
+    const int t = h->t;
     const float decay = (float)(1.0 - (double)lr * (double)weight_decay);
     const float w1 = (float)(1.0 - (double)beta1);
     const int w1_small = fabsf(w1) < 0.5f; /* torch's lerp picks its formula by weight */

@@ -102,10 +102,12 @@ static unsigned grid_for(size_t work, int block) {
 }
 
 extern "C" void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v,
-                                  size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                                  float beta2, float eps, float weight_decay,
-                                  const float *grad_scale, int t, cudaStream_t stream) {
+                                  size_t n, const uint8_t *decay_chunks, const float *grad_scale,
+                                  const adamw_hyper *h, cudaStream_t stream) {
     if (n == 0) return;
+    const float lr = h->lr, beta1 = h->beta1, beta2 = h->beta2, eps = h->eps;
+    const float weight_decay = h->weight_decay;
+    const int t = h->t;
     adamw_consts k;
     /* The scalars as adamw_update_cpu forms them. */
     k.decay = (float)(1.0 - (double)lr * (double)weight_decay);

@@ -421,11 +421,9 @@ static void cuda_nonfinite_fold(double *sum_squares, const double *value) {
 }
 
 static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
-                              size_t n, const uint8_t *decay_chunks, float lr, float beta1,
-                              float beta2, float eps, float weight_decay, const float *grad_scale,
-                              int t) {
-    adamw_update_cuda(params, master, grad, m, v, n, decay_chunks, lr, beta1, beta2, eps,
-                      weight_decay, grad_scale, t, g.stream);
+                              size_t n, const uint8_t *decay_chunks, const float *grad_scale,
+                              const adamw_hyper *h) {
+    adamw_update_cuda(params, master, grad, m, v, n, decay_chunks, grad_scale, h, g.stream);
 }
 
 /* Designated initializers (C++20; nvcc accepts them in C++17 as a GNU

@@ -1,7 +1,6 @@
 /* The run record of metrics.jsonl (see run_record.h). */
 #include "train/observe/run_record.h"
 
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +36,7 @@ static void devices_json(const config *cfg, const dist_state *dist, char *out, s
     char mine[NAME_MAX_LEN] = "";
     device_name(cfg, dist, mine, sizeof mine);
     char *all = dist->rank == 0 ? xcalloc((size_t)dist->world, NAME_MAX_LEN) : NULL;
-    MPI_CHECK(
-        MPI_Gather(mine, NAME_MAX_LEN, MPI_CHAR, all, NAME_MAX_LEN, MPI_CHAR, 0, MPI_COMM_WORLD));
+    group_gather(&dist->job, mine, NAME_MAX_LEN, all, 0);
     if (dist->rank != 0) return;
     const int n = strcmp(cfg->device, "cuda") == 0 ? dist->world : 1;
     size_t o = (size_t)snprintf(out, len, "[");

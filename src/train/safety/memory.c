@@ -1,6 +1,7 @@
 /* Memory estimate per rank (see memory.h). */
 #include "train/safety/memory.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "dist/buckets.h"
@@ -8,6 +9,7 @@
 #include "dist/zero.h"
 #include "model/fp8_layers.h"
 #include "model/gpt2.h"
+#include "optim/optimizer.h"
 
 static size_t counted_bytes;
 static char counting_arena[64]; /* every counted allocation points here; none is touched */
@@ -19,6 +21,23 @@ static void *count_alloc(size_t bytes) {
 static void count_release(void *p) { (void)p; }
 static void count_zero(void *p, size_t bytes) { (void)p, (void)bytes; }
 
+/* The tensors the map splits over ranks, by name ("wte.weight (ranks
+ * 5-7)"), or "none". */
+static void describe_split(const gpt2_layout *lay, const shard_map *map, char *out, size_t len) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < lay->n_tensors && o < len; i++) {
+        const param_tensor *t = &lay->tensors[i];
+        const int first = zero_shard_owner(map, t->offset);
+        const int last = zero_shard_owner(map, t->offset + t->numel - 1);
+        if (first != last)
+            o += (size_t)snprintf(out + o, len - o, "%s%s (ranks %d-%d)", o ? ", " : "", t->name,
+                                  first, last);
+    }
+    if (o == 0) snprintf(out, len, "none");
+    if (o >= len && len > 4) snprintf(out + len - 4, 4, "..."); /* cut: more than fit */
+}
+
 memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, int world) {
     memory_estimate m;
     memset(&m, 0, sizeof m);
@@ -28,14 +47,27 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     const size_t n = lay->n_elements;
     m.params = n * m.elem_bytes;
     m.grads = n * m.elem_bytes;
+    const optimizer_kind *kind = optimizer_kind_for(cfg);
     shard_map map;
-    zero_shard_map(&map, n, world);
-    size_t shard = map.hi[0] - map.lo[0];
+    optimizer_shard_map(kind, lay, world, &map);
+    /* The largest shard decides: the ranks run the same model otherwise. */
+    size_t largest = 0, lo = 0, hi = 0;
+    for (int r = 0; r < world; r++)
+        if (map.hi[r] - map.lo[r] > largest || r == 0) {
+            largest = map.hi[r] - map.lo[r];
+            lo = map.lo[r], hi = map.hi[r];
+            m.shard_largest_rank = r;
+        }
+    m.shard_largest = largest;
+    m.shard_mean = n / (size_t)world;
+    describe_split(lay, &map, m.split_tensors, sizeof m.split_tensors);
+    const size_t shard0 = map.hi[0] - map.lo[0];
     zero_shard_map_free(&map);
-    m.optimizer_full = 3 * sizeof(float) * n;
+    m.optimizer_what = kind->state_description;
+    m.optimizer_full = optimizer_state_bytes(kind, lay, 0, n);
     if (cfg->zero_stage == 1 && world > 1) {
-        m.shard_grads = shard * m.elem_bytes;
-        m.optimizer = 3 * sizeof(float) * shard;
+        m.shard_grads = largest * m.elem_bytes;
+        m.optimizer = optimizer_state_bytes(kind, lay, lo, hi);
     } else {
         m.optimizer = m.optimizer_full;
     }
@@ -66,9 +98,9 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
         m.comm_inbox = copy_engines_mailbox_bytes(
             world, buckets_elements_per_bucket(cfg->bucket_mb, m.elem_bytes));
     if (m.elem_bytes == sizeof(float)) m.host_copy = n * sizeof(float); /* run.c's host_params */
-    /* Rank 0's snapshot: the full master and its shard's m and v. */
+    /* Rank 0's snapshot: the full master and its shard of the other arrays. */
     if (cfg->checkpoint_every > 0 && strcmp(cfg->checkpoint_async, "false") != 0)
-        m.host_snapshot = (n + 2 * shard) * sizeof(float);
+        m.host_snapshot = (n + (size_t)kind->n_state * shard0) * sizeof(float);
     m.total = m.params + m.grads + m.shard_grads + m.optimizer + m.activations + m.fp8 +
               m.host_copy + m.comm_inbox;
     /* On the CPU backend the buffers share the RAM the pre-flight checks
@@ -86,11 +118,17 @@ void memory_print(FILE *out, const memory_estimate *m, const config *cfg, size_t
     fprintf(out, "  parameters       %9.3f GiB\n", gib(m->params));
     fprintf(out, "  gradients        %9.3f GiB", gib(m->grads));
     if (m->shard_grads) fprintf(out, " + %.3f GiB reduced shard", gib(m->shard_grads));
-    fprintf(out, "\n  optimizer state  %9.3f GiB (%zu bytes: fp32 master, m, v)", gib(m->optimizer),
-            m->optimizer);
+    fprintf(out, "\n  optimizer state  %9.3f GiB (%zu bytes: %s)", gib(m->optimizer), m->optimizer,
+            m->optimizer_what);
     if (m->optimizer < m->optimizer_full)
         fprintf(out, ": ZeRO-1 saves %.3f GiB against zero_stage 0",
                 gib(m->optimizer_full - m->optimizer - m->shard_grads));
+    if (m->zero_stage == 1 && m->world > 1)
+        fprintf(out,
+                "\n  optimizer shards: largest %zu elements (rank %d), mean %zu: %.3fx the mean; "
+                "split over ranks: %s",
+                m->shard_largest, m->shard_largest_rank, m->shard_mean,
+                (double)m->shard_largest / (double)m->shard_mean, m->split_tensors);
     fprintf(out, "\n  activations      %9.3f GiB (micro-batch %d x %d)\n", gib(m->activations),
             cfg->micro_batch, cfg->seq_len);
     if (m->fp8)

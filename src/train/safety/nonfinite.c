@@ -25,14 +25,14 @@ bool nonfinite_test_poison(const nonfinite_guard *g, int step, int rank) {
     return rank == 0 && g->poison_first > 0 && step >= g->poison_first && step <= g->poison_last;
 }
 
-bool nonfinite_step_skipped(nonfinite_guard *g, adamw_state *opt, const kernel_ops *ops) {
+bool nonfinite_step_skipped(nonfinite_guard *g, optimizer *opt) {
     float factor = 0.0f;
-    ops->download(&factor, opt->grad_scale, sizeof factor);
+    opt->ops->download(&factor, opt->grad_scale, sizeof factor);
     if (factor >= 0.0f) {
         g->in_a_row = 0;
         return false;
     }
-    opt->step--; /* AdamW's t counts the updates applied, as torch's does */
+    opt->step--; /* the update count (AdamW's t) counts applied updates, as torch's does */
     g->in_a_row++;
     g->total++;
     return true;

@@ -32,7 +32,7 @@ void nonfinite_init(nonfinite_guard *g, int max_bad_steps);
 bool nonfinite_test_poison(const nonfinite_guard *g, int step, int rank);
 /* After the step is done: true when it was skipped (then opt->step is taken
  * back and the skip counted); a good step ends a streak. */
-bool nonfinite_step_skipped(nonfinite_guard *g, adamw_state *opt, const kernel_ops *ops);
+bool nonfinite_step_skipped(nonfinite_guard *g, optimizer *opt);
 /* max_bad_steps skipped steps in a row. */
 bool nonfinite_give_up(const nonfinite_guard *g);
 #endif

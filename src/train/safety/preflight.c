@@ -2,7 +2,6 @@
 #include "train/safety/preflight.h"
 
 #include <inttypes.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,12 +166,12 @@ void preflight_check(const config *cfg, const gpt2_layout *lay, const dist_state
     struct {
         double free;
         int rank;
-    } in = {mine < 0 ? 1e300 : mine, dist->rank}, least;
-    MPI_CHECK(MPI_Allreduce(&in, &least, 1, MPI_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD));
+    } least;
+    group_minloc(&dist->job, mine < 0 ? 1e300 : mine, &least.free, &least.rank);
     if (least.free >= 1e300) return;
     /* The node's numbers behind that share, for the message. */
     double node[2] = {node_available, (double)dist->local_world};
-    MPI_CHECK(MPI_Bcast(node, 2, MPI_DOUBLE, least.rank, MPI_COMM_WORLD));
+    group_bcast(&dist->job, node, sizeof node, least.rank);
     preflight_plan p = preflight_plan_for(cfg, lay, dist->world, (size_t)least.free);
     p.node_available = node[0] > 0 ? (size_t)node[0] : 0;
     p.node_ranks = (int)node[1];

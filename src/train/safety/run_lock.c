@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,21 +170,23 @@ static int lock_on_root(run_lock *lock, const char *run_dir, char *msg, size_t l
     return 0;
 }
 
-void run_lock_acquire(run_lock *lock, const char *run_dir, int rank) {
+void run_lock_acquire(run_lock *lock, const char *run_dir, const dist_group *job) {
     static char msg[MSG_MAX];
+    const int rank = job->rank;
     lock->fd = -1;
     lock->dir_fd = -1;
     lock->path[0] = '\0';
     int status = 0;
     if (rank == 0) status = lock_on_root(lock, run_dir, msg, sizeof msg);
-    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    group_bcast(job, &status, sizeof status, 0);
     if (status != 0) {
         if (rank == 0) run_lock_release(lock);
         fail_collective(status, "%s", msg);
     }
 }
 
-void run_lock_check_free(const char *run_dir, int rank) {
+void run_lock_check_free(const char *run_dir, const dist_group *job) {
+    const int rank = job->rank;
     static char msg[MSG_MAX];
     int status = 0;
     struct stat st;
@@ -195,7 +196,7 @@ void run_lock_check_free(const char *run_dir, int rank) {
         status = lock_dir(&probe, run_dir, msg, sizeof msg);
         run_lock_release(&probe); /* the directory's lock only: no file was made */
     }
-    MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    group_bcast(job, &status, sizeof status, 0);
     if (status != 0) fail_collective(status, "%s", msg);
 }
 

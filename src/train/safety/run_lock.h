@@ -22,6 +22,8 @@
 #ifndef GPT2_TRAIN_SAFETY_RUN_LOCK_H
 #define GPT2_TRAIN_SAFETY_RUN_LOCK_H
 
+#include "dist/group.h"
+
 #define RUN_LOCK_FILE "gpt2_ddp.lock"
 
 typedef struct {
@@ -30,16 +32,16 @@ typedef struct {
     char path[2048]; /* the lock file */
 } run_lock;
 
-/* Collective (MPI_COMM_WORLD). run_dir must exist. Returns with the lock
+/* Collective over the job. run_dir must exist. Returns with the lock
  * held by rank 0, or ends every rank: exit 2 when another run holds it, 1
  * when the lock file cannot be created or written. */
-void run_lock_acquire(run_lock *lock, const char *run_dir, int rank);
+void run_lock_acquire(run_lock *lock, const char *run_dir, const dist_group *job);
 /* Collective, touches nothing: ends every rank with the message of
  * run_lock_acquire (exit 2) when a live run holds run_dir's lock, so that
  * a start decided before the lock is taken (what the directory holds)
  * first hears of the run that holds it. Nothing when run_dir does not
  * exist. The lock is taken only by run_lock_acquire. */
-void run_lock_check_free(const char *run_dir, int rank);
+void run_lock_check_free(const char *run_dir, const dist_group *job);
 /* Removes the lock file and releases the lock (also done by the process
  * ending, but for the file). */
 void run_lock_release(run_lock *lock);

@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +89,9 @@ static void describe_unremovable(const char *path, int err, char *out, size_t le
 }
 
 /* Collective: rank 0's error text (empty: none) ends every rank with exit 2. */
-static void fail_if_any(const char *msg) {
+static void fail_if_any(const run_stop *s, const char *msg) {
     int bad = msg[0] != '\0';
-    MPI_CHECK(MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    group_bcast(s->job, &bad, sizeof bad, 0);
     if (bad) fail_collective(EXIT_USAGE, "%s", msg);
 }
 
@@ -118,13 +117,15 @@ static void check_stop_at_start(const run_stop *s, const char *run_dir) {
                      s->stop_file, what);
         }
     }
-    fail_if_any(msg);
+    fail_if_any(s, msg);
 }
 
-void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, int rank,
+void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, const dist_group *job,
                    double checkpoint_bytes) {
     memset(s, 0, sizeof *s);
-    s->rank = rank;
+    s->job = job;
+    s->rank = job->rank;
+    const int rank = job->rank;
     snprintf(s->stop_file, sizeof s->stop_file, "%s/%s", run_dir, RUN_STOP_FILE);
     check_stop_at_start(s, run_dir);
     s->save_s = checkpoint_bytes / SAVE_BYTES_PER_S + SAVE_FIXED_S;
@@ -184,9 +185,8 @@ int run_stop_agree(run_stop *s, bool eval_next) {
         if (access(s->stop_file, F_OK) == 0) local |= STOP_FILE;
         if (out_of_time(s, eval_next)) local |= STOP_TIME_LIMIT;
     }
-    int all = 0;
-    MPI_CHECK(MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD));
-    return all;
+    group_allreduce_int(s->job, &local, 1, GROUP_BOR);
+    return local;
 }
 
 void run_stop_report(run_stop *s, int reasons, int step) {
@@ -218,7 +218,7 @@ void run_stop_report(run_stop *s, int reasons, int step) {
                           o ? " and " : "", s->deadline_source, s->left_s, s->need_s);
     }
     /* Not exit 3: a scheduler would requeue the run into the same stop. */
-    if (reasons & STOP_FILE) fail_if_any(unremovable);
+    if (reasons & STOP_FILE) fail_if_any(s, unremovable);
     if (s->rank != 0) return;
     printf("stopped by %s after step %d: checkpoint saved, exit code %d\n", why, step,
            EXIT_PREEMPTED);

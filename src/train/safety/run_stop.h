@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "dist/group.h"
 
 #define RUN_STOP_FILE "STOP"
 
@@ -32,6 +33,7 @@ enum { STOP_SIGNAL = 1, STOP_FILE = 2, STOP_TIME_LIMIT = 4 };
 enum { RUN_STOP_RECENT = 8 };
 
 typedef struct {
+    const dist_group *job; /* the ranks that agree on a stop */
     int rank;
     char stop_file[2100];
     double deadline; /* CLOCK_REALTIME seconds; 0: no time limit */
@@ -45,12 +47,12 @@ typedef struct {
     double left_s, need_s; /* at the decision that stopped the run */
 } run_stop;
 
-/* Every rank (collective). Ends every rank with exit 2 when the run
+/* Every rank of job (collective; job outlives s). Ends every rank with exit 2 when the run
  * directory holds a STOP the run could not remove. Rank 0 reads the budget (time_limit_min, or the Slurm job's
  * end time through squeue) and prints it; the others follow it through
  * run_stop_agree. checkpoint_bytes:
  * rank 0's share of a checkpoint, for the save time before one is measured. */
-void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, int rank,
+void run_stop_init(run_stop *s, const config *cfg, const char *run_dir, const dist_group *job,
                    double checkpoint_bytes);
 void run_stop_note_step(run_stop *s, double ms);
 void run_stop_note_save(run_stop *s, double seconds);
