@@ -16,7 +16,13 @@
  * registers), where a tile sized for AVX2 spills badly, so the block code is
  * compiled twice from one inline body: 6 x 16 with AVX2+FMA, picked at run
  * time when the CPU has it (~100 GFLOP/s per core here), and 6 x 8 for
- * everything else. */
+ * everything else.
+ * Under the sanitizers (GPT2_SANITIZE) the block code is not instrumented:
+ * checked element by element it ran about 12 times slower, most of the
+ * sanitizer run's time. gemm instead checks, once per product, that every
+ * byte its operands span is addressable, and a byte that is not is reported
+ * by ASan as any bad access is: the same finding for these loops, whose
+ * every access lies in those spans, without the per-element cost. */
 #include "kernels/matmul.h"
 
 #include <omp.h>
@@ -26,6 +32,22 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define GEMM_UNCHECKED __attribute__((no_sanitize("address", "undefined")))
+/* An ASan report (exit 86 in the sanitizer run) unless all of p[0, n) is
+ * addressable: the instrumented load of the first bad byte makes it. */
+static void require_addressable(const float *p, size_t n) {
+    const char *bad = n ? __asan_region_is_poisoned((void *)p, n * sizeof(float)) : NULL;
+    if (bad) {
+        volatile char byte = *(const volatile char *)bad;
+        (void)byte;
+    }
+}
+#else
+#define GEMM_UNCHECKED
+#endif
 
 /* MR x 16 with 8-float vectors keeps 12 AVX2 accumulators + 2 B vectors +
  * 1 broadcast in 16 registers (MR x 8 does the same with SSE's 4-float
@@ -51,8 +73,8 @@ typedef struct {
 
 /* Packs rows [r0, r0+rows) x cols [k0, k0+kc) of x as a panel dst[k][width],
  * zero-padding rows up to width; the loop order follows the unit stride. */
-static void pack_panel(float *restrict dst, int width, operand x, int r0, int rows, int k0,
-                       int kc) {
+GEMM_UNCHECKED static void pack_panel(float *restrict dst, int width, operand x, int r0, int rows,
+                                      int k0, int kc) {
     const float *src = x.p + (size_t)r0 * x.rs + (size_t)k0 * x.ks;
     if (x.ks == 1) {
         for (int r = 0; r < rows; r++)
@@ -69,10 +91,9 @@ static void pack_panel(float *restrict dst, int width, operand x, int r0, int ro
 /* ct (MR x nr_w, row-major) += A (MR x kc, element (i, k) at a[i*rs + k*ks])
  * times panel B (kc x nr_w), nr_w = 8 * nv. Always inlined with a constant
  * nv, so each caller gets a fully unrolled tile in its own instruction set. */
-static inline __attribute__((always_inline)) void micro_kernel(int kc, const float *restrict a,
-                                                               size_t rs, size_t ks,
-                                                               const float *restrict bp,
-                                                               float *restrict ct, const int nv) {
+GEMM_UNCHECKED static inline __attribute__((always_inline)) void
+micro_kernel(int kc, const float *restrict a, size_t rs, size_t ks, const float *restrict bp,
+             float *restrict ct, const int nv) {
     vec8 acc[MR][NR_MAX / 8];
     for (int i = 0; i < MR; i++)
         for (int v = 0; v < nv; v++) memcpy(&acc[i][v], ct + (i * nv + v) * 8, sizeof(vec8));
@@ -91,9 +112,9 @@ static inline __attribute__((always_inline)) void micro_kernel(int kc, const flo
 /* ct (MR x nr_w) = the mr x nr corner of C at cb, or with start the bias
  * row (0 when NULL); the rest 0. Full tiles take constant-bound loops that
  * the compiler turns into vector copies (variable bounds became byte loops). */
-static inline __attribute__((always_inline)) void load_tile(float *restrict ct, const float *cb,
-                                                            size_t ldc, int mr, int nr, int start,
-                                                            const float *bias, const int nr_w) {
+GEMM_UNCHECKED static inline __attribute__((always_inline)) void
+load_tile(float *restrict ct, const float *cb, size_t ldc, int mr, int nr, int start,
+          const float *bias, const int nr_w) {
     if (mr == MR && nr == nr_w) {
         for (int i = 0; i < MR; i++)
             for (int j = 0; j < nr_w; j++)
@@ -107,7 +128,7 @@ static inline __attribute__((always_inline)) void load_tile(float *restrict ct, 
 }
 
 /* The mr x nr corner of ct (MR x nr_w) back to C at cb. */
-static inline __attribute__((always_inline)) void
+GEMM_UNCHECKED static inline __attribute__((always_inline)) void
 store_tile(float *cb, size_t ldc, const float *restrict ct, int mr, int nr, const int nr_w) {
     if (mr == MR && nr == nr_w) {
         for (int i = 0; i < MR; i++)
@@ -132,9 +153,9 @@ typedef struct {
  * slice, pack the B block once into nr_w-wide panels, then run the
  * micro-kernel over every MR x nr_w sub-tile, MC rows at a time.
  * ap (MR x KC) and bp (NC x KC): the thread's pack space. */
-static inline __attribute__((always_inline)) void gemm_block(const gemm_args *g, int i0, int i1,
-                                                             int j0, int nc, float *ap, float *bp,
-                                                             const int nr_w) {
+GEMM_UNCHECKED static inline __attribute__((always_inline)) void
+gemm_block(const gemm_args *g, int i0, int i1, int j0, int nc, float *ap, float *bp,
+           const int nr_w) {
     const operand a = g->a;
     for (int k0 = 0; k0 < g->K; k0 += KC) {
         const int kc = g->K - k0 < KC ? g->K - k0 : KC;
@@ -167,13 +188,13 @@ static inline __attribute__((always_inline)) void gemm_block(const gemm_args *g,
 }
 
 /* The two compiled instances: the same body, two instruction sets. */
-static void gemm_block_base(const gemm_args *g, int i0, int i1, int j0, int nc, float *ap,
-                            float *bp) {
+GEMM_UNCHECKED static void gemm_block_base(const gemm_args *g, int i0, int i1, int j0, int nc,
+                                           float *ap, float *bp) {
     gemm_block(g, i0, i1, j0, nc, ap, bp, 8);
 }
 
 #if GEMM_HAVE_AVX2_PATH
-__attribute__((target("avx2,fma"))) static void
+GEMM_UNCHECKED __attribute__((target("avx2,fma"))) static void
 gemm_block_avx2(const gemm_args *g, int i0, int i1, int j0, int nc, float *ap, float *bp) {
     gemm_block(g, i0, i1, j0, nc, ap, bp, 16);
 }
@@ -194,6 +215,14 @@ static void gemm(float *c, size_t ldc, operand a, operand bt, int M, int N, int 
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) block = gemm_block_avx2;
 #endif
     const gemm_args g = {c, ldc, a, bt, K, init, bias};
+#if defined(__SANITIZE_ADDRESS__)
+    if (M > 0 && N > 0 && K > 0) {
+        require_addressable(a.p, (size_t)(M - 1) * a.rs + (size_t)(K - 1) * a.ks + 1);
+        require_addressable(bt.p, (size_t)(N - 1) * bt.rs + (size_t)(K - 1) * bt.ks + 1);
+    }
+    if (M > 0 && N > 0) require_addressable(c, (size_t)(M - 1) * ldc + (size_t)N);
+    if (bias) require_addressable(bias, (size_t)N);
+#endif
     const int blocks_n = (N + NC - 1) / NC;
     const int want_parts = (2 * omp_get_max_threads() + blocks_n - 1) / blocks_n;
     const int max_parts = (M + MR - 1) / MR;
