@@ -8,11 +8,13 @@
  * share (the buffer's cost over the ranks) whose optimizer works element by
  * element (AdamW) may be cut, at ZERO_ALIGN boundaries: keeping the tied
  * embedding of 124M (31% of the parameters) whole on 8 ranks would give one
- * rank 2.5 times the mean state. Each edge goes to the place nearest its
- * fair position (rank r's edge at r/world of the total cost) that the
- * tensors allow, so that a rank holds its fair share give or take half a
- * whole tensor at each end. A rank may own nothing (more ranks than whole
- * tensors to spread); the collectives and checkpoints take empty slices.
+ * rank 2.5 times the mean state. Within those rules the largest shard costs
+ * the least any cut gives (bisection over the capacity of a rank, each rank
+ * filled greedily), and each edge then goes as near its fair place (rank
+ * r's edge at r/world of the total cost) as that capacity allows, so that
+ * the ranks are as even as the tensors let them be. A rank may own nothing
+ * where there are more ranks than whole tensors to spread (a matrix
+ * optimizer at high rank counts; AdamW's maps have no empty shard).
  *
  * zero_shard_map cuts anywhere on ZERO_ALIGN boundaries, evenly: the map of
  * checkpoints written before tensor-aligned maps, and of tests. */

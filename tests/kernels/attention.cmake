@@ -8,7 +8,7 @@ if(GPT2_HAVE_CUDA)
   add_executable(test_attention_cuda ${CMAKE_CURRENT_SOURCE_DIR}/test_attention_cuda.cu)
   target_link_libraries(test_attention_cuda PRIVATE room_train)
   add_test(NAME test_attention_cuda COMMAND test_attention_cuda)
-  set_tests_properties(test_attention_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
+  set_tests_properties(test_attention_cuda PROPERTIES LABELS gpu RESOURCE_LOCK gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
 
   add_executable(bench_attention ${PROJECT_SOURCE_DIR}/bench/bench_attention.cu)
   target_link_libraries(bench_attention PRIVATE room_train)
@@ -20,6 +20,6 @@ if(GPT2_HAVE_CUDA)
   add_test(NAME attention_deterministic_cuda
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/attention_deterministic.sh $<TARGET_FILE:gpt2_ddp>
                    ${CMAKE_CURRENT_BINARY_DIR}/attention_deterministic_cuda)
-  set_tests_properties(attention_deterministic_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
+  set_tests_properties(attention_deterministic_cuda PROPERTIES LABELS gpu RESOURCE_LOCK gpu SKIP_RETURN_CODE 77
                                                                TIMEOUT 600)
 endif()

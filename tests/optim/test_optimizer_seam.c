@@ -1,6 +1,7 @@
 /* The optimizer seam on the CPU backend.
  *  - Shard maps of AdamW for GPT-2's layouts (tiny, 124M, 350M, 774M,
- *    1558M) at 1 to 9, 12, 16, 32 and 64 ranks: they tile the buffer, and a
+ *    1558M) at 1 to 9, 12, 16, 32 and 64 ranks: they tile the buffer with
+ *    no empty shard, and a
  *    tensor lies on two ranks only where it is larger than a fair share (the
  *    parameters over the ranks): every 2-D weight smaller than that on
  *    exactly one. The same check finds the even map's split weights (so it
@@ -78,9 +79,9 @@ static void check_shard_maps(void) {
             optimizer_shard_map(&optimizer_adamw, &lay, world, &map);
             size_t next = 0, largest = 0;
             for (int r = 0; r < world; r++) {
-                snprintf(what, sizeof what, "%s: rank %d's slice [%zu, %zu) tiles on", label, r,
-                         map.lo[r], map.hi[r]);
-                check(map.lo[r] == next && map.hi[r] >= map.lo[r] && map.lo[r] % ZERO_ALIGN == 0,
+                snprintf(what, sizeof what, "%s: rank %d's slice [%zu, %zu) tiles on, not empty",
+                         label, r, map.lo[r], map.hi[r]);
+                check(map.lo[r] == next && map.hi[r] > map.lo[r] && map.lo[r] % ZERO_ALIGN == 0,
                       what);
                 next = map.hi[r];
                 if (map.hi[r] - map.lo[r] > largest) largest = map.hi[r] - map.lo[r];
