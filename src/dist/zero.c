@@ -49,18 +49,24 @@ typedef struct {
 /* Slack for sums of doubles compared with a capacity. */
 static double slack(const cost_line *l) { return 1e-9 * l->total; }
 
-/* The piece holding position x (the last whose begin <= x). */
-static int piece_at(const cost_line *l, size_t x) {
+/* The last piece whose begin (by_cost: whose cost before it) is at most x,
+ * by bisection: both grow with the index. (Positions are exact in a
+ * double.) */
+static int last_piece_from(const cost_line *l, double x, bool by_cost) {
     int a = 0, b = l->n - 1;
     while (a < b) {
         const int mid = (a + b + 1) / 2;
-        if (l->p[mid].begin <= x)
+        const double key = by_cost ? l->p[mid].before : (double)l->p[mid].begin;
+        if (key <= x)
             a = mid;
         else
             b = mid - 1;
     }
     return a;
 }
+
+/* The piece holding position x. */
+static int piece_at(const cost_line *l, size_t x) { return last_piece_from(l, (double)x, false); }
 
 /* The cost of [0, x). */
 static double cost_to(const cost_line *l, size_t x) {
@@ -122,17 +128,7 @@ static bool fits(const cost_line *l, int world, double cap) {
  * earlier on a tie). */
 static size_t edge_near(const cost_line *l, double target) {
     if (target >= l->total) return l->n_elements;
-    int i = piece_at(l, 0);
-    int a = 0, b = l->n - 1; /* the last piece whose cost starts at or before target */
-    while (a < b) {
-        const int mid = (a + b + 1) / 2;
-        if (l->p[mid].before <= target)
-            a = mid;
-        else
-            b = mid - 1;
-    }
-    i = a;
-    const piece *q = &l->p[i];
+    const piece *q = &l->p[last_piece_from(l, target, true)];
     const double into = target - q->before;
     if (q->cut) {
         const double units = into / q->cost * (double)q->numel / ZERO_ALIGN;
