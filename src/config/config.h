@@ -40,7 +40,8 @@ typedef struct {
     double lr;            /* peak learning rate */
     double min_lr_frac;   /* final lr = lr * min_lr_frac */
     int warmup_steps;     /* linear warm-up from lr/warmup_steps to lr */
-    char lr_schedule[16]; /* cosine | linear | constant (after warm-up) */
+    char lr_schedule[16]; /* cosine | linear | constant | wsd (after warm-up) */
+    double decay_frac;    /* wsd: the last share of max_steps that decays */
     double weight_decay;  /* decoupled, 2-D tensors only */
     double beta1, beta2, eps;
     double grad_clip; /* global-norm clip; 0 disables */
@@ -138,4 +139,9 @@ size_t config_format(const config *cfg, char *buf, size_t len);
 
 /* Every key with its default and meaning, for --help. */
 void config_print_help(FILE *out);
+
+/* lr_schedule = wsd: the steps at the end of the run over which the lr
+ * decays, decay_frac of max_steps rounded to the nearest step (the
+ * schedule, optim/schedule.h, and config_validate's check agree on it). */
+int config_wsd_decay_steps(const config *cfg);
 #endif

@@ -43,7 +43,7 @@
 #define ENUM_KEY(sec, f, def, choices, help)                                                       \
     { #f, sec, FIELD(f, char *, KEY_ENUM), def, NO_RANGE, choices, help, false }
 
-static const char *const lr_schedules[] = {"cosine", "linear", "constant", NULL};
+static const char *const lr_schedules[] = {"cosine", "linear", "constant", "wsd", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
 static const char *const comm_transports[] = {"auto", "nccl", "copy_engines", NULL};
@@ -78,7 +78,13 @@ const config_key config_keys[] = {
             "steps of linear warm-up from lr / warmup_steps to lr, <= max_steps (one set "
             "before a shorter max_steps, as the default, is cut to the same share of the run)"),
     ENUM_KEY("train", lr_schedule, "cosine", lr_schedules,
-             "after warm-up: decay to lr * min_lr_frac at max_steps, or stay at lr"),
+             "after warm-up: decay to lr * min_lr_frac at max_steps (cosine, linear), stay at lr "
+             "(constant), or stay at lr and decay linearly over the last decay_frac of the run "
+             "(wsd: warm-up, stable, decay)"),
+    DOUBLE_KEY("train", decay_frac, "0.2", CLOSED(0, 1),
+               "lr_schedule = wsd: the share of max_steps, at its end, over which the lr falls "
+               "linearly to lr * min_lr_frac (warmup_steps + decay_frac * max_steps <= "
+               "max_steps)"),
     DOUBLE_KEY("train", weight_decay, "0.1", AT_LEAST(0),
                "AdamW decoupled weight decay, applied to 2-D tensors only"),
     DOUBLE_KEY("train", beta1, "0.9", HALF_OPEN(0, 1), "AdamW decay of the first moment"),

@@ -5,6 +5,7 @@
  * the keys and values. */
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "base/fail.h"
@@ -81,6 +82,10 @@ static void validate_batch(config *cfg) {
     cfg->grad_accum = (int)accum;
 }
 
+int config_wsd_decay_steps(const config *cfg) {
+    return (int)llround(cfg->decay_frac * cfg->max_steps);
+}
+
 /* config_load shortened a warm-up set before max_steps; one set with it (or
  * after it) is what the user asked for, and only the user can choose. */
 static void validate_schedule(const config *cfg) {
@@ -90,6 +95,15 @@ static void validate_schedule(const config *cfg) {
                         "before the warm-up does (set --warmup_steps=N with N <= %d, or raise "
                         "max_steps)",
                         cfg->warmup_steps, cfg->max_steps, cfg->max_steps);
+    const int decay = config_wsd_decay_steps(cfg);
+    if (strcmp(cfg->lr_schedule, "wsd") == 0 && cfg->warmup_steps + decay > cfg->max_steps)
+        fail_collective(EXIT_USAGE,
+                        "lr_schedule = wsd: warmup_steps = %d and the decay over decay_frac = %g "
+                        "of max_steps = %d (%d steps) overlap: lower decay_frac to at most %g or "
+                        "warmup_steps to at most %d, or raise max_steps",
+                        cfg->warmup_steps, cfg->decay_frac, cfg->max_steps, decay,
+                        (double)(cfg->max_steps - cfg->warmup_steps) / cfg->max_steps,
+                        cfg->max_steps - decay);
 }
 
 /* A new train_data with the bundled corpus's val_data left over from the

@@ -60,8 +60,11 @@ static void print_run_header(const run_state *r) {
            lay->vocab_size);
     printf("batch: %lld tokens/step = %d ranks x %d micro-steps x %d x %d\n",
            (long long)cfg->total_batch, world, cfg->grad_accum, cfg->micro_batch, cfg->seq_len);
-    char decay[64] = "then constant";
-    if (strcmp(cfg->lr_schedule, "constant") != 0)
+    char decay[128] = "then constant";
+    if (strcmp(cfg->lr_schedule, "wsd") == 0)
+        snprintf(decay, sizeof decay, "then constant, linear decay to %g over the last %d steps",
+                 cfg->lr * cfg->min_lr_frac, config_wsd_decay_steps(cfg));
+    else if (strcmp(cfg->lr_schedule, "constant") != 0)
         snprintf(decay, sizeof decay, "%s decay to %g", cfg->lr_schedule,
                  cfg->lr * cfg->min_lr_frac);
     printf("schedule: lr %g, %d warm-up steps, %s, max_steps %d (%lld tokens)\n", cfg->lr,
