@@ -105,15 +105,27 @@ static int resolve_checkpoint(const config *cfg, const char *run_dir, char *dir,
 static const char *const fixed_keys[] = {"n_layer",    "n_embd",  "n_head",      "vocab_size",
                                          "block_size", "seq_len", "total_batch", "seed"};
 /* Keys that define the run: changed only when allow_changed names them. */
-static const char *const defining_keys[] = {
-    "train_data",  "val_data",   "lr",        "min_lr_frac",  "warmup_steps",
-    "lr_schedule", "decay_frac", "max_steps", "weight_decay", "beta1",
-    "beta2",       "eps",        "grad_clip"};
+static const char *const defining_keys[] = {"train_data",
+                                            "val_data",
+                                            "lr",
+                                            "min_lr_frac",
+                                            "warmup_steps",
+                                            "lr_schedule",
+                                            "decay_frac",
+                                            "max_steps",
+                                            "weight_decay",
+                                            "beta1",
+                                            "beta2",
+                                            "eps",
+                                            "grad_clip",
+                                            "muon_lr",
+                                            "muon_momentum",
+                                            "muon_weight_decay"};
 /* Keys that say how to start, not what the run is: never reported. */
 static const char *const start_keys[] = {"allow_changed", "resume", "init_from"};
 /* Keys of the learning-rate schedule: a change moves the lr of the next step. */
-static const char *const schedule_keys[] = {"lr",          "min_lr_frac", "warmup_steps",
-                                            "lr_schedule", "decay_frac",  "max_steps"};
+static const char *const schedule_keys[] = {
+    "lr", "min_lr_frac", "warmup_steps", "lr_schedule", "decay_frac", "max_steps", "muon_lr"};
 
 #define IN(list, key) in_list(list, sizeof list / sizeof list[0], key)
 static bool in_list(const char *const *list, size_t n, const char *key) {

@@ -37,12 +37,16 @@ typedef struct {
     int world;           /* derived: ranks the batch is planned for (dry_run_ranks or launched) */
 
     /* optimizer and schedule */
-    double lr;            /* peak learning rate */
-    double min_lr_frac;   /* final lr = lr * min_lr_frac */
-    int warmup_steps;     /* linear warm-up from lr/warmup_steps to lr */
-    char lr_schedule[16]; /* cosine | linear | constant | wsd (after warm-up) */
-    double decay_frac;    /* wsd: the last share of max_steps that decays */
-    double weight_decay;  /* decoupled, 2-D tensors only */
+    double lr;                /* peak learning rate */
+    double min_lr_frac;       /* final lr = lr * min_lr_frac */
+    int warmup_steps;         /* linear warm-up from lr/warmup_steps to lr */
+    char lr_schedule[16];     /* cosine | linear | constant | wsd (after warm-up) */
+    double decay_frac;        /* wsd: the last share of max_steps that decays */
+    char optimizer[8];        /* adamw | muon (optim/optimizer.h) */
+    double muon_lr;           /* muon: the blocks' 2-D weights' peak lr */
+    double muon_momentum;     /* muon: their Nesterov momentum */
+    double muon_weight_decay; /* muon: their decoupled weight decay */
+    double weight_decay;      /* decoupled, 2-D tensors only */
     double beta1, beta2, eps;
     double grad_clip; /* global-norm clip; 0 disables */
     int max_steps;

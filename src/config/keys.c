@@ -44,6 +44,7 @@
     { #f, sec, FIELD(f, char *, KEY_ENUM), def, NO_RANGE, choices, help, false }
 
 static const char *const lr_schedules[] = {"cosine", "linear", "constant", "wsd", NULL};
+static const char *const optimizers[] = {"adamw", "muon", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const reduce_dtypes[] = {"bf16", "fp32", NULL};
 static const char *const comm_transports[] = {"auto", "nccl", "copy_engines", NULL};
@@ -85,6 +86,18 @@ const config_key config_keys[] = {
                "lr_schedule = wsd: the share of max_steps, at its end, over which the lr falls "
                "linearly to lr * min_lr_frac (warmup_steps + decay_frac * max_steps <= "
                "max_steps)"),
+    ENUM_KEY("train", optimizer, "adamw", optimizers,
+             "adamw: AdamW for every tensor; muon: Muon (momentum, then Newton-Schulz "
+             "orthogonalisation) for the blocks' 2-D weights, AdamW (lr, weight_decay) for the "
+             "embeddings, biases and LayerNorm gains (docs/optimizers.md)"),
+    DOUBLE_KEY("train", muon_lr, "0.02", ABOVE(0, 10),
+               "optimizer = muon: peak learning rate of the blocks' 2-D weights (the schedule "
+               "scales it as it scales lr)"),
+    DOUBLE_KEY("train", muon_momentum, "0.95", HALF_OPEN(0, 1),
+               "optimizer = muon: momentum of the blocks' 2-D weights (Nesterov)"),
+    DOUBLE_KEY("train", muon_weight_decay, "0", AT_LEAST(0),
+               "optimizer = muon: decoupled weight decay of the blocks' 2-D weights (times the "
+               "scheduled muon_lr)"),
     DOUBLE_KEY("train", weight_decay, "0.1", AT_LEAST(0),
                "AdamW decoupled weight decay, applied to 2-D tensors only"),
     DOUBLE_KEY("train", beta1, "0.9", HALF_OPEN(0, 1), "AdamW decay of the first moment"),

@@ -9,6 +9,9 @@
  * shard of many tensors. Tensors start on LAYOUT_ALIGN (a multiple of it)
  * and shards on ZERO_ALIGN, so no chunk holds two tensors. */
 #define ADAMW_DECAY_CHUNK 128
+/* A chunk flag that leaves the chunk alone: tensors another optimizer
+ * updates (Muon's matrices, kernels/muon.h) within a shard AdamW covers. */
+#define ADAMW_CHUNK_SKIP 2
 
 /* One step's constants. */
 typedef struct {
@@ -34,7 +37,8 @@ extern "C" {
  * and the new master value also written to params (bf16, rounded to nearest
  * even; skipped when NULL), in one launch over the whole range: element i
  * decays when decay_chunks[i / ADAMW_DECAY_CHUNK] is nonzero (device
- * memory; NULL: every element decays). Every operation rounds as the CPU
+ * memory; NULL: every element decays), and is left as it is (params
+ * too) where that flag is ADAMW_CHUNK_SKIP. Every operation rounds as the CPU
  * reference's does (no fused multiply-adds), so master, m and v match
  * adamw_update_cpu bit for bit given the same inputs. */
 void adamw_update_cuda(void *params, float *master, const void *grad, float *m, float *v, size_t n,

@@ -105,6 +105,16 @@ size_t matmul_wgmma_dgelu_scratch_bytes(int N, int C, int OC);
 int matmul_wgmma_dgelu(void *dinp, void *dpre_colsum, const void *dout, const void *weight,
                        const void *pre, int N, int C, int OC, void *scratch, cudaStream_t stream);
 void matmul_cuda_set_fusion(int flags);
+/* D[i] = alpha op(A[i]) op(B[i]) + beta C[i] for i < count, cuBLAS's
+ * column-major convention (op(A) m x k, op(B) k x n, D m x n with leading
+ * dimension ldd; ta, tb: 1 transposes), bf16 operands and results, fp32
+ * accumulation; operand i lies stride_* elements after operand i - 1, C
+ * (NULL: D) as D. One cuBLASLt call, its plan cached by shape like the
+ * linear layers' (Muon's Newton-Schulz products, kernels/muon.h). */
+void matmul_batched_cuda(int ta, int tb, int m, int n, int k, float alpha, const void *A, int lda,
+                         int64_t stride_a, const void *B, int ldb, int64_t stride_b, float beta,
+                         const void *C, void *D, int ldd, int64_t stride_d, int count,
+                         const cublaslt_ctx *lt, cudaStream_t stream);
 /* The measured choices so far: per GEMM plan, the heuristic's first
  * algorithm's time, the chosen one's, and its rate. */
 void matmul_cuda_print_tuning(FILE *out);

@@ -11,6 +11,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/fp8.h"
+#include "kernels/muon.h"
 
 enum { OPS_MARKS = 4096 }; /* kernel_ops.mark_record's marks */
 
@@ -122,6 +123,19 @@ typedef struct kernel_ops {
     void (*adamw_update)(void *params, float *master, const void *grad, float *m, float *v,
                          size_t n, const uint8_t *decay_chunks, const float *grad_scale,
                          const adamw_hyper *h);
+
+    /* Muon (kernels/muon.h) on a batch b of equally shaped matrices of an
+     * optimizer shard (grad, buf, master and params indexed from the
+     * shard's start by b's offsets): x (b->count x rows x cols, storage
+     * type) = each matrix's Nesterov look-ahead from grad * *grad_scale,
+     * buf updated; x normalised and orthogonalised in place (Newton-Schulz);
+     * master and params updated from x. A negative *grad_scale
+     * (CLIP_SKIP_STEP) changes neither buf nor master. */
+    void (*muon_momentum)(void *x, float *buf, const void *grad, const muon_batch *b,
+                          const float *grad_scale, float momentum);
+    void (*muon_orthogonalize)(void *x, int count, int rows, int cols);
+    void (*muon_apply)(void *params, float *master, const void *x, const muon_batch *b,
+                       const float *grad_scale, const muon_hyper *h);
 
     /* FP8 linear layers (kernels/fp8.h); NULL where the backend has none
      * (the CPU). fp8_cast: bf16 (rows, cols) -> FP8 `format` with its

@@ -13,6 +13,7 @@
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/muon.h"
 #include "kernels/norm.h"
 
 static void *cpu_alloc(size_t bytes) {
@@ -116,19 +117,40 @@ static void cpu_adamw_update(void *params, float *master, const void *grad, floa
     const float *g = grad;
     adamw_hyper no_decay = *h;
     no_decay.weight_decay = 0.0f;
+    /* Runs of chunks with one flag: each run is one call, or left alone. */
     for (size_t begin = 0, end; begin < n; begin = end) {
-        const int decay = decay_chunks == NULL || decay_chunks[begin / ADAMW_DECAY_CHUNK];
+        const uint8_t flag = decay_chunks ? decay_chunks[begin / ADAMW_DECAY_CHUNK] : 1;
         end = n;
         if (decay_chunks)
             for (size_t c = begin / ADAMW_DECAY_CHUNK + 1; c * ADAMW_DECAY_CHUNK < n; c++)
-                if ((decay_chunks[c] != 0) != decay) {
+                if (decay_chunks[c] != flag) {
                     end = c * ADAMW_DECAY_CHUNK;
                     break;
                 }
+        if (flag == ADAMW_CHUNK_SKIP) continue;
         adamw_update_cpu(master + begin, g + begin, m + begin, v + begin, end - begin, *grad_scale,
-                         decay ? h : &no_decay);
+                         flag ? h : &no_decay);
+        if (params != master)
+            memcpy((float *)params + begin, master + begin, (end - begin) * sizeof(float));
     }
-    if (params != master) memcpy(params, master, n * sizeof(float));
+}
+
+static void cpu_muon_momentum(void *x, float *buf, const void *grad, const muon_batch *b,
+                              const float *grad_scale, float momentum) {
+    muon_momentum_cpu(x, buf, grad, b, *grad_scale, momentum);
+}
+static void cpu_muon_orthogonalize(void *x, int count, int rows, int cols) {
+    float *work = cpu_alloc(muon_orthogonalize_cpu_floats(rows, cols) * sizeof(float));
+    muon_orthogonalize_cpu(x, count, rows, cols, work);
+    free(work);
+}
+static void cpu_muon_apply(void *params, float *master, const void *x, const muon_batch *b,
+                           const float *grad_scale, const muon_hyper *h) {
+    muon_apply_cpu(master, x, b, *grad_scale, h);
+    if (params == master || *grad_scale < 0.0f) return;
+    const size_t n = (size_t)b->rows * b->cols;
+    for (int k = 0; k < b->count; k++)
+        memcpy((float *)params + b->offsets[k], master + b->offsets[k], n * sizeof(float));
 }
 
 const kernel_ops ops_cpu = {
@@ -164,4 +186,7 @@ const kernel_ops ops_cpu = {
     .grad_sum_squares = cpu_grad_sum_squares,
     .clip_scale = cpu_clip_scale,
     .adamw_update = cpu_adamw_update,
+    .muon_momentum = cpu_muon_momentum,
+    .muon_orthogonalize = cpu_muon_orthogonalize,
+    .muon_apply = cpu_muon_apply,
 };

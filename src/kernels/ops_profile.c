@@ -361,6 +361,27 @@ static void p_adamw_update(void *params, float *master, const void *grad, float 
         prof.inner->adamw_update(params, master, grad, m, v, n, decay_chunks, grad_scale, h));
 }
 
+static void p_muon_momentum(void *x, float *buf, const void *grad, const muon_batch *b,
+                            const float *grad_scale, float momentum) {
+    /* gradient read, buffer read and written, x written */
+    const double n = (double)b->rows * b->cols * b->count;
+    TIMED_COST("muon_momentum", 0, 8.0 * n + st(2.0 * n),
+               prof.inner->muon_momentum(x, buf, grad, b, grad_scale, momentum));
+}
+
+static void p_muon_orthogonalize(void *x, int count, int rows, int cols) {
+    TIMED_COST("muon_orthogonalize", count * muon_newton_schulz_flops(rows, cols),
+               st(2.0 * count * rows * cols), prof.inner->muon_orthogonalize(x, count, rows, cols));
+}
+
+static void p_muon_apply(void *params, float *master, const void *x, const muon_batch *b,
+                         const float *grad_scale, const muon_hyper *h) {
+    /* master read and written, x read, parameter written */
+    const double n = (double)b->rows * b->cols * b->count;
+    TIMED_COST("muon_apply", 0, 8.0 * n + st(2.0 * n),
+               prof.inner->muon_apply(params, master, x, b, grad_scale, h));
+}
+
 const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
     if (prof.inner) {
         CHECK(prof.inner == inner && prof.on_stream == on_stream,
@@ -400,6 +421,9 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
     t->clip_scale = p_clip_scale;
     t->nonfinite_fold = p_nonfinite_fold;
     t->adamw_update = p_adamw_update;
+    t->muon_momentum = p_muon_momentum;
+    t->muon_orthogonalize = p_muon_orthogonalize;
+    t->muon_apply = p_muon_apply;
     if (inner->fp8_cast) { /* the backend has FP8 */
         t->fp8_cast = p_fp8_cast;
         t->fp8_scaling_update = p_fp8_scaling_update;

@@ -9,6 +9,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "optim/adamw_chunks.h"
 #include "optim/optimizer.h"
 
 typedef struct {
@@ -21,11 +22,12 @@ typedef struct {
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 static size_t min_sz(size_t a, size_t b) { return a < b ? a : b; }
 
-/* The shard's decay flags: each tensor's chunks get its flag. Tensors start
- * on LAYOUT_ALIGN and shards on ZERO_ALIGN, multiples of the chunk, so a
- * chunk never holds two tensors (checked). */
-static uint8_t *build_decay_chunks(const gpt2_layout *lay, const kernel_ops *ops, size_t lo,
-                                   size_t hi) {
+static uint8_t decay_flag(const param_tensor *t) { return t->decay; }
+
+/* Tensors start on LAYOUT_ALIGN and shards on ZERO_ALIGN, multiples of the
+ * chunk, so a chunk never holds two tensors (checked). */
+uint8_t *adamw_chunk_flags(const gpt2_layout *lay, const kernel_ops *ops, size_t lo, size_t hi,
+                           uint8_t (*flag_of)(const param_tensor *t)) {
     _Static_assert(LAYOUT_ALIGN % ADAMW_DECAY_CHUNK == 0, "tensors must start on a chunk");
     CHECK(lo % ADAMW_DECAY_CHUNK == 0, "optimizer shard starts at %zu, not on a %d-element chunk",
           lo, ADAMW_DECAY_CHUNK);
@@ -39,7 +41,7 @@ static uint8_t *build_decay_chunks(const gpt2_layout *lay, const kernel_ops *ops
         for (size_t c = (b - lo) / ADAMW_DECAY_CHUNK; c * ADAMW_DECAY_CHUNK < e - lo; c++) {
             CHECK(!owner_seen[c], "chunk %zu of the shard holds two tensors (%s)", c, t->name);
             owner_seen[c] = 1;
-            flags[c] = t->decay;
+            flags[c] = flag_of(t);
         }
     }
     uint8_t *dev = ops->alloc(n_chunks ? n_chunks : 1);
@@ -55,7 +57,7 @@ static void *adamw_create(const optimizer *opt, const config *cfg, const gpt2_la
                              .beta2 = (float)cfg->beta2,
                              .eps = (float)cfg->eps,
                              .weight_decay = (float)cfg->weight_decay};
-    a->decay_chunks = build_decay_chunks(lay, opt->ops, opt->lo, opt->hi);
+    a->decay_chunks = adamw_chunk_flags(lay, opt->ops, opt->lo, opt->hi, decay_flag);
     return a;
 }
 

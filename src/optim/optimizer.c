@@ -10,11 +10,12 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 
-static const optimizer_kind *const KINDS[] = {&optimizer_adamw};
+static const optimizer_kind *const KINDS[] = {&optimizer_adamw, &optimizer_muon};
 
 const optimizer_kind *optimizer_kind_for(const config *cfg) {
-    (void)cfg; /* one optimizer so far */
-    return &optimizer_adamw;
+    const optimizer_kind *kind = optimizer_kind_named(cfg->optimizer);
+    CHECK(kind, "optimizer = %s has no implementation", cfg->optimizer);
+    return kind;
 }
 
 const optimizer_kind *optimizer_kind_named(const char *name) {
@@ -36,9 +37,9 @@ float *optimizer_array(const optimizer *opt, int i) {
 }
 
 size_t optimizer_state_bytes(const optimizer_kind *kind, const gpt2_layout *lay, size_t lo,
-                             size_t hi) {
+                             size_t hi, size_t elem_bytes) {
     const size_t arrays = (size_t)optimizer_n_arrays(kind) * sizeof(float) * (hi - lo);
-    return arrays + (kind->extra_bytes ? kind->extra_bytes(lay, lo, hi) : 0);
+    return arrays + (kind->extra_bytes ? kind->extra_bytes(lay, lo, hi, elem_bytes) : 0);
 }
 
 void optimizer_shard_map(const optimizer_kind *kind, const gpt2_layout *lay, int world,

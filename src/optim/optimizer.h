@@ -50,8 +50,9 @@ typedef struct optimizer_kind {
     bool (*splittable)(const param_tensor *t);
     double (*cost)(const param_tensor *t);
     /* Bytes it keeps on the backend for the shard [lo, hi) beyond the
-     * arrays above (0 for AdamW). */
-    size_t (*extra_bytes)(const gpt2_layout *lay, size_t lo, size_t hi);
+     * arrays above, with parameters of elem_bytes each (NULL: none, as
+     * AdamW). */
+    size_t (*extra_bytes)(const gpt2_layout *lay, size_t lo, size_t hi, size_t elem_bytes);
     /* Its own state for opt's shard (opt's arrays are allocated; the
      * hyper-parameters come from cfg), and its release. */
     void *(*create)(const optimizer *opt, const config *cfg, const gpt2_layout *lay);
@@ -81,6 +82,7 @@ struct optimizer {
 };
 
 extern const optimizer_kind optimizer_adamw;
+extern const optimizer_kind optimizer_muon; /* optim/muon.c */
 
 /* The optimizer a config asks for. */
 const optimizer_kind *optimizer_kind_for(const config *cfg);
@@ -91,9 +93,10 @@ const optimizer_kind *optimizer_kind_named(const char *name);
 int optimizer_n_arrays(const optimizer_kind *kind);
 const char *optimizer_array_name(const optimizer_kind *kind, int i);
 float *optimizer_array(const optimizer *opt, int i);
-/* What the kind keeps on the backend for the shard [lo, hi). */
+/* What the kind keeps on the backend for the shard [lo, hi), with
+ * parameters of elem_bytes each. */
 size_t optimizer_state_bytes(const optimizer_kind *kind, const gpt2_layout *lay, size_t lo,
-                             size_t hi);
+                             size_t hi, size_t elem_bytes);
 
 /* ZeRO-1's shard map for world ranks, along whole tensors where the kind
  * needs them whole (dist/zero.h), balanced by the kind's cost. */

@@ -69,6 +69,14 @@ static void print_run_header(const run_state *r) {
                  cfg->lr * cfg->min_lr_frac);
     printf("schedule: lr %g, %d warm-up steps, %s, max_steps %d (%lld tokens)\n", cfg->lr,
            cfg->warmup_steps, decay, cfg->max_steps, (long long)cfg->total_batch * cfg->max_steps);
+    if (strcmp(cfg->optimizer, "muon") == 0)
+        printf("optimizer: muon for the blocks' 2-D weights (muon_lr %g, momentum %g, weight "
+               "decay %g), adamw for the rest (lr %g, weight_decay %g)\n",
+               cfg->muon_lr, cfg->muon_momentum, cfg->muon_weight_decay, cfg->lr,
+               cfg->weight_decay);
+    else
+        printf("optimizer: %s (lr %g, weight_decay %g, betas %g, %g)\n", cfg->optimizer, cfg->lr,
+               cfg->weight_decay, cfg->beta1, cfg->beta2);
 }
 
 void run_path(const run_state *r, char path[RUN_PATH_MAX], const char *name_fmt, ...) {

@@ -49,6 +49,7 @@
 #include "kernels/layernorm.h" /* the tuning variant's entry */
 #endif
 #include "kernels/matmul.h"
+#include "kernels/muon.h"
 #include "kernels/norm.h"
 #include "kernels/ops.h"
 #include "model/rng.h"
@@ -1011,6 +1012,101 @@ static void test_memory(void) {
     free(back);
 }
 
+/* ------------------------------------------------------------ muon */
+
+/* Muon's three ops on count rows x cols matrices of a shard (gaps between
+ * them, as between tensors), the CPU reference given the same bf16
+ * gradient: the momentum buffer bit for bit and x to bf16's rounding; the
+ * bf16 Newton-Schulz against the fp32 one within 10% of the result's rms
+ * (five bf16 iterations; a transposed or misplaced product errs by 100%
+ * or more), and its rms within 5%; the update bit for bit from the same x. */
+static void test_muon(int rows, int cols, int count) {
+    char op[64];
+    snprintf(op, sizeof op, "muon %dx%d x%d", rows, cols, count);
+    const size_t n = (size_t)rows * cols, stride = n + 3 * 128, total = stride * count;
+    int64_t *offsets = xmalloc((size_t)count * sizeof *offsets);
+    for (int k = 0; k < count; k++) offsets[k] = (int64_t)(k * stride + 128);
+    int64_t *d_offsets = G->alloc((size_t)count * sizeof *offsets);
+    G->upload(d_offsets, offsets, (size_t)count * sizeof *offsets);
+    const muon_batch hb = {rows, cols, count, offsets}, db = {rows, cols, count, d_offsets};
+    float *grad = hrand(total, 0, 1e-2), *buf = hrand(total, 0, 1e-2);
+    void *d_grad = G->alloc(total * 2);
+    G->upload_f32(d_grad, grad, total);
+    float *grad_b = dev_to_host(d_grad, total); /* the bf16 values the GPU reads */
+    float *d_buf = dev_f32_from(buf, total);
+    const float scale = 0.75f;
+    float *d_scale = dev_f32_from(&scale, 1);
+    float *x = hbuf(n * count);
+    void *d_x = G->alloc(n * count * 2);
+    H->muon_momentum(x, buf, grad_b, &hb, &scale, 0.95f);
+    G->muon_momentum(d_x, d_buf, d_grad, &db, d_scale, 0.95f);
+    float *g_buf = dev_f32_to_host(d_buf, total), *g_x = dev_to_host(d_x, n * count);
+    check_same(op, "buf", g_buf, buf, total * 4);
+    check(op, "x", g_x, x, n * count, 1.0 / 256, 0.0);
+
+    /* the same bf16 x into both orthogonalisations */
+    for (size_t i = 0; i < n * count; i++) x[i] = g_x[i];
+    H->muon_orthogonalize(x, count, rows, cols);
+    G->muon_orthogonalize(d_x, count, rows, cols);
+    float *g_o = dev_to_host(d_x, n * count);
+    check(op, "orth", g_o, x, n * count, 0.0, 0.10);
+    double ss_ref = 0, ss_gpu = 0;
+    for (size_t i = 0; i < n * count; i++) {
+        ss_ref += (double)x[i] * x[i];
+        ss_gpu += (double)g_o[i] * g_o[i];
+    }
+    char detail[96];
+    snprintf(detail, sizeof detail, "rms gpu/cpu %.4f (tol 5%%)", sqrt(ss_gpu / ss_ref));
+    check_true(op, "orth rms", fabs(sqrt(ss_gpu / ss_ref) - 1.0) < 0.05, detail);
+
+    float *master = hrand(total, 0, 0.05);
+    float *d_master = dev_f32_from(master, total);
+    void *d_par = dev_poisoned(total);
+    const muon_hyper h = {.momentum = 0.95f,
+                          .lr = 0.02f,
+                          .weight_decay = 0.01f,
+                          .scale = muon_shape_scale(rows, cols)};
+    H->muon_apply(master, master, g_o, &hb, &scale, &h);
+    G->muon_apply(d_par, d_master, d_x, &db, d_scale, &h);
+    float *g_master = dev_f32_to_host(d_master, total), *g_par = dev_to_host(d_par, total);
+    check_same(op, "master", g_master, master, total * 4);
+    size_t bad = 0;
+    for (int k = 0; k < count; k++)
+        for (size_t j = 0; j < n; j++)
+            bad += g_par[offsets[k] + j] != bf16_round(g_master[offsets[k] + j]);
+    snprintf(detail, sizeof detail, "params!=bf16(master): %zu", bad);
+    check_true(op, "params", bad == 0, detail);
+
+    const float skip = CLIP_SKIP_STEP;
+    G->upload(d_scale, &skip, sizeof skip);
+    G->muon_momentum(d_x, d_buf, d_grad, &db, d_scale, 0.95f);
+    G->muon_apply(d_par, d_master, d_x, &db, d_scale, &h);
+    float *s_buf = dev_f32_to_host(d_buf, total), *s_master = dev_f32_to_host(d_master, total);
+    check_true(op, "skip",
+               memcmp(s_buf, g_buf, total * 4) == 0 && memcmp(s_master, g_master, total * 4) == 0,
+               "a skipped step changes neither buf nor master");
+    free(s_buf);
+    free(s_master);
+    free(g_master);
+    free(g_par);
+    free(master);
+    G->release(d_master);
+    G->release(d_par);
+    free(g_o);
+    free(g_buf);
+    free(g_x);
+    free(x);
+    free(grad);
+    free(grad_b);
+    free(buf);
+    free(offsets);
+    G->release(d_offsets);
+    G->release(d_grad);
+    G->release(d_buf);
+    G->release(d_scale);
+    G->release(d_x);
+}
+
 int main(void) {
     if (cuda_device_count() < 1) {
         printf("test_ops_cuda: no GPU visible, skipped\n");
@@ -1084,6 +1180,12 @@ int main(void) {
     test_adamw(100 * ADAMW_DECAY_CHUNK + 5, 0, 1); /* a partial last chunk, scalar tail */
     test_skip_step(1000003, 0);
     test_skip_step(1001, 1);
+    /* Muon's shapes at 124M: square (c_attn's three, attn.c_proj), wide
+     * (mlp.c_proj), tall (c_fc); and a single small one */
+    test_muon(768, 768, 4);
+    test_muon(768, 3072, 2);
+    test_muon(3072, 768, 2);
+    test_muon(64, 256, 1);
 
     printf("SUMMARY test_ops_cuda: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");

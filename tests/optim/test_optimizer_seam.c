@@ -136,7 +136,7 @@ static void check_kinds(void) {
           "AdamW's arrays are master, m, v (the names of checkpoints before the seam)");
     gpt2_layout lay;
     layout_build(&lay, 2, 64, 1, 50257, 50304, 128);
-    check(optimizer_state_bytes(k, &lay, 1280, 4096) == 12 * (4096 - 1280),
+    check(optimizer_state_bytes(k, &lay, 1280, 4096, 4) == 12 * (4096 - 1280),
           "AdamW keeps 12 bytes per element");
     layout_free(&lay);
 }

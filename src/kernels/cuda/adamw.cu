@@ -41,9 +41,9 @@ static __device__ __forceinline__ void adamw_one(float &p, float &m, float &v, f
     p = __fadd_rn(pd, __fdiv_rn(__fmul_rn(k.step, mi), denom));
 }
 
-static __device__ __forceinline__ float chunk_decay(const uint8_t *decay_chunks, size_t i,
-                                                    float decay) {
-    return decay_chunks == nullptr || decay_chunks[i / ADAMW_DECAY_CHUNK] ? decay : 1.0f;
+/* The element's chunk flag: 1 (decays) without flags. */
+static __device__ __forceinline__ uint8_t chunk_flag(const uint8_t *decay_chunks, size_t i) {
+    return decay_chunks == nullptr ? 1 : decay_chunks[i / ADAMW_DECAY_CHUNK];
 }
 
 static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16 *grad, float *m,
@@ -53,7 +53,9 @@ static __global__ void adamw_vec4_kernel(bf16 *params, float *master, const bf16
     if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
          i += (size_t)gridDim.x * blockDim.x) {
-        const float d = chunk_decay(decay_chunks, i * 4, k.decay); /* 4 | ADAMW_DECAY_CHUNK */
+        const uint8_t flag = chunk_flag(decay_chunks, i * 4); /* 4 | ADAMW_DECAY_CHUNK */
+        if (flag == ADAMW_CHUNK_SKIP) continue;
+        const float d = flag ? k.decay : 1.0f;
         float4 p = reinterpret_cast<float4 *>(master)[i];
         float4 mm = reinterpret_cast<float4 *>(m)[i];
         float4 vv = reinterpret_cast<float4 *>(v)[i];
@@ -85,9 +87,10 @@ static __global__ void adamw_scalar_kernel(bf16 *params, float *master, const bf
     if (s < 0.0f) return; /* CLIP_SKIP_STEP (kernels/norm.h): a skipped step */
     for (size_t i = begin + (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
+        const uint8_t flag = chunk_flag(decay_chunks, i);
+        if (flag == ADAMW_CHUNK_SKIP) continue;
         float p = master[i], mi = m[i], vi = v[i];
-        adamw_one(p, mi, vi, __bfloat162float(grad[i]), s, chunk_decay(decay_chunks, i, k.decay),
-                  k);
+        adamw_one(p, mi, vi, __bfloat162float(grad[i]), s, flag ? k.decay : 1.0f, k);
         master[i] = p;
         m[i] = mi;
         v[i] = vi;

@@ -131,6 +131,10 @@ typedef struct {
     int epilogue, bias_type; /* bias_type: a cudaDataType_t, or -1 for none */
     int64_t aux_ld;
     unsigned align_a, align_b, align_d, align_bias, align_aux;
+    /* strided batches (matmul_batched_cuda): count (0: one product) and
+     * each operand's stride in elements */
+    int batch;
+    int64_t stride_a, stride_b, stride_d;
 } plan_key;
 
 typedef struct {
@@ -216,6 +220,17 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
                                             key->tb ? key->n : key->k, key->tb ? key->k : key->n,
                                             key->ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d, CUDA_R_16BF, key->m, key->n, key->ldd));
+    if (key->batch > 1) {
+        const cublasLtMatrixLayout_t layouts[3] = {p->a, p->b, p->d};
+        const int64_t strides[3] = {key->stride_a, key->stride_b, key->stride_d};
+        for (int i = 0; i < 3; i++) {
+            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+                layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &key->batch, sizeof key->batch));
+            CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+                layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
+                sizeof strides[i]));
+        }
+    }
 
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -283,7 +298,8 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
                       const void *B, void *D, float beta) {
     p->tuned = 1;
     void *saved = nullptr;
-    const size_t d_bytes = (size_t)p->key.ldd * (size_t)p->key.n * 2;
+    const size_t d_bytes = p->key.batch > 1 ? (size_t)p->key.stride_d * (size_t)p->key.batch * 2
+                                            : (size_t)p->key.ldd * (size_t)p->key.n * 2;
     CUDA_CHECK(cudaStreamSynchronize(stream)); /* D is final; nothing else runs in the timings */
     if (beta != 0.0f) {
         if (cudaMalloc(&saved, d_bytes) != cudaSuccess) { /* no room: keep the heuristic's */
@@ -330,13 +346,23 @@ typedef struct {
     int fast_accum;
 } fp8_operands;
 
+/* Strided batches of one GEMM shape (matmul_batched_cuda), C beside D. */
+typedef struct {
+    int count;
+    int64_t stride_a, stride_b, stride_d;
+    float alpha;
+    const void *C; /* beta's operand, laid out as D (NULL: D itself) */
+} gemm_batch;
+
 /* D (m,n; ld ldd) = op(A) op(B) + beta D with the epilogue; returns 0 when
  * cuBLASLt has no algorithm for it (the caller falls back). f8: FP8 A and B
- * (NULL: bf16). */
+ * (NULL: bf16); batch: batch->count products of strided operands, alpha
+ * times the product, beta times C (NULL: one product, alpha 1, C = D). */
 static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, int m, int n, int k,
                    const void *A, int lda, const void *B, int ldb, void *D, int ldd, float beta,
                    cublasLtEpilogue_t epilogue, const void *bias, int bias_type, const void *aux,
-                   int64_t aux_ld, const fp8_operands *f8 = nullptr) {
+                   int64_t aux_ld, const fp8_operands *f8 = nullptr,
+                   const gemm_batch *batch = nullptr) {
     plan_key key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     key.ta = ta;
@@ -358,6 +384,12 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     key.align_d = alignment_of(D);
     key.align_bias = bias ? alignment_of(bias) : 0;
     key.align_aux = aux ? alignment_of(aux) : 0;
+    if (batch && batch->count > 1) {
+        key.batch = batch->count;
+        key.stride_a = batch->stride_a;
+        key.stride_b = batch->stride_b;
+        key.stride_d = batch->stride_d;
+    }
     plan *p = plan_get(&key, bias, aux, lt);
     if (!p->ok) return 0;
     if (bias) set_attr(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
@@ -368,10 +400,24 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     }
     if (!p->tuned) tune_plan(lt, stream, p, A, B, D, beta);
     if (!p->ok) return 0;
-    const float alpha = 1.0f;
-    CUBLAS_CHECK(cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D,
+    const float alpha = batch ? batch->alpha : 1.0f;
+    const void *C = batch && batch->C ? batch->C : D;
+    CUBLAS_CHECK(cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, C, p->d, D,
                                 p->d, &p->algo, lt->workspace, lt->workspace_bytes, stream));
     return 1;
+}
+
+extern "C" void matmul_batched_cuda(int ta, int tb, int m, int n, int k, float alpha, const void *A,
+                                    int lda, int64_t stride_a, const void *B, int ldb,
+                                    int64_t stride_b, float beta, const void *C, void *D, int ldd,
+                                    int64_t stride_d, int count, const cublaslt_ctx *lt,
+                                    cudaStream_t stream) {
+    if (count <= 0) return;
+    const gemm_batch batch = {count, stride_a, stride_b, stride_d, alpha, C};
+    if (!lt_gemm(lt, stream, ta, tb, m, n, k, A, lda, B, ldb, D, ldd, beta,
+                 CUBLASLT_EPILOGUE_DEFAULT, nullptr, 0, nullptr, 0, nullptr, &batch))
+        FAIL("cuBLASLt has no algorithm for a batch of %d bf16 GEMMs m=%d n=%d k=%d (op %c%c)",
+             count, m, n, k, ta ? 'T' : 'N', tb ? 'T' : 'N');
 }
 
 static const char *epilogue_name(cublasLtEpilogue_t e) {

@@ -29,6 +29,7 @@
 #include "kernels/encoder.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/muon.h"
 #include "kernels/norm.h"
 
 enum { STAGING_FLOATS = 16 << 20 };                 /* 64 MiB of fp32 per conversion chunk */
@@ -420,6 +421,22 @@ static void cuda_nonfinite_fold(double *sum_squares, const double *value) {
     nonfinite_fold_cuda(sum_squares, value, g.stream);
 }
 
+static void cuda_muon_momentum(void *x, float *buf, const void *grad, const muon_batch *b,
+                               const float *grad_scale, float momentum) {
+    muon_momentum_cuda(x, buf, grad, b, grad_scale, momentum, g.stream);
+}
+
+static void cuda_muon_orthogonalize(void *x, int count, int rows, int cols) {
+    muon_orthogonalize_cuda(x, count, rows, cols,
+                            scratch(muon_orthogonalize_cuda_bytes(count, rows, cols)), &g.lt,
+                            g.stream);
+}
+
+static void cuda_muon_apply(void *params, float *master, const void *x, const muon_batch *b,
+                            const float *grad_scale, const muon_hyper *h) {
+    muon_apply_cuda(params, master, x, b, grad_scale, h, g.stream);
+}
+
 static void cuda_adamw_update(void *params, float *master, const void *grad, float *m, float *v,
                               size_t n, const uint8_t *decay_chunks, const float *grad_scale,
                               const adamw_hyper *h) {
@@ -464,6 +481,9 @@ extern "C" const kernel_ops ops_cuda = {
     .grad_sum_squares = cuda_grad_sum_squares,
     .clip_scale = cuda_clip_scale,
     .adamw_update = cuda_adamw_update,
+    .muon_momentum = cuda_muon_momentum,
+    .muon_orthogonalize = cuda_muon_orthogonalize,
+    .muon_apply = cuda_muon_apply,
     .fp8_cast = cuda_fp8_cast,
     .fp8_scaling_update = cuda_fp8_scaling_update,
     .fp8_cast_batch = cuda_fp8_cast_batch,

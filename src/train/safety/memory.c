@@ -64,10 +64,10 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     const size_t shard0 = map.hi[0] - map.lo[0];
     zero_shard_map_free(&map);
     m.optimizer_what = kind->state_description;
-    m.optimizer_full = optimizer_state_bytes(kind, lay, 0, n);
+    m.optimizer_full = optimizer_state_bytes(kind, lay, 0, n, m.elem_bytes);
     if (cfg->zero_stage == 1 && world > 1) {
         m.shard_grads = largest * m.elem_bytes;
-        m.optimizer = optimizer_state_bytes(kind, lay, lo, hi);
+        m.optimizer = optimizer_state_bytes(kind, lay, lo, hi, m.elem_bytes);
     } else {
         m.optimizer = m.optimizer_full;
     }
