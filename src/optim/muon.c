@@ -82,7 +82,8 @@ static muon_plan plan_chunks(const gpt2_layout *lay, size_t lo, size_t hi, size_
               t->name, lo, hi);
         int rows, cols;
         const int k = matrices_of(t, &rows, &cols);
-        const size_t per = (size_t)rows * cols * elem_bytes + scratch_bytes(1, rows, cols, elem_bytes);
+        const size_t per =
+            (size_t)rows * cols * elem_bytes + scratch_bytes(1, rows, cols, elem_bytes);
         const int max_count = per >= MUON_CHUNK_BYTES ? 1 : (int)(MUON_CHUNK_BYTES / per);
         for (int m = 0; m < k; m++) {
             chunk_plan *c = NULL; /* the last chunk of this shape, if it has room */
@@ -151,8 +152,8 @@ static void *muon_create(const optimizer *opt, const config *cfg, const gpt2_lay
         const size_t bytes = (size_t)c->count * sizeof(int64_t);
         int64_t *offsets = ops->alloc(bytes);
         ops->upload(offsets, c->offsets, bytes);
-        u->chunks[j] = (muon_chunk){{c->rows, c->cols, c->count, offsets},
-                                    muon_shape_scale(c->rows, c->cols)};
+        u->chunks[j] =
+            (muon_chunk){{c->rows, c->cols, c->count, offsets}, muon_shape_scale(c->rows, c->cols)};
     }
     u->x = p.n ? ops->alloc(p.x_bytes) : NULL;
     plan_free(&p);

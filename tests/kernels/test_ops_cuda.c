@@ -1017,9 +1017,11 @@ static void test_memory(void) {
 /* Muon's three ops on count rows x cols matrices of a shard (gaps between
  * them, as between tensors), the CPU reference given the same bf16
  * gradient: the momentum buffer bit for bit and x to bf16's rounding; the
- * bf16 Newton-Schulz against the fp32 one within 10% of the result's rms
- * (five bf16 iterations; a transposed or misplaced product errs by 100%
- * or more), and its rms within 5%; the update bit for bit from the same x. */
+ * bf16 Newton-Schulz against the fp32 one: every element within 20% of the
+ * result's rms and the error's rms within 3% of it (measured on an H100:
+ * 1.0%, the worst element 11%: five bf16 iterations; a transposed or
+ * misplaced product errs by 100% or more), the result's rms within 5%;
+ * the update bit for bit from the same x. */
 static void test_muon(int rows, int cols, int count) {
     char op[64];
     snprintf(op, sizeof op, "muon %dx%d x%d", rows, cols, count);
@@ -1049,15 +1051,18 @@ static void test_muon(int rows, int cols, int count) {
     H->muon_orthogonalize(x, count, rows, cols);
     G->muon_orthogonalize(d_x, count, rows, cols);
     float *g_o = dev_to_host(d_x, n * count);
-    check(op, "orth", g_o, x, n * count, 0.0, 0.10);
-    double ss_ref = 0, ss_gpu = 0;
+    check(op, "orth", g_o, x, n * count, 0.0, 0.20);
+    double ss_ref = 0, ss_gpu = 0, ss_err = 0;
     for (size_t i = 0; i < n * count; i++) {
         ss_ref += (double)x[i] * x[i];
         ss_gpu += (double)g_o[i] * g_o[i];
+        ss_err += ((double)g_o[i] - x[i]) * ((double)g_o[i] - x[i]);
     }
     char detail[96];
-    snprintf(detail, sizeof detail, "rms gpu/cpu %.4f (tol 5%%)", sqrt(ss_gpu / ss_ref));
-    check_true(op, "orth rms", fabs(sqrt(ss_gpu / ss_ref) - 1.0) < 0.05, detail);
+    snprintf(detail, sizeof detail, "rms gpu/cpu %.4f (tol 5%%), error rms / rms %.4f (tol 3%%)",
+             sqrt(ss_gpu / ss_ref), sqrt(ss_err / ss_ref));
+    check_true(op, "orth rms",
+               fabs(sqrt(ss_gpu / ss_ref) - 1.0) < 0.05 && sqrt(ss_err / ss_ref) < 0.03, detail);
 
     float *master = hrand(total, 0, 0.05);
     float *d_master = dev_f32_from(master, total);

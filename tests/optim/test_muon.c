@@ -37,8 +37,8 @@ static void check_shard_maps(void) {
     static const struct {
         const char *name;
         int n_layer, n_embd, n_head;
-    } sizes[] = {{"tiny", 2, 64, 1}, {"124M", 12, 768, 12}, {"350M", 24, 1024, 16},
-                 {"1558M", 48, 1600, 25}};
+    } sizes[] = {
+        {"tiny", 2, 64, 1}, {"124M", 12, 768, 12}, {"350M", 24, 1024, 16}, {"1558M", 48, 1600, 25}};
     static const int worlds[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 32, 64};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         gpt2_layout lay;
@@ -57,8 +57,8 @@ static void check_shard_maps(void) {
                 if (is_block_matrix(t) && first != last) split++;
                 for (int r = first; r <= last; r++) { /* a split tensor: by its share */
                     const size_t b = map.lo[r] > t->offset ? map.lo[r] : t->offset;
-                    const size_t e = map.hi[r] < t->offset + t->numel ? map.hi[r]
-                                                                      : t->offset + t->numel;
+                    const size_t e =
+                        map.hi[r] < t->offset + t->numel ? map.hi[r] : t->offset + t->numel;
                     cost[r] += optimizer_muon.cost(t) * (double)(e - b) / (double)t->numel;
                 }
             }
@@ -152,8 +152,8 @@ static void check_newton_schulz(void) {
         for (int k = 0; k < count; k++)
             for (size_t j = 0; j < n; j++) {
                 const int i = (int)(j / cols), col = (int)(j % cols);
-                const double base = rows == cols ? 0.1 * (uniform() - 0.5) + (i == col)
-                                                 : uniform() - 0.5;
+                const double base =
+                    rows == cols ? 0.1 * (uniform() - 0.5) + (i == col) : uniform() - 0.5;
                 x[k * n + j] = (float)(base * pow(10.0, decades * col / cols));
             }
         double in_lo, in_hi;

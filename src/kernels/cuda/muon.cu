@@ -21,7 +21,7 @@
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
 
-enum { MUON_BLOCK = 256, NORM_BLOCK = 1024 };
+enum { MUON_BLOCK = 256, NORM_BLOCK = 256, NORM_PARTS = 64 };
 
 /* torch.lerp(a, b, w) in fp32, both of its forms, rounded as the CPU's. */
 static __device__ __forceinline__ float lerp_rn(float a, float b, float w) {
@@ -55,51 +55,87 @@ extern "C" void muon_momentum_cuda(void *x, float *buf, const void *grad, const 
     if (b->count == 0) return;
     const size_t n = (size_t)b->rows * b->cols;
     const dim3 grid(blocks_per_matrix(n), (unsigned)b->count);
-    momentum_kernel<<<grid, MUON_BLOCK, 0, stream>>>((bf16 *)x, buf, (const bf16 *)grad,
-                                                     b->offsets, n, grad_scale, momentum,
+    momentum_kernel<<<grid, MUON_BLOCK, 0, stream>>>((bf16 *)x, buf, (const bf16 *)grad, b->offsets,
+                                                     n, grad_scale, momentum,
                                                      (float)(1.0 - (double)momentum));
     CUDA_CHECK_LAUNCH("muon momentum_kernel");
 }
 
-/* out[k] = x[k] / (|x[k]|_F + eps), one block per matrix: the sum of
- * squares in a fixed order (each thread's strided elements, then the
- * block's tree), so that a run repeats bit for bit. */
-static __global__ void normalize_kernel(bf16 *out, const bf16 *x, size_t n) {
-    const bf16 *xk = x + (size_t)blockIdx.x * n;
-    bf16 *ok = out + (size_t)blockIdx.x * n;
-    float sum = 0.0f;
-    for (size_t j = threadIdx.x; j < n; j += blockDim.x) {
-        const float v = __bfloat162float(xk[j]);
-        sum = fmaf(v, v, sum);
-    }
-    __shared__ float partial[NORM_BLOCK];
-    partial[threadIdx.x] = sum;
+/* The normalisation out[k] = x[k] / (|x[k]|_F + eps) in two passes over
+ * NORM_PARTS blocks a matrix (one block a matrix would leave most SMs idle
+ * and read at one SM's latency-bound rate): each block's sum of squares of
+ * its slice (8 bf16 a load), then each block sums its matrix's partials in
+ * index order and scales its slice. A fixed order throughout: a run
+ * repeats bit for bit. n is a multiple of 8 (rows and cols of 8). */
+static __device__ float block_sum(float v) {
+    __shared__ float warp_sums[NORM_BLOCK / 32];
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x / 32] = v;
     __syncthreads();
-    for (int half = NORM_BLOCK / 2; half > 0; half /= 2) {
-        if ((int)threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-        __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < NORM_BLOCK / 32; w++) total += warp_sums[w];
+    return total;
+}
+
+static __global__ void norm_partial_kernel(float *partials, const bf16 *x, size_t n8) {
+    const uint4 *xk = reinterpret_cast<const uint4 *>(x) + (size_t)blockIdx.y * n8;
+    float sum = 0.0f;
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n8;
+         j += (size_t)gridDim.x * blockDim.x) {
+        const uint4 raw = xk[j];
+        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&raw);
+        for (int q = 0; q < 4; q++) {
+            const float2 f = __bfloat1622float2(h[q]);
+            sum = fmaf(f.x, f.x, sum);
+            sum = fmaf(f.y, f.y, sum);
+        }
     }
-    const float denom = sqrtf(partial[0]) + MUON_NORM_EPS;
-    for (size_t j = threadIdx.x; j < n; j += blockDim.x)
-        ok[j] = __float2bfloat16_rn(__bfloat162float(xk[j]) / denom);
+    sum = block_sum(sum);
+    if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = sum;
+}
+
+static __global__ void norm_scale_kernel(bf16 *out, const bf16 *x, const float *partials,
+                                         size_t n8) {
+    float sum = 0.0f;
+    for (unsigned p = 0; p < gridDim.x; p++) sum += partials[blockIdx.y * gridDim.x + p];
+    const float denom = sqrtf(sum) + MUON_NORM_EPS;
+    const uint4 *xk = reinterpret_cast<const uint4 *>(x) + (size_t)blockIdx.y * n8;
+    uint4 *ok = reinterpret_cast<uint4 *>(out) + (size_t)blockIdx.y * n8;
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n8;
+         j += (size_t)gridDim.x * blockDim.x) {
+        uint4 raw = xk[j];
+        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&raw);
+        for (int q = 0; q < 4; q++) {
+            const float2 f = __bfloat1622float2(h[q]);
+            h[q] = __floats2bfloat162_rn(f.x / denom, f.y / denom);
+        }
+        ok[j] = raw;
+    }
 }
 
 extern "C" size_t muon_orthogonalize_cuda_bytes(int count, int rows, int cols) {
     const size_t s = rows < cols ? rows : cols;
-    /* the second X, A and B */
-    return (size_t)count * ((size_t)rows * cols + 2 * s * s) * sizeof(bf16);
+    /* the second X, A and B, then the norms' partial sums */
+    return (size_t)count * ((size_t)rows * cols + 2 * s * s) * sizeof(bf16) +
+           (size_t)count * NORM_PARTS * sizeof(float);
 }
 
 extern "C" void muon_orthogonalize_cuda(void *x, int count, int rows, int cols, void *scratch,
                                         const cublaslt_ctx *lt, cudaStream_t stream) {
     if (count == 0) return;
+    if (rows % 8 || cols % 8)
+        FAIL("muon_orthogonalize_cuda: %d x %d: rows and cols must be multiples of 8", rows, cols);
     const size_t n = (size_t)rows * cols;
     const int s = rows < cols ? rows : cols;
     const int64_t ss = (int64_t)s * s, xn = (int64_t)n;
     bf16 *other = (bf16 *)scratch;
     bf16 *A = other + (size_t)count * n, *B = A + (size_t)count * ss;
-    normalize_kernel<<<(unsigned)count, NORM_BLOCK, 0, stream>>>(other, (const bf16 *)x, n);
-    CUDA_CHECK_LAUNCH("muon normalize_kernel");
+    float *partials = reinterpret_cast<float *>(B + (size_t)count * ss);
+    const dim3 parts(NORM_PARTS, (unsigned)count);
+    norm_partial_kernel<<<parts, NORM_BLOCK, 0, stream>>>(partials, (const bf16 *)x, n / 8);
+    CUDA_CHECK_LAUNCH("muon norm_partial_kernel");
+    norm_scale_kernel<<<parts, NORM_BLOCK, 0, stream>>>(other, (const bf16 *)x, partials, n / 8);
+    CUDA_CHECK_LAUNCH("muon norm_scale_kernel");
     bf16 *cur = other, *next = (bf16 *)x;
     const bool wide = rows <= cols;
     for (int it = 0; it < MUON_NS_STEPS; it++) {
