@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "base/fail.h"
@@ -107,6 +108,20 @@ int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq
     globfree(&g);
     if (rc != 0) dataset_close(ds);
     return rc;
+}
+
+const char *dataset_shared_file(const token_dataset *a, const token_dataset *b) {
+    for (int i = 0; i < a->n_shards; i++) {
+        struct stat sa;
+        if (stat(a->shards[i].path, &sa) != 0) continue;
+        for (int j = 0; j < b->n_shards; j++) {
+            struct stat sb;
+            if (stat(b->shards[j].path, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                sa.st_ino == sb.st_ino)
+                return a->shards[i].path;
+        }
+    }
+    return NULL;
 }
 
 void dataset_close(token_dataset *ds) {

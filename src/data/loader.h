@@ -31,6 +31,9 @@ enum { DATASET_NO_FILES = -2 };
 int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq_len, char *err,
                  size_t err_len);
 void dataset_close(token_dataset *ds);
+/* The first shard file of a that is also one of b's (the same file, however
+ * each pattern spells its path: compared by device and inode), or NULL. */
+const char *dataset_shared_file(const token_dataset *a, const token_dataset *b);
 /* What to do when a pattern matches no file (DATASET_NO_FILES): how token
  * shards are made, and for a validation set (val) how to train without one.
  * One line, for fail_set_hint or after the error. */

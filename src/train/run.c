@@ -173,6 +173,18 @@ static void run_open_data(run_state *r) {
     r->do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
     if (r->do_eval) {
         open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+        /* Validation on training data would measure memory, not the model:
+         * a pattern that matches both sets (nlp_*.bin) is the usual cause. */
+        const char *shared = dataset_shared_file(&r->train_ds, &r->val_ds);
+        char msg[2048];
+        if (shared)
+            snprintf(msg, sizeof msg,
+                     "train_data = %s and val_data = %s both match %s: the validation loss would "
+                     "be measured on training data. Give train_data a pattern that leaves out the "
+                     "validation shards (for the bundled corpus data/nlp-corpus/nlp_train_*.bin), "
+                     "or set eval_every = 0 to train without validation",
+                     cfg->train_data, cfg->val_data, shared);
+        fail_collective_any(EXIT_USAGE, shared ? msg : NULL);
         r->eval_batches = val_batches_or_fail(cfg, &r->val_ds, r->dist->rank);
     }
     loader_init(&r->train_ld, &r->train_ds, cfg->seed, true);

@@ -5,15 +5,45 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "base/fail.h"
 #include "train/observe/eta.h"
+
+/* A crash while a record was written leaves a last line without its end;
+ * records appended to it would make one line no reader can parse. The
+ * cut record is dropped (it is not JSON), what comes before it kept. */
+static void drop_cut_record(const char *path) {
+    FILE *f = fopen(path, "r+b");
+    if (!f) return; /* a new run: nothing to mend */
+    char buf[4096];
+    off_t end = fseeko(f, 0, SEEK_END) == 0 ? ftello(f) : -1, keep = -1;
+    for (off_t pos = end; pos > 0 && keep < 0;) {
+        const size_t n = pos < (off_t)sizeof buf ? (size_t)pos : sizeof buf;
+        pos -= (off_t)n;
+        if (fseeko(f, pos, SEEK_SET) != 0 || fread(buf, 1, n, f) != n) break;
+        if (pos + (off_t)n == end && buf[n - 1] == '\n') keep = end; /* whole: nothing cut */
+        for (size_t i = n; i-- > 0 && keep < 0;)
+            if (buf[i] == '\n') keep = pos + (off_t)i + 1;
+        if (keep < 0 && pos == 0) keep = 0;
+    }
+    if (keep >= 0 && keep < end) {
+        if (ftruncate(fileno(f), keep) != 0)
+            FAIL("cannot drop the cut last record of %s: %s", path, strerror(errno));
+        printf("note: %s ended in a cut record (%lld bytes, a crash while writing): dropped, "
+               "the %lld bytes before it kept\n",
+               path, (long long)(end - keep), (long long)keep);
+    }
+    fclose(f);
+}
 
 void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps) {
     log->jsonl = NULL;
     log->max_steps = max_steps;
     if (rank != 0) return;
     snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", run_dir);
+    drop_cut_record(log->path);
     log->jsonl = fopen(log->path, "a");
     if (!log->jsonl) FAIL("cannot open %s: %s", log->path, strerror(errno));
 }
