@@ -139,10 +139,19 @@ static void cpu_muon_momentum(void *x, float *buf, const void *grad, const muon_
                               const float *grad_scale, float momentum) {
     muon_momentum_cpu(x, buf, grad, b, *grad_scale, momentum);
 }
+/* The orthogonalisation's workspace, kept between steps and grown to the
+ * largest shape asked for (the CUDA backend's scratch arena does the same),
+ * so that a step allocates nothing. The CPU backend runs one op at a time. */
 static void cpu_muon_orthogonalize(void *x, int count, int rows, int cols) {
-    float *work = cpu_alloc(muon_orthogonalize_cpu_floats(rows, cols) * sizeof(float));
+    static float *work;
+    static size_t work_floats;
+    const size_t need = muon_orthogonalize_cpu_floats(rows, cols);
+    if (need > work_floats) {
+        free(work);
+        work = cpu_alloc(need * sizeof(float));
+        work_floats = need;
+    }
     muon_orthogonalize_cpu(x, count, rows, cols, work);
-    free(work);
 }
 static void cpu_muon_apply(void *params, float *master, const void *x, const muon_batch *b,
                            const float *grad_scale, const muon_hyper *h) {
