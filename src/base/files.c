@@ -22,6 +22,75 @@ bool is_regular_file(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+const char *file_kind_name(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
+
+int open_regular(const char *path, int flags, mode_t mode, int how, char *err, size_t err_len) {
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for its other end
+     * (forever, and a signal's handler restarts the call); cleared below. */
+    int extra = O_NONBLOCK | O_CLOEXEC | ((how & OPEN_NO_LINK) ? O_NOFOLLOW : 0);
+    int fd = open(path, flags | extra, mode);
+    if (fd < 0) {
+        const int e = errno;
+        struct stat st;
+        if (e == ELOOP && (how & OPEN_NO_LINK) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            set_error(err, err_len,
+                      "%s is a symbolic link: the run writes only its own files there "
+                      "(remove the link)",
+                      path);
+        else if ((e == ENXIO || e == EISDIR) && stat(path, &st) == 0)
+            set_error(err, err_len, "%s is %s, not a regular file", path,
+                      file_kind_name(st.st_mode));
+        else
+            set_error(err, err_len, "cannot open %s: %s", path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = errno;
+        set_error(err, err_len, "%s is %s, not a regular file", path,
+                  fstat(fd, &st) == 0 ? file_kind_name(st.st_mode) : strerror(e));
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        set_error(err, err_len, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+FILE *fopen_regular(const char *path, const char *fmode, int how, char *err, size_t err_len) {
+    const bool plus = strchr(fmode, '+') != NULL;
+    int flags;
+    switch (fmode[0]) {
+    case 'r': flags = plus ? O_RDWR : O_RDONLY; break;
+    case 'w': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+    case 'a': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND; break;
+    default: set_error(err, err_len, "fopen_regular: bad mode %s", fmode); return NULL;
+    }
+    const int fd = open_regular(path, flags, 0644, how, err, err_len);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, fmode);
+    if (!f) {
+        set_error(err, err_len, "cannot open %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 int make_dirs(const char *path, mode_t mode, char *err, size_t err_len) {
     char buf[4200];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)

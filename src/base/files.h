@@ -5,12 +5,26 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* s ends with suffix. */
 bool path_ends_with(const char *s, const char *suffix);
 /* path names a regular file (after links). */
 bool is_regular_file(const char *path);
+/* What a stat mode is, for messages: "a FIFO", "a directory", ... */
+const char *file_kind_name(mode_t mode);
+/* Flags of open_regular besides open(2)'s. */
+enum { OPEN_NO_LINK = 1 };
+/* open(2) that only ever yields a regular file and never blocks in the open
+ * itself: a FIFO (which would wait for a writer), a device, a socket or a
+ * directory is refused with -1 and err naming the path and what it is. With
+ * OPEN_NO_LINK a symbolic link as the last component is refused too (files
+ * the run writes in its own directory: a link there must not redirect a
+ * write elsewhere). The descriptor is close-on-exec and blocking. */
+int open_regular(const char *path, int flags, mode_t mode, int how, char *err, size_t err_len);
+/* fopen(3) over open_regular ("r", "w", "a", with an optional "+"). */
+FILE *fopen_regular(const char *path, const char *fmode, int how, char *err, size_t err_len);
 /* mkdir -p with mode (under the umask): 0, or -1 with the reason in err
  * ("cannot create P: ...", or "P exists and is not a directory"). */
 int make_dirs(const char *path, mode_t mode, char *err, size_t err_len);
