@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "train/backend.h"
 #include "train/init_from.h"
+#include "train/safety/config_agree.h"
 #include "train/safety/exit_status.h"
 #include "train/train.h"
 
@@ -109,6 +110,7 @@ int main(int argc, char **argv) {
     config cfg;
     config_load(&cfg, args.config_path, args.n_overrides, args.overrides);
     config_args_free(&args);
+    config_agree_or_fail(&cfg, &dist.job);
     /* Before validation: the shape decides the head size and whether
      * seq_len fits block_size. */
     static char shape_note[8192];

@@ -33,7 +33,24 @@ const char *file_kind_name(mode_t mode) {
     return "not a regular file";
 }
 
+int remove_stale_file(const char *path, char *err, size_t err_len) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode))
+        return set_error(err, err_len,
+                         "%s is a directory where a file is to be written: remove or rename it",
+                         path);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return set_error(err, err_len, "cannot remove the stale %s: %s", path, strerror(errno));
+    return 0;
+}
+
 int open_regular(const char *path, int flags, mode_t mode, int how, char *err, size_t err_len) {
+    if (how & OPEN_REPLACE) {
+        if (remove_stale_file(path, err, err_len) != 0) return -1;
+        flags |= O_CREAT | O_EXCL;
+        how |= OPEN_NO_LINK;
+    }
     /* O_NONBLOCK: opening a FIFO would otherwise wait for its other end
      * (forever, and a signal's handler restarts the call); cleared below. */
     int extra = O_NONBLOCK | O_CLOEXEC | ((how & OPEN_NO_LINK) ? O_NOFOLLOW : 0);
@@ -116,20 +133,33 @@ void make_dirs_or_fail(const char *path) {
 }
 
 void fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block it */
     if (fd < 0) FAIL("cannot open %s to flush it: %s", path, strerror(errno));
     /* Some file systems refuse fsync on directories (EINVAL): nothing to do there. */
     if (fsync(fd) != 0 && errno != EINVAL) FAIL("fsync %s: %s", path, strerror(errno));
     close(fd);
 }
 
+/* nftw's callback has no argument of its own: the first failure of this
+ * thread's walk is kept here. */
+static _Thread_local char remove_failure[4400];
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st, (void)flag, (void)ftw;
-    if (remove(path) != 0) FAIL("cannot remove %s: %s", path, strerror(errno));
-    return 0;
+    if (remove(path) == 0 || errno == ENOENT) return 0;
+    snprintf(remove_failure, sizeof remove_failure, "cannot remove %s: %s", path, strerror(errno));
+    return 1;
+}
+
+int try_remove_tree(const char *path, char *err, size_t err_len) {
+    remove_failure[0] = '\0';
+    const int rc = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (rc == 0 || (rc < 0 && errno == ENOENT)) return 0;
+    if (remove_failure[0]) return set_error(err, err_len, "%s", remove_failure);
+    return set_error(err, err_len, "cannot remove %s: %s", path, strerror(errno));
 }
 
 void remove_tree(const char *path) {
-    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        FAIL("cannot remove %s: %s", path, strerror(errno));
+    char err[4400];
+    if (try_remove_tree(path, err, sizeof err) != 0) FAIL("%s", err);
 }

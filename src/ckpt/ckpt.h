@@ -108,6 +108,18 @@ typedef struct {
 void ckpt_plan_start(const dist_group *job, const config *cfg, const char *run_dir,
                      ckpt_start_plan *plan);
 
+/* Rank 0 (reads files, writes none): run_dir holds a run (its newest
+ * checkpoint, or its final model.h5) from which cfg differs in keys that
+ * define a run, set on the command line, that allow_changed does not name:
+ * cfg describes another run, a variant of that one (the README's `tiny.ini
+ * lr=1e-3 max_steps=500` after the demo). True with a name of its own in
+ * name, the current run_name and those settings ("tiny_lr0.001_max_steps500":
+ * the same command finds the same directory again), and the keys, comma
+ * separated, in keys. False when run_dir holds no run, or cfg could
+ * continue it, or the differences come from the file or the defaults. */
+bool ckpt_variant_name(const config *cfg, const char *run_dir, char *name, size_t name_len,
+                       char *keys, size_t keys_len);
+
 /* Rank 0 decided (status < 0: failed, with the reason in err): every rank
  * learns the outcome, so all stop together with rank 0's message (exit
  * with exit_code); otherwise returns status. Collective. */

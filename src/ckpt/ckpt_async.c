@@ -44,8 +44,8 @@ struct ckpt_saver {
      * their own once a save is published (removing gigabytes takes
      * seconds that training need not wait) */
     pthread_t pruner;
-    bool pruning, prune_failed;
-    char prune_error[2048];
+    bool pruning;
+    char prune_report[6000];
     ckpt_state state; /* rank 0: model.h5's run state */
     bool has_fp8;     /* fp8 = true: this save's copy of the scaling state */
     fp8_layers_state fp8;
@@ -109,33 +109,27 @@ static void *writer_main(void *arg) {
 
 static void *pruner_main(void *arg) {
     ckpt_saver *s = arg;
-    fail_catcher catcher;
-    if (setjmp(catcher.env) == 0) {
-        fail_catch_set(&catcher);
-        ckpt_prune(s->c.run_dir, s->c.cfg->keep_last);
-        fail_catch_set(NULL);
-    } else {
-        snprintf(s->prune_error, sizeof s->prune_error, "%s", catcher.msg);
-        s->prune_failed = true;
-    }
+    ckpt_prune(s->c.run_dir, s->c.cfg->keep_last, s->prune_report, sizeof s->prune_report);
     return NULL;
 }
 
-/* Rank 0: the previous pruning finished (one at a time); its error ends
- * the run as a pruning error always did. */
+/* Rank 0: the previous pruning finished (one at a time). A directory it
+ * could not remove costs no checkpoint: the warning is printed here, on the
+ * thread that prints, and the run goes on. */
 static void join_pruner(ckpt_saver *s) {
     if (!s->pruning) return;
     CHECK(pthread_join(s->pruner, NULL) == 0, "joining the checkpoint pruning thread failed");
     s->pruning = false;
-    if (s->prune_failed) FAIL("removing checkpoints beyond keep_last: %s", s->prune_error);
+    if (s->prune_report[0]) printf("%s\n", s->prune_report);
+    s->prune_report[0] = '\0';
 }
 
 static void start_pruner(ckpt_saver *s) {
-    s->prune_failed = false;
+    s->prune_report[0] = '\0';
     if (pthread_create(&s->pruner, NULL, pruner_main, s) == 0)
         s->pruning = true;
-    else
-        ckpt_prune(s->c.run_dir, s->c.cfg->keep_last); /* no thread: here, then */
+    else if (pruner_main(s), s->prune_report[0]) /* no thread: here, then */
+        printf("%s\n", s->prune_report);
 }
 
 static void join_writer(ckpt_saver *s) {

@@ -13,6 +13,7 @@
 
 #include "base/fail.h"
 #include "config/stored.h"
+#include "data/loader.h"
 #include "io/ckpt_h5.h"
 #include "io/h5_io.h"
 #include "optim/optimizer.h"
@@ -182,28 +183,36 @@ static size_t list_changes(const change_set *c, const config *now, const char *t
     return o;
 }
 
-/* "lr,max_steps": the defining keys that changed without being allowed. */
-static void refused_names(const change_set *c, const config *now, char *out, size_t len) {
-    size_t o = 0;
-    out[0] = '\0';
-    for (int i = 0; i < c->n && o < len; i++)
-        if (IN(defining_keys, c->all[i].key) && !config_change_allowed(now, c->all[i].key))
+/* "lr,max_steps": the defining keys that changed without being allowed;
+ * and "lr=0.003 max_steps=6", their values in the checkpoint. */
+static void refused_names(const change_set *c, const config *now, char *out, size_t len,
+                          char *was, size_t was_len) {
+    size_t o = 0, w = 0;
+    out[0] = was[0] = '\0';
+    for (int i = 0; i < c->n && o < len && w < was_len; i++)
+        if (IN(defining_keys, c->all[i].key) && !config_change_allowed(now, c->all[i].key)) {
             o += (size_t)snprintf(out + o, len - o, "%s%s", o ? "," : "", c->all[i].key);
+            w += (size_t)snprintf(was + w, was_len - w, "%s%s=%s", w ? " " : "", c->all[i].key,
+                                  c->all[i].was);
+        }
 }
 
 /* The one message of a resume the config cannot continue. */
 static int refuse_resume(const change_set *c, const config *now, const char *dir, char *err,
                          size_t len) {
     static char list[MSG_MAX / 2];
-    char names[1024], allow[1200] = "";
+    char names[1024], was[2048], allow[4000] = "";
     list_changes(c, now, "in the checkpoint", true, list, sizeof list);
-    refused_names(c, now, names, sizeof names);
+    refused_names(c, now, names, sizeof names, was, sizeof was);
+    /* "drop them" cannot be followed where a value comes from the file or
+     * the defaults (the run was changed with allow_changed before): the
+     * checkpoint's values, written out, can. */
     if (c->refused) {
         const bool had = now->allow_changed[0] != '\0';
         snprintf(allow, sizeof allow,
                  "To continue with the new values, add allow_changed=%s%s%s (each change is "
-                 "printed at the start); to continue as before, drop them.",
-                 had ? now->allow_changed : "", had ? "," : "", names);
+                 "printed at the start); to continue as the checkpoint ran, add %s.",
+                 had ? now->allow_changed : "", had ? "," : "", names, was);
     }
     return set_error(err, len,
                      "cannot resume from %s: the config differs from the checkpoint's in %s that "
@@ -238,6 +247,50 @@ static void print_changes(const change_set *c, const config *was, const config *
  * to do? Rank 0; 1 (resume), 2 (finished) or -1 with err. A checkpoint
  * whose marker or config cannot be read is left to ckpt_load, which says
  * what is damaged and how to go back. */
+/* The checkpoint's fields against each other and against the config
+ * stored with it: a field edited or damaged by hand would otherwise resume
+ * at another place in the data, or (an empty config) bypass the check of
+ * changed settings. 0, or -1 with err naming the field and the way back. */
+static int check_state_fields(const ckpt_state *st, const config *was, bool known,
+                              const char *model_path, const char *hint, char *err, size_t err_len) {
+    char what[512] = "";
+    const long long per_step = st->seq_len > 0 ? st->total_batch / st->seq_len : 0;
+    if (!known)
+        snprintf(what, sizeof what,
+                 "its stored config is empty or holds no key, so the settings it was trained "
+                 "with are unknown and a changed key could not be told");
+    else if (st->step < 0 || st->samples_consumed != st->step * per_step)
+        snprintf(what, sizeof what,
+                 "samples_consumed = %lld disagrees with step %lld x %lld samples per step "
+                 "(total_batch %lld / seq_len %lld) = %lld",
+                 (long long)st->samples_consumed, (long long)st->step, per_step,
+                 (long long)st->total_batch, (long long)st->seq_len, st->step * per_step);
+    else if (st->optimizer_step < 0 || st->optimizer_step > st->step)
+        snprintf(what, sizeof what, "optimizer_step = %lld is outside 0..step (%lld)",
+                 (long long)st->optimizer_step, (long long)st->step);
+    else if (st->seq_len != was->seq_len || st->total_batch != was->total_batch ||
+             st->micro_batch != was->micro_batch || st->seed != was->seed)
+        snprintf(what, sizeof what,
+                 "its fields (seq_len %lld, total_batch %lld, micro_batch %lld, seed %llu) "
+                 "disagree with its stored config (%d, %lld, %d, %llu)",
+                 (long long)st->seq_len, (long long)st->total_batch, (long long)st->micro_batch,
+                 (unsigned long long)st->seed, was->seq_len, (long long)was->total_batch,
+                 was->micro_batch, (unsigned long long)was->seed);
+    for (int r = 0; !what[0] && r < st->world; r++) {
+        const int64_t at =
+            loader_batch_position(st->samples_consumed, 0, r, (int)st->world, (int)st->micro_batch);
+        if (st->loader_position[r] != at)
+            snprintf(what, sizeof what,
+                     "loader_position of rank %d is %lld, where samples_consumed = %lld puts it "
+                     "at %lld",
+                     r, (long long)st->loader_position[r], (long long)st->samples_consumed,
+                     (long long)at);
+    }
+    if (!what[0]) return 0;
+    return set_error(err, err_len, "%s: cannot resume: %s (the file was damaged or edited). %s",
+                     model_path, what, hint);
+}
+
 static int check_resume(const config *cfg, const char *run_dir, ckpt_start_plan *plan, char *err,
                         size_t err_len) {
     char why[CKPT_PATH_MAX], hint[4 * CKPT_PATH_MAX], model_path[CKPT_PATH_MAX + 32];
@@ -261,8 +314,9 @@ static int check_resume(const config *cfg, const char *run_dir, ckpt_start_plan 
     }
     static config was;
     const bool known = st.config_text && config_read_stored(&was, st.config_text);
+    const int fields = check_state_fields(&st, &was, known, model_path, hint, err, err_len);
     ckpt_state_free(&st);
-    if (!known) return 1;
+    if (fields != 0) return -1;
     static change_set c;
     changes_find(&was, cfg, &c);
     if (c.fixed || c.refused) return refuse_resume(&c, cfg, plan->dir, err, err_len);
@@ -338,6 +392,50 @@ static int check_final(const config *cfg, const char *run_dir, ckpt_start_plan *
            "weights)\n",
            run_dir, was.max_steps, was.max_steps, path);
     return 2;
+}
+
+/* A value as part of a directory name: letters, digits, '.', '+', '-';
+ * anything else becomes '-'. */
+static void append_name_part(char *name, size_t len, const char *key, const char *value) {
+    size_t o = strlen(name);
+    o += (size_t)snprintf(name + o, o < len ? len - o : 0, "_%s", key);
+    for (const char *v = value; *v && o + 1 < len; v++, o++) {
+        const char ch = *v;
+        const bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                          (ch >= '0' && ch <= '9') || ch == '.' || ch == '+' || ch == '-';
+        name[o] = keep ? ch : '-';
+        name[o + 1] = '\0';
+    }
+}
+
+bool ckpt_variant_name(const config *cfg, const char *run_dir, char *name, size_t name_len,
+                       char *keys, size_t keys_len) {
+    char newest[CKPT_PATH_MAX], path[CKPT_PATH_MAX + 32];
+    ckpt_model_path(path, sizeof path, run_dir);
+    if (ckpt_find_newest(run_dir, newest, sizeof newest) >= 0)
+        ckpt_model_path(path, sizeof path, newest);
+    else if (!is_file(path))
+        return false;
+    char *text = stored_config_text(path);
+    static config was;
+    const bool known = text && config_read_stored(&was, text);
+    free(text);
+    if (!known) return false;
+    static change_set c;
+    changes_find(&was, cfg, &c);
+    snprintf(name, name_len, "%s", cfg->run_name);
+    size_t o = 0;
+    keys[0] = '\0';
+    for (int i = 0; i < c.n; i++) {
+        const char *key = c.all[i].key;
+        const bool blocks = IN(fixed_keys, key) ||
+                            (IN(defining_keys, key) && !config_change_allowed(cfg, key));
+        if (!blocks || config_key_origin(cfg, key) != CONFIG_FROM_COMMAND_LINE) continue;
+        append_name_part(name, name_len, key, c.all[i].now);
+        o += (size_t)snprintf(keys + o, o < keys_len ? keys_len - o : 0, "%s%s", o ? "," : "",
+                              key);
+    }
+    return o > 0;
 }
 
 /* Rank 0: the plan's kind as 0 (fresh), 1 (resume), 2 (finished), or -1

@@ -74,7 +74,9 @@ void ckpt_save(const ckpt_ctx *c, const ckpt_progress *p, ckpt_save_report *rep)
     *rep = (ckpt_save_report){.step = p->step, .async = false, .write_s = write_s};
     if (rank == 0) {
         rep->bytes = ckpt_write_publish(c, tmp, final, p->step);
-        ckpt_prune(c->run_dir, c->cfg->keep_last);
+        char report[6000];
+        ckpt_prune(c->run_dir, c->cfg->keep_last, report, sizeof report);
+        if (report[0]) printf("%s\n", report);
         rep->stall_s = clock_s() - t0;
         ckpt_write_print(rep, final);
     }

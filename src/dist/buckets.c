@@ -9,6 +9,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
+#include "base/files.h"
 
 size_t buckets_elements_per_bucket(double bucket_mb, size_t elem_bytes) {
     const size_t per_bucket = (size_t)(bucket_mb * 1048576.0 / (double)elem_bytes) / 128 * 128;
@@ -68,8 +69,9 @@ void buckets_finish(bucket_plan *p) {
 }
 
 void buckets_write_trace(const bucket_plan *p, const char *path, int step) {
-    FILE *f = fopen(path, "a");
-    if (!f) FAIL("cannot open %s: %s", path, strerror(errno));
+    char why[4400];
+    FILE *f = fopen_regular(path, "a", OPEN_NO_LINK, why, sizeof why);
+    if (!f) FAIL("%s", why);
     for (int i = 0; i < p->n_buckets; i++)
         fprintf(f,
                 "{\"type\":\"bucket_posted\",\"step\":%d,\"bucket\":%d,\"begin\":%zu,\"end\":%zu,"

@@ -149,8 +149,9 @@ void ckpt_marker_write(const char *dir, int step, int world) {
     qsort(names, n, sizeof *names, cmp_names);
     char path[CKPT_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, CKPT_MARKER);
-    FILE *f = fopen(path, "w");
-    if (!f) FAIL("cannot create %s: %s", path, strerror(errno));
+    char why[CKPT_PATH_MAX + 400];
+    FILE *f = fopen_regular(path, "w", OPEN_REPLACE, why, sizeof why);
+    if (!f) FAIL("%s", why);
     fprintf(f, "%s\nstep %d\nworld %d\n", MARKER_HEADER, step, world);
     for (size_t i = 0; i < n; i++) {
         char file[CKPT_PATH_MAX + 300];
@@ -270,16 +271,39 @@ void ckpt_point_latest(const char *run_dir, const char *step_dir) {
     fsync_path(run_dir);
 }
 
-void ckpt_prune(const char *run_dir, int keep_last) {
-    if (keep_last <= 0) return;
+/* The directories a prune could not remove, reported once each. */
+enum { PRUNE_REPORTED_MAX = 64 };
+static char prune_reported[PRUNE_REPORTED_MAX][CKPT_PATH_MAX];
+static int n_prune_reported;
+
+static bool prune_first_report(const char *dir) {
+    for (int i = 0; i < n_prune_reported; i++)
+        if (strcmp(prune_reported[i], dir) == 0) return false;
+    if (n_prune_reported < PRUNE_REPORTED_MAX)
+        snprintf(prune_reported[n_prune_reported++], CKPT_PATH_MAX, "%s", dir);
+    return true;
+}
+
+int ckpt_prune(const char *run_dir, int keep_last, char *report, size_t report_len) {
+    if (report_len > 0) report[0] = '\0';
+    if (keep_last <= 0) return 0;
     int *steps;
-    int n = list_complete(run_dir, &steps);
+    int n = list_complete(run_dir, &steps), failed = 0;
     for (int i = keep_last; i < n; i++) {
-        char dir[CKPT_PATH_MAX];
+        char dir[CKPT_PATH_MAX], why[4400];
         ckpt_step_dir(dir, sizeof dir, run_dir, steps[i]);
-        remove_tree(dir);
+        if (try_remove_tree(dir, why, sizeof why) == 0) continue;
+        failed++;
+        if (!report[0] && prune_first_report(dir))
+            snprintf(report, report_len,
+                     "warning: cannot remove the old checkpoint %s (beyond keep_last = %d): %s. "
+                     "The run goes on, its new checkpoints are saved as before; remove the old "
+                     "one by hand (an immutable file: chattr -i; another owner: ask them). Said "
+                     "once for this directory",
+                     dir, keep_last, why);
     }
     free(steps);
+    return failed;
 }
 
 int ckpt_remove_partial(const char *run_dir) {

@@ -77,8 +77,11 @@ void ckpt_point_latest(const char *run_dir, const char *step_dir);
  * a renamed symlink), fsync'ing the run directory after each step. */
 void ckpt_publish(const char *run_dir, const char *tmp_dir, const char *final_dir);
 /* Removes complete step directories of run_dir beyond the newest keep_last
- * (0 keeps all). */
-void ckpt_prune(const char *run_dir, int keep_last);
+ * (0 keeps all). A directory that cannot be removed (an immutable file,
+ * another owner) is no reason to lose the run: it stays, and report gets a
+ * warning naming it and the fix the first time it fails in this process
+ * ("" otherwise). Returns how many could not be removed. */
+int ckpt_prune(const char *run_dir, int keep_last, char *report, size_t report_len);
 /* Removes every partial (step_*.tmp) directory of run_dir; returns how many. */
 int ckpt_remove_partial(const char *run_dir);
 

@@ -16,6 +16,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "base/files.h"
 
 /* HDF5 closes the files still open from an atexit handler. After a failed
  * write (a full disk) that handler flushes a file whose metadata never made
@@ -144,9 +145,13 @@ static void flusher_stop(hid_t file) {
 
 hid_t h5_create(const char *path) {
     h5_quiet();
+    /* Created afresh, never through what is there: a link named like the
+     * file must not redirect the write out of the run directory. */
+    char stale[4200];
+    if (remove_stale_file(path, stale, sizeof stale) != 0) FAIL("%s", stale);
     hid_t fapl = file_access_list();
     errno = 0;
-    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     if (file < 0) {
         const int err = errno;
         char why[600];

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "io/json_util.h"
 #include "model/shape.h"
 
@@ -123,6 +124,10 @@ int hf_config_read(const char *path, hf_config *c, char *err, size_t err_len) {
 static int write_json(const char *path, json_object *root, char *err, size_t err_len) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (remove_stale_file(tmp, err, err_len) != 0) {
+        json_object_put(root);
+        return -1;
+    }
     int rc = json_object_to_file_ext(tmp, root,
                                      JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                          JSON_C_TO_STRING_NOSLASHESCAPE);

@@ -341,10 +341,10 @@ static int copy_file(const char *from, const char *to, char *err, size_t err_len
     snprintf(tmp, sizeof tmp, "%s.tmp", to);
     FILE *in = fopen(from, "rb");
     if (!in) return set_error(err, err_len, "%s: %s", from, strerror(errno));
-    FILE *out = fopen(tmp, "wb");
+    FILE *out = fopen_regular(tmp, "wb", OPEN_REPLACE, err, err_len);
     if (!out) {
         fclose(in);
-        return set_error(err, err_len, "cannot create %s: %s", tmp, strerror(errno));
+        return -1;
     }
     char buf[1 << 16];
     bool ok = true;

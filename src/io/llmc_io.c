@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "base/files.h"
 #include "model/bf16.h"
 
 #define LLMC_HEADER_INTS 256
@@ -184,8 +185,9 @@ void llmc_load(const char *path, const gpt2_layout *lay, float *host_params) {
 void llmc_save(const char *path, const gpt2_layout *lay, const float *host_params, bool bf16) {
     char tmp[2100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) FAIL("cannot create %s: %s", tmp, strerror(errno));
+    char why[4400];
+    FILE *f = fopen_regular(tmp, "wb", OPEN_REPLACE, why, sizeof why);
+    if (!f) FAIL("%s", why);
     int32_t hd[LLMC_HEADER_INTS] = {LLMC_MAGIC,      bf16 ? LLMC_VERSION_BF16 : LLMC_VERSION_FP32,
                                     lay->block_size, lay->vocab_size,
                                     lay->n_layer,    lay->n_head,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/fail.h"
+#include "base/files.h"
 #include "io/json_util.h"
 #include "model/bf16.h"
 
@@ -362,10 +363,10 @@ int st_write(const char *path, const st_spec *tensors, int n, bool bf16, st_fill
                                                                 JSON_C_TO_STRING_NOSLASHESCAPE);
     const size_t text_len = strlen(text);
     const uint64_t header_len = (text_len + 7) / 8 * 8; /* spaces up to 8-byte alignment */
-    FILE *f = fopen(path, "wb");
+    FILE *f = fopen_regular(path, "wb", OPEN_REPLACE, err, err_len);
     if (!f) {
         json_object_put(root);
-        return set_error(err, err_len, "cannot create %s: %s", path, strerror(errno));
+        return -1;
     }
     unsigned char len_bytes[8];
     for (int i = 0; i < 8; i++) len_bytes[i] = (unsigned char)(header_len >> (8 * i));

@@ -23,6 +23,7 @@
 #include "train/init_from.h"
 #include "train/observe/run_record.h"
 #include "train/safety/preflight.h"
+#include "train/safety/run_dir_names.h"
 #include "train/safety/signals.h"
 
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
@@ -317,6 +318,7 @@ bool run_setup(run_state *r) {
     /* What the run directory holds decides first, from its files alone: a
      * finished run ends here having touched nothing. */
     run_lock_check_free(r->run_dir, &r->dist->job); /* a live run there is named first */
+    run_dir_names_check_or_fail(&r->dist->job, r->run_dir);
     ckpt_plan_start(&r->dist->job, r->cfg, r->run_dir, &r->plan);
     if (r->plan.kind == CKPT_START_FINISHED) return false;
     run_print_plan(r);

@@ -18,6 +18,7 @@
 #include "optim/schedule.h"
 #include "train/backend.h"
 #include "train/run.h"
+#include "train/safety/streams.h"
 #include "train/step.h"
 
 /* Validation loss and HellaSwag at step; returns when they began (clock_ms). */
@@ -144,6 +145,7 @@ static bool train_loop_step(run_state *r, int step) {
     if (cfg->comm_trace && r->comm->world > 1)
         buckets_write_trace(&r->ddp.buckets, r->trace_path, step + 1);
     if (logged && !skipped) train_log_step(r, step + 1, ms);
+    streams_check(r->run_dir); /* a closed standard output ends nothing */
     if (skipped) return train_skip_step(r, step + 1, logged);
     return true;
 }

@@ -29,6 +29,28 @@ open(path, "wb").write(data)
 PY
 }
 
+# set_attr FILE NAME VALUE: one attribute of FILE (in the checkpoint's
+# directory) rewritten as a careful hand edit would (h5py; an int64 array
+# for a value with commas, else int64 or string), COMPLETE's size of the
+# file updated with it, so that only the fields' own check can find it.
+set_attr() {
+  /usr/bin/python3 - "$@" <<'PY'
+import sys, h5py, numpy as np
+path, name, value = sys.argv[1:4]
+with h5py.File(path, "r+") as f:
+    if "," in value:
+        f.attrs[name] = np.array([int(v) for v in value.split(",")], dtype=np.int64)
+    elif value.lstrip("-").isdigit():
+        f.attrs[name] = np.int64(int(value))
+    else:
+        f.attrs[name] = value
+import os
+lines = open("COMPLETE").read().split("\n")
+lines = [f"file {path} {os.path.getsize(path)}" if l.startswith(f"file {path} ") else l for l in lines]
+open("COMPLETE", "w").write("\n".join(lines))
+PY
+}
+
 # expect CASE RC REGEX DAMAGE [key=value...]: copies the good run to
 # WORK/CASE, runs the shell command DAMAGE there (cwd: the step-4
 # checkpoint), resumes with the overrides, and checks the exit code (RC, or
@@ -65,6 +87,14 @@ HINT=1 expect flipped_weights nonzero "step_00000004/model.h5: dataset wte.weigh
   'flip model.h5 wte.weight'
 HINT=1 expect missing_shard nonzero "step_00000004/shard_00001.h5: missing \(COMPLETE lists it\)" \
   'rm shard_00001.h5'
+# Fields that disagree with each other (issue 61): each would resume at
+# another place in the data, or bypass the check of changed settings.
+HINT=1 expect samples_edited 2 "model.h5: cannot resume: samples_consumed = 99 disagrees with step 4 x 16 samples per step \(total_batch 1024 / seq_len 64\) = 64 \(the file was damaged or edited\)" \
+  'set_attr model.h5 samples_consumed 99'
+HINT=1 expect config_emptied 2 "model.h5: cannot resume: its stored config is empty or holds no key, so the settings it was trained with are unknown" \
+  'set_attr model.h5 config ""'
+HINT=1 expect loader_edited 2 "model.h5: cannot resume: loader_position of rank 1 is 7, where samples_consumed = 64 puts it at [0-9]+" \
+  'set_attr model.h5 loader_position 64,7'
 expect total_batch 2 "step_00000004: the config differs from the checkpoint's in a key that defines the run: total_batch: 1024 in the checkpoint, 2048 now \(never changes on a resume\)" \
   'true' total_batch=2048
 expect n_layer 2 "step_00000004: the config differs from the checkpoint's in a key that defines the run: n_layer: 2 in the checkpoint, 3 now \(never changes on a resume\)" \

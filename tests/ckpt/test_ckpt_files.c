@@ -78,7 +78,9 @@ static void test_directories(const char *run) {
     EXPECT(n > 0 && strcmp(target, "step_00000012") == 0, "latest -> %s", target);
     EXPECT(ckpt_find_newest(run, dir, sizeof dir) == 12, "published step 12 is the newest");
 
-    ckpt_prune(run, 2);
+    char report[8192];
+    EXPECT(ckpt_prune(run, 2, report, sizeof report) == 0 && report[0] == '\0',
+           "a prune that removed everything reports nothing: %s", report);
     EXPECT(!exists(run, "step_00000002") && exists(run, "step_00000004") &&
                exists(run, "step_00000012"),
            "keep_last 2 keeps steps 4 and 12 only");

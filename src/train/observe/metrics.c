@@ -9,14 +9,17 @@
 #include <unistd.h>
 
 #include "base/fail.h"
+#include "base/files.h"
 #include "train/observe/eta.h"
 
 /* A crash while a record was written leaves a last line without its end;
  * records appended to it would make one line no reader can parse. The
  * cut record is dropped (it is not JSON), what comes before it kept. */
 static void drop_cut_record(const char *path) {
-    FILE *f = fopen(path, "r+b");
-    if (!f) return; /* a new run: nothing to mend */
+    char why[4400];
+    FILE *f = fopen_regular(path, "r+b", OPEN_NO_LINK, why, sizeof why);
+    if (!f && errno == ENOENT) return; /* a new run: nothing to mend */
+    if (!f) FAIL("%s", why);
     char buf[4096];
     off_t end = fseeko(f, 0, SEEK_END) == 0 ? ftello(f) : -1, keep = -1;
     for (off_t pos = end; pos > 0 && keep < 0;) {
@@ -44,8 +47,9 @@ void metrics_open(metrics_log *log, const char *run_dir, int rank, int max_steps
     if (rank != 0) return;
     snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", run_dir);
     drop_cut_record(log->path);
-    log->jsonl = fopen(log->path, "a");
-    if (!log->jsonl) FAIL("cannot open %s: %s", log->path, strerror(errno));
+    char why[4400];
+    log->jsonl = fopen_regular(log->path, "a", OPEN_NO_LINK, why, sizeof why);
+    if (!log->jsonl) FAIL("%s", why);
 }
 
 /* Each record reaches the file when it is logged, or the run stops: a log

@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "base/files.h"
 
 void samples_open(train_samples *s, bpe_tokenizer *tok, const config *cfg, const char *run_dir) {
     memset(s, 0, sizeof *s);
@@ -65,8 +66,9 @@ void samples_write(train_samples *s, gpt2_model *m, int step) {
     json_object_object_add(o, "prompt", json_object_new_string(s->prompt));
     json_object_object_add(o, "text", json_object_new_string(text));
     const int flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE;
-    if (!s->jsonl) s->jsonl = fopen(s->path, "a");
-    if (!s->jsonl) FAIL("cannot open %s: %s", s->path, strerror(errno));
+    char why[4400];
+    if (!s->jsonl) s->jsonl = fopen_regular(s->path, "a", OPEN_NO_LINK, why, sizeof why);
+    if (!s->jsonl) FAIL("%s", why);
     fprintf(s->jsonl, "%s\n", json_object_to_json_string_ext(o, flags));
     fflush(s->jsonl);
     json_object_put(o);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
+
 void exit_status_record(int rank, int code) {
     const char *path = getenv(EXIT_STATUS_ENV);
     if (rank != 0 || !path || !*path) return;
@@ -15,11 +17,12 @@ void exit_status_record(int rank, int code) {
                 code);
         return;
     }
-    FILE *f = fopen(tmp, "w");
+    char why[4400] = "";
+    FILE *f = fopen_regular(tmp, "w", OPEN_REPLACE, why, sizeof why);
     int ok = f && fprintf(f, "%d\n", code) > 0;
     if (f && fclose(f) != 0) ok = 0;
     if (ok && rename(tmp, path) == 0) return;
     fprintf(stderr, "warning: cannot record exit code %d in %s = %s: %s\n", code, EXIT_STATUS_ENV,
-            path, strerror(errno));
+            path, why[0] ? why : strerror(errno));
     remove(tmp);
 }

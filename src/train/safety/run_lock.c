@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/fail.h"
+#include "base/files.h"
 
 enum { MSG_MAX = 8192, RECHECK_TRIES = 20 };
 
@@ -84,7 +85,7 @@ static int lock_dir(run_lock *lock, const char *run_dir, char *msg, size_t len) 
     if (err != EWOULDBLOCK)
         return snprintf(msg, len, "cannot lock %s: %s", run_dir, strerror(err)), EXIT_FATAL;
     char holder[1024] = "its lock file was deleted while it runs";
-    int file = open(lock->path, O_RDONLY | O_CLOEXEC);
+    int file = open_regular(lock->path, O_RDONLY, 0, OPEN_NO_LINK, NULL, 0);
     if (file >= 0) {
         /* A file nobody holds is not the holder's: it was deleted and
          * recreated, and names nobody. */
@@ -111,10 +112,10 @@ static bool still_at_path(int fd, const char *path) {
 static int lock_file(run_lock *lock, const char *run_dir, char *msg, size_t len) {
     const char *path = lock->path;
     for (int tries = 0; tries < RECHECK_TRIES; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        char why[4400];
+        int fd = open_regular(path, O_RDWR | O_CREAT, 0644, OPEN_NO_LINK, why, sizeof why);
         if (fd < 0)
-            return snprintf(msg, len, "cannot create the run directory's lock file %s: %s", path,
-                            strerror(errno)),
+            return snprintf(msg, len, "cannot create the run directory's lock file: %s", why),
                    EXIT_FATAL;
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             const int err = errno;

@@ -196,7 +196,7 @@ void run_stop_report(run_stop *s, int reasons, int step) {
     if (s->rank == 0) {
         if (reasons & STOP_SIGNAL)
             o += snprintf(why + o, sizeof why - o,
-                          "a pre-emption signal (SIGTERM, SIGUSR1 or SIGINT)");
+                          "a pre-emption signal (SIGTERM, SIGUSR1, SIGINT or SIGHUP)");
         if ((reasons & STOP_FILE) && o < sizeof why) {
             const int err = unlink(s->stop_file) == 0 ? 0 : errno;
             if (err && err != ENOENT) {
