@@ -26,14 +26,26 @@
 # trainer checks every step and removes when it stops (the script removes
 # one the run did not get to).
 set -euo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 BIN="$BUILD_DIR/gpt2_ddp"
+# --help: this script's own usage (the header above), then the trainer's keys.
+if [[ " $* " == *" --help "* || " $* " == *" -h "* ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'
+  echo
+  if [ -x "$BIN" ]; then "$BIN" --help; else echo "($BIN not built yet: tools/setup.sh builds it)"; fi
+  exit 0
+fi
 [ -x "$BIN" ] || { echo "launch: $BIN not found; run tools/setup.sh first" >&2; exit 2; }
 
 config=configs/tiny.ini
 if [ $# -gt 0 ] && [[ "$1" != *=* && "$1" != -* ]]; then
   config=$1; shift
+  # A config named from another folder is where the command was typed;
+  # configs/... of this repository still works from anywhere.
+  if [[ "$config" != /* && -e "$caller_dir/$config" ]]; then config=$caller_dir/$config; fi
+  [ -f "$config" ] || { echo "launch: config file $config not found (from $caller_dir, or in $PWD)" >&2; exit 2; }
 else
   # The demo (no config given) shows text from the model as it learns and ends with a sample.
   set -- sample_every=100 "$@"

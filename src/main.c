@@ -19,6 +19,7 @@
 #include "train/safety/config_agree.h"
 #include "train/safety/exit_status.h"
 #include "train/train.h"
+#include "train/variant_name.h"
 
 static void print_usage(FILE *out) {
     fprintf(out, "usage: gpt2_ddp [CONFIG.ini] [key=value | --key=value | --key value ...]\n"
@@ -135,6 +136,7 @@ int main(int argc, char **argv) {
     }
     /* Rank 0 reports the job's shape; a rank without a GPU of its own ends the job. */
     dist_check_environment(&dist, strcmp(cfg.device, "cuda") == 0 && !cfg.dry_run);
+    variant_name_choose(&cfg, &dist.job);
     int rc = train_run(&cfg, &dist);
     /* Before MPI_Finalize: an mpirun that was signalled itself kills its
      * ranks a second after it asks them to stop, and exits 1 whatever they

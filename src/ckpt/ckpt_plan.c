@@ -185,8 +185,8 @@ static size_t list_changes(const change_set *c, const config *now, const char *t
 
 /* "lr,max_steps": the defining keys that changed without being allowed;
  * and "lr=0.003 max_steps=6", their values in the checkpoint. */
-static void refused_names(const change_set *c, const config *now, char *out, size_t len,
-                          char *was, size_t was_len) {
+static void refused_names(const change_set *c, const config *now, char *out, size_t len, char *was,
+                          size_t was_len) {
     size_t o = 0, w = 0;
     out[0] = was[0] = '\0';
     for (int i = 0; i < c->n && o < len && w < was_len; i++)
@@ -428,12 +428,11 @@ bool ckpt_variant_name(const config *cfg, const char *run_dir, char *name, size_
     keys[0] = '\0';
     for (int i = 0; i < c.n; i++) {
         const char *key = c.all[i].key;
-        const bool blocks = IN(fixed_keys, key) ||
-                            (IN(defining_keys, key) && !config_change_allowed(cfg, key));
+        const bool blocks =
+            IN(fixed_keys, key) || (IN(defining_keys, key) && !config_change_allowed(cfg, key));
         if (!blocks || config_key_origin(cfg, key) != CONFIG_FROM_COMMAND_LINE) continue;
         append_name_part(name, name_len, key, c.all[i].now);
-        o += (size_t)snprintf(keys + o, o < keys_len ? keys_len - o : 0, "%s%s", o ? "," : "",
-                              key);
+        o += (size_t)snprintf(keys + o, o < keys_len ? keys_len - o : 0, "%s%s", o ? "," : "", key);
     }
     return o > 0;
 }

@@ -204,7 +204,8 @@ void config_load(config *cfg, const char *path, int n_overrides, char *const *ov
     max_steps_at[CONFIG_FROM_COMMAND_LINE] = cfg->max_steps;
     fit_warmup(cfg, path, max_steps_at);
     expand_paths(cfg);
-    if (cfg->run_name[0] == '\0')
+    cfg->run_name_from_stem = cfg->run_name[0] == '\0';
+    if (cfg->run_name_from_stem)
         file_stem(path ? path : "run", cfg->run_name, sizeof cfg->run_name);
 }
 

@@ -113,6 +113,8 @@ typedef struct {
      * to print ("" when nothing). */
     unsigned char origin[CONFIG_KEYS_MAX]; /* not a key */
     char load_note[512];                   /* not a key */
+    /* Not a key: run_name was left empty and is the config file's stem. */
+    bool run_name_from_stem; /* not a key */
 } config;
 
 /* Loads defaults, then the .ini file at path (may be NULL), then each

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bundled.h"
 #include "base/fail.h"
 #include "base/files.h"
 #include "eval/val_loss.h"
@@ -22,14 +23,19 @@
 #include "train/epochs.h"
 #include "train/init_from.h"
 #include "train/observe/run_record.h"
+#include "train/safety/exit_status.h"
 #include "train/safety/preflight.h"
 #include "train/safety/run_dir_names.h"
 #include "train/safety/signals.h"
 
-static void open_dataset(token_dataset *ds, const char *key, const char *pattern,
-                         const config *cfg) {
+static void open_dataset(token_dataset *ds, const char *key, const char *pattern, const config *cfg,
+                         int rank) {
     char err[2048], msg[4096]; /* ${VAR} in the pattern was expanded by config_load */
-    const int rc = dataset_open(ds, pattern, cfg->vocab_size, cfg->seq_len, err, sizeof err);
+    char found[4200];
+    if (bundled_resolve(pattern, found, sizeof found) && rank == 0)
+        printf("note: %s = %s names nothing from this folder: using the repository's %s\n", key,
+               pattern, found);
+    const int rc = dataset_open(ds, found, cfg->vocab_size, cfg->seq_len, err, sizeof err);
     /* Every rank opens the data here: one message, from the lowest rank. */
     if (rc == DATASET_NO_FILES)
         snprintf(msg, sizeof msg, "%s: %s\n  %s", key, err,
@@ -169,11 +175,11 @@ static int val_batches_or_fail(const config *cfg, const token_dataset *val, int 
 
 static void run_open_data(run_state *r) {
     const config *cfg = r->cfg;
-    open_dataset(&r->train_ds, "train_data", cfg->train_data, cfg);
+    open_dataset(&r->train_ds, "train_data", cfg->train_data, cfg, r->dist->rank);
     epochs_warn(cfg, &r->train_ds, r->dist->rank);
     r->do_eval = cfg->eval_every > 0 && cfg->eval_batches > 0;
     if (r->do_eval) {
-        open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg);
+        open_dataset(&r->val_ds, "val_data", cfg->val_data, cfg, r->dist->rank);
         /* Validation on training data would measure memory, not the model:
          * a pattern that matches both sets (nlp_*.bin) is the usual cause. */
         const char *shared = dataset_shared_file(&r->train_ds, &r->val_ds);
@@ -322,6 +328,11 @@ bool run_setup(run_state *r) {
     ckpt_plan_start(&r->dist->job, r->cfg, r->run_dir, &r->plan);
     if (r->plan.kind == CKPT_START_FINISHED) return false;
     run_print_plan(r);
+    if (r->dist->rank == 0 && exit_status_plain_mpirun())
+        printf("note: started by plain mpirun: Ctrl-C ends the ranks within about 2 s (Open MPI "
+               "kills them), too soon for a checkpoint; to stop with one, touch %s/STOP, or start "
+               "with launch/local.sh, where Ctrl-C saves a checkpoint\n",
+               r->run_dir);
     r->resuming = r->plan.kind == CKPT_START_RESUME;
     snprintf(r->resume_dir, sizeof r->resume_dir, "%s", r->plan.dir);
     run_open_backend(r);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
+#include "base/bundled.h"
 #include "base/clock.h"
 #include "base/fail.h"
 
@@ -30,22 +31,32 @@ run_watch *watch_open(const config *cfg, int rank, int world, const char *run_di
     run_watch *w = xcalloc(1, sizeof *w);
     w->rank = rank;
     w->sample_every = cfg->sample_every;
-    char encoder[CONFIG_STR_MAX + 32], vocab[CONFIG_STR_MAX + 32], err[2048];
-    snprintf(encoder, sizeof encoder, "%s/encoder.json", cfg->tokenizer_dir);
-    snprintf(vocab, sizeof vocab, "%s/vocab.bpe", cfg->tokenizer_dir);
+    char encoder[4300], vocab[4300], err[2048], dir[4200], hellaswag[4200];
+    /* The bundled files from another folder (base/bundled.h). */
+    if (bundled_resolve(cfg->tokenizer_dir, dir, sizeof dir) && rank == 0)
+        printf("note: tokenizer_dir = %s names nothing from this folder: using the repository's "
+               "%s\n",
+               cfg->tokenizer_dir, dir);
+    if (hellaswag_on && bundled_resolve(cfg->hellaswag_data, hellaswag, sizeof hellaswag) &&
+        rank == 0)
+        printf("note: hellaswag_data = %s names nothing from this folder: using the "
+               "repository's %s\n",
+               cfg->hellaswag_data, hellaswag);
+    snprintf(encoder, sizeof encoder, "%s/encoder.json", dir);
+    snprintf(vocab, sizeof vocab, "%s/vocab.bpe", dir);
     w->tok = tokenizer_load(encoder, vocab, err, sizeof err);
     if (!w->tok)
         fail_collective(EXIT_USAGE, "tokenizer_dir = %s: %s (tools/prepare_data.sh fetches them)",
                         cfg->tokenizer_dir, err);
     if (hellaswag_on) {
         const double t0 = clock_ms();
-        if (hellaswag_load(&w->hellaswag, cfg->hellaswag_data, w->tok, cfg->hellaswag_examples,
-                           rank, world, err, sizeof err) != 0)
+        if (hellaswag_load(&w->hellaswag, hellaswag, w->tok, cfg->hellaswag_examples, rank, world,
+                           err, sizeof err) != 0)
             fail_collective(EXIT_USAGE, "hellaswag_data: %s", err);
         w->hellaswag_on = true;
         if (rank == 0)
             printf("HellaSwag: %d examples from %s over %d rank(s), tokenized in %.1f s\n",
-                   w->hellaswag.n_total, cfg->hellaswag_data, world, (clock_ms() - t0) / 1e3);
+                   w->hellaswag.n_total, hellaswag, world, (clock_ms() - t0) / 1e3);
     }
     if (samples_on && rank == 0) samples_open(&w->samples, w->tok, cfg, run_dir);
     w->samples_on = samples_on;

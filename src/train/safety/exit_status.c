@@ -8,6 +8,15 @@
 
 #include "base/files.h"
 
+static bool env_set(const char *name) {
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+bool exit_status_plain_mpirun(void) {
+    return env_set("OMPI_COMM_WORLD_SIZE") && !env_set(EXIT_STATUS_ENV) && !env_set("SLURM_JOB_ID");
+}
+
 void exit_status_record(int rank, int code) {
     const char *path = getenv(EXIT_STATUS_ENV);
     if (rank != 0 || !path || !*path) return;

@@ -9,10 +9,19 @@
 #ifndef GPT2_TRAIN_SAFETY_EXIT_STATUS_H
 #define GPT2_TRAIN_SAFETY_EXIT_STATUS_H
 
+#include <stdbool.h>
+
 #define EXIT_STATUS_ENV "GPT2_EXIT_STATUS_FILE"
 
 /* Rank 0 (the others return): writes code to $GPT2_EXIT_STATUS_FILE
  * (through a temporary file and a rename, so a reader sees all of it or
  * nothing); a path that cannot be written gets a warning, not an error. */
 void exit_status_record(int rank, int code);
+
+/* Open MPI's mpirun started this process with no launch script of ours
+ * around it (no GPT2_EXIT_STATUS_FILE, no Slurm job): Ctrl-C then reaches
+ * mpirun, which kills the ranks about two seconds later, and a clean stop's
+ * exit 3 is announced by mpirun's "non-zero exit code" banner. Rank 0 says
+ * both in one line each (at the start, at the stop). */
+bool exit_status_plain_mpirun(void);
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/fail.h"
+#include "train/safety/exit_status.h"
 #include "train/safety/signals.h"
 
 /* Before the first save is measured: rank 0's share at this rate. */
@@ -220,7 +221,11 @@ void run_stop_report(run_stop *s, int reasons, int step) {
     /* Not exit 3: a scheduler would requeue the run into the same stop. */
     if (reasons & STOP_FILE) fail_if_any(s, unremovable);
     if (s->rank != 0) return;
-    printf("stopped by %s after step %d: checkpoint saved, exit code %d\n", why, step,
-           EXIT_PREEMPTED);
+    printf("stopped by %s after step %d: checkpoint saved, exit code %d%s\n", why, step,
+           EXIT_PREEMPTED,
+           exit_status_plain_mpirun()
+               ? " (mpirun reports it below as a process that \"returned a non-zero exit code\": "
+                 "this clean stop, not a crash; the same command continues the run)"
+               : "");
     fflush(stdout);
 }
