@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The same 2-rank run started three ways gives identical results (every
 # loss, every final weight): `srun --mpi=pmix -n 2` on a real one-node Slurm
-# (tests/slurm/cluster.sh), `mpirun -np 2` outside Slurm, and the sbatch
+# (launch/slurm_cluster.sh), `mpirun -np 2` outside Slurm, and the sbatch
 # script's mpirun variant (LAUNCHER=mpirun). Each run's environment report
 # names its launcher. usage: slurm_launchers.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pre-emption on a real one-node Slurm (tests/slurm/cluster.sh): a run of
+# Pre-emption on a real one-node Slurm (launch/slurm_cluster.sh): a run of
 # launch/slurm.sbatch gets SIGUSR1 mid-run in its batch shell (what
 # --signal=B:USR1@N sends before the time limit) -> the trainer saves a
 # checkpoint and exits 3 -> the script requeues the job -> the requeued job
@@ -9,7 +9,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start
 

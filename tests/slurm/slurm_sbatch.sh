@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `sbatch launch/slurm.sbatch` on a real one-node Slurm (tests/slurm/cluster.sh):
+# `sbatch launch/slurm.sbatch` on a real one-node Slurm (launch/slurm_cluster.sh):
 # the tiny config on the CPU backend with 2 tasks (srun --mpi=pmix) runs to
 # the end and finishes with a complete checkpoint; the job log, under the
 # run directory, has rank 0's environment report. A job that asks for
@@ -8,7 +8,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start
 

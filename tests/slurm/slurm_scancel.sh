@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `scancel JOB` (no --signal: Slurm sends SIGCONT and SIGTERM to every
 # process of the job, the batch shell included, and SIGKILL KillWait later)
-# on a real one-node Slurm (tests/slurm/cluster.sh), mid-run of
+# on a real one-node Slurm (launch/slurm_cluster.sh), mid-run of
 # launch/slurm.sbatch with srun and with LAUNCHER=mpirun (whose mpirun,
 # signalled itself, exits 1: the script reads the trainer's recorded 3):
 # the trainer saves a complete checkpoint, the script exits 3 saying so and
@@ -12,7 +12,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The time limit under a real one-node Slurm (tests/slurm/cluster.sh): a job
+# The time limit under a real one-node Slurm (launch/slurm_cluster.sh): a job
 # of launch/slurm.sbatch with --time=1 and a run far longer than a minute,
 # with no warning signal before the end (--signal=B:USR1@1: none comes
 # before the limit). The trainer reads the job's end time (time_limit_min =
@@ -9,7 +9,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start
 

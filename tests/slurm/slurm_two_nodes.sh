@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two nodes: a Slurm cluster of two network namespaces on this machine
-# (tests/slurm/cluster.sh: each node its own address, hostname and /tmp, so
+# (launch/slurm_cluster.sh: each node its own address, hostname and /tmp, so
 # MPI between them goes over TCP). `sbatch --nodes=2 --ntasks-per-node=1
 # launch/slurm.sbatch`, pre-empted mid-run (SIGUSR1 -> checkpoint on both
 # nodes -> requeue -> resume), and the script's mpirun variant across the two
@@ -9,7 +9,7 @@
 set -euo pipefail
 bin=$1 work=$2
 cd "$(dirname "$0")/../.."
-source tests/slurm/cluster.sh
+source launch/slurm_cluster.sh
 rm -rf "$work"; mkdir -p "$work"
 slurm_start 2
 

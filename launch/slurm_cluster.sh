@@ -1,4 +1,5 @@
-# A real Slurm cluster on this machine for the tests, sourced by them:
+# A real Slurm cluster on this machine, for launch/slurm_local.sh and the
+# tests (sourced by them):
 # munged, slurmctld and slurmd (Debian's munge and slurm-wlm) run in the
 # foreground of the test, with their config, keys, sockets, state and logs in
 # a temporary directory; no systemd, nothing installed or configured outside.
@@ -114,7 +115,7 @@ slurm_start() { # [nodes]
   local node_list
   node_list=$(IFS=,; echo "${names[*]}")
   cat >"$d/slurm.conf" <<EOF
-# Written by tests/slurm/cluster.sh: a test cluster on this machine.
+# Written by launch/slurm_cluster.sh: a cluster on this machine.
 ClusterName=gpt2test
 SlurmctldHost=$host($ctld_addr)
 SlurmctldPort=$ctld_port
