@@ -10,6 +10,7 @@
  *        with --bf16 bf16, and the GPT-2 tokenizer files) that transformers'
  *        from_pretrained loads
  * Training starts from any IN directly with init_from=IN. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,15 +100,16 @@ static void check_tokenizer_files(const convert_args *a) {
     if (n != GPT2_BPE_VOCAB)
         fail_collective(EXIT_USAGE, "%s: %d tokens, but GPT-2's encoder.json has %d", a->encoder, n,
                         GPT2_BPE_VOCAB);
-    FILE *f = fopen(a->vocab, "rb");
-    char line[32] = "";
+    FILE *f = fopen_regular(a->vocab, "rb", 0, NULL, 0); /* a FIFO would block the open */
+    char line[32] = "", why[256] = "not a vocab.bpe";
+    if (!f) open_regular_reason(a->vocab, errno, why, sizeof why);
     bool ok = f && fgets(line, sizeof line, f) && strncmp(line, "#version", 8) == 0;
     if (f) fclose(f);
     if (!ok)
         fail_collective(EXIT_USAGE,
                         "%s: %s (GPT-2's merges for the export's merges.txt begin with "
                         "'#version': run tools/prepare_data.sh, or pass --vocab)",
-                        a->vocab, f ? "not a vocab.bpe" : "cannot be read");
+                        a->vocab, why);
 }
 #endif
 

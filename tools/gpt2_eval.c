@@ -135,6 +135,10 @@ static void eval_val(const eval_args *a, gpt2_model *m) {
                (long long)ds.n_samples, m->T + 1, batches, m->B, a->val_batches);
     const dist_group alone = group_single();
     const double loss = val_loss_mean(m, &ld, batches, m->B, m->T, &alone, inputs, targets);
+    if (loader_error(&ld))
+        FAIL("--val: %s: the loss would be of other data than was checked; keep the shards "
+             "unchanged while they are read",
+             loader_error(&ld));
     printf("val loss %.6f | %d batches of %d x %d tokens | %s\n", loss, batches, m->B, m->T,
            a->val);
     free(inputs);

@@ -557,14 +557,21 @@ static int run_decode(const tool_args *a) {
     char err[1024];
     if (shard_open(&shard, a->decode_path, tokenizer_vocab_size(tok), err, sizeof err) != 0)
         die(EXIT_FATAL, "%s", err);
-    for (size_t i = 0; i < shard.n_tokens; i++) {
-        size_t len = 0;
-        const char *bytes = tokenizer_token_bytes(tok, shard.tokens[i], &len);
-        if (!bytes)
-            die(EXIT_FATAL, "%s: token %u at index %zu is not in encoder.json", a->decode_path,
-                shard.tokens[i], i);
-        fwrite(bytes, 1, len, stdout);
+    enum { CHUNK = 1 << 16 };
+    uint16_t *ids = xmalloc(CHUNK * sizeof *ids);
+    for (size_t at = 0; at < shard.n_tokens; at += CHUNK) {
+        const size_t n = shard.n_tokens - at < CHUNK ? shard.n_tokens - at : CHUNK;
+        if (shard_read(&shard, at, n, ids, err, sizeof err) != 0) die(EXIT_FATAL, "%s", err);
+        for (size_t i = 0; i < n; i++) {
+            size_t len = 0;
+            const char *bytes = tokenizer_token_bytes(tok, ids[i], &len);
+            if (!bytes)
+                die(EXIT_FATAL, "%s: token %u at index %zu is not in encoder.json", a->decode_path,
+                    ids[i], at + i);
+            fwrite(bytes, 1, len, stdout);
+        }
     }
+    free(ids);
     if (fflush(stdout) != 0 || ferror(stdout))
         die(EXIT_FATAL, "stdout: write error: %s", strerror(errno));
     shard_close(&shard);

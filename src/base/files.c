@@ -108,6 +108,15 @@ FILE *fopen_regular(const char *path, const char *fmode, int how, char *err, siz
     return f;
 }
 
+const char *open_regular_reason(const char *path, int err_no, char *buf, size_t len) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        snprintf(buf, len, "%s, not a regular file", file_kind_name(st.st_mode));
+    else
+        snprintf(buf, len, "%s", strerror(err_no));
+    return buf;
+}
+
 int make_dirs(const char *path, mode_t mode, char *err, size_t err_len) {
     char buf[4200];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)

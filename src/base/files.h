@@ -32,6 +32,10 @@ int open_regular(const char *path, int flags, mode_t mode, int how, char *err, s
 int remove_stale_file(const char *path, char *err, size_t err_len);
 /* fopen(3) over open_regular ("r", "w", "a", with an optional "+"). */
 FILE *fopen_regular(const char *path, const char *fmode, int how, char *err, size_t err_len);
+/* Why open_regular (or fopen_regular) just failed on path with errno
+ * err_no, without the path, for messages that name it themselves: "a FIFO
+ * (named pipe), not a regular file", or strerror(err_no). Returns buf. */
+const char *open_regular_reason(const char *path, int err_no, char *buf, size_t len);
 /* mkdir -p with mode (under the umask): 0, or -1 with the reason in err
  * ("cannot create P: ...", or "P exists and is not a directory"). */
 int make_dirs(const char *path, mode_t mode, char *err, size_t err_len);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/files.h"
 #include "config/elide.h"
 
 static char *trim(char *s) {
@@ -172,8 +173,14 @@ ini_status ini_read_stream(FILE *f, const char *path, ini_key_fn on_key, void *c
 }
 
 ini_status ini_read_file(const char *path, ini_key_fn on_key, void *ctx, ini_error *err) {
-    FILE *f = fopen(path, "r");
-    if (!f) return error_at(err, INI_IO_ERROR, (ini_source){path, 0}, 0, strerror(errno));
+    /* A FIFO would block the open until something writes it, and then be
+     * read by one rank only: refused, as a directory is. */
+    FILE *f = fopen_regular(path, "r", 0, NULL, 0);
+    if (!f) {
+        char why[INI_MESSAGE_MAX];
+        return error_at(err, INI_IO_ERROR, (ini_source){path, 0}, 0,
+                        open_regular_reason(path, errno, why, sizeof why));
+    }
     ini_status status = ini_read_stream(f, path, on_key, ctx, err);
     fclose(f);
     return status;

@@ -3,10 +3,12 @@
 #include "data/doc_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "base/alloc.h"
@@ -105,14 +107,21 @@ static int open_next(doc_reader *r, char *err, size_t err_len) {
     r->jsonl = doc_is_jsonl(r->path);
     r->line = 0;
     r->chunk_len = r->chunk_pos = 0;
-    if (path_ends_with(r->path, ".gz")) {
-        r->gz = gzopen(r->path, "rb");
+    /* The paths were regular files when listed; one replaced since by a
+     * FIFO would block the open. */
+    const int fd = open_regular(r->path, O_RDONLY, 0, 0, NULL, 0);
+    if (fd >= 0 && path_ends_with(r->path, ".gz")) {
+        r->gz = gzdopen(fd, "rb");
         if (r->gz) gzbuffer(r->gz, READ_CHUNK);
-    } else {
-        r->file = fopen(r->path, "rb");
+    } else if (fd >= 0) {
+        r->file = fdopen(fd, "rb");
     }
     if (!r->gz && !r->file) {
-        snprintf(err, err_len, "%s: cannot open: %s", r->path, strerror(errno));
+        const int e = errno;
+        char why[256];
+        if (fd >= 0) close(fd);
+        snprintf(err, err_len, "%s: cannot open: %s", r->path,
+                 open_regular_reason(r->path, e, why, sizeof why));
         return -1;
     }
     return 0;
@@ -128,8 +137,10 @@ static int64_t refill(doc_reader *r, char *err, size_t err_len) {
         int code = Z_OK;
         const char *why = gzerror(r->gz, &code);
         if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
-            size_t n = strlen(r->path); /* zlib's message begins with the path */
-            if (strncmp(why, r->path, n) == 0 && strncmp(why + n, ": ", 2) == 0) why += n + 2;
+            /* zlib's message begins with the name it was given: "<fd:N>"
+             * for the descriptor of gzdopen. */
+            const char *end = strncmp(why, "<fd:", 4) == 0 ? strstr(why, ">: ") : NULL;
+            if (end) why = end + 3;
             snprintf(err, err_len, "%s: cannot decompress: %s (a corrupt or truncated gzip file)",
                      r->path, why);
             return -1;

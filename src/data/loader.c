@@ -1,5 +1,6 @@
 /* Token dataset over a glob of shards and the loader that turns global sample
- * positions into (inputs, targets) batches, shuffled deterministically per epoch. */
+ * positions into (inputs, targets) batches, shuffled deterministically per
+ * epoch, each sample read from its shard when it is needed (shard_read). */
 #include "data/loader.h"
 
 #include <glob.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "base/alloc.h"
@@ -80,6 +82,19 @@ static int dataset_check_size(const token_dataset *ds, const char *pattern, char
     return 0;
 }
 
+/* Every shard stays open while the run reads it (shard.h): a dataset of
+ * more shards than the soft limit on descriptors (often 1024) raises it
+ * toward the hard one, as the Go runtime does for every program. */
+static void dataset_raise_file_limit(size_t n_files) {
+    enum { SPARE = 256 }; /* MPI, HDF5, logs */
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+    const rlim_t want = (rlim_t)n_files + SPARE;
+    if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur >= want) return;
+    lim.rlim_cur = lim.rlim_max != RLIM_INFINITY && lim.rlim_max < want ? lim.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &lim); /* failing, the open says EMFILE and what to do */
+}
+
 int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq_len, char *err,
                  size_t err_len) {
     memset(ds, 0, sizeof(*ds));
@@ -94,6 +109,7 @@ int dataset_open(token_dataset *ds, const char *pattern, int vocab_size, int seq
         return glob_rc;
     }
     ds->seq_len = seq_len;
+    dataset_raise_file_limit(g.gl_pathc);
     ds->shards = xcalloc(g.gl_pathc, sizeof(token_shard));
     ds->shard_first_sample = xcalloc(g.gl_pathc + 1, sizeof(int64_t));
     int rc = 0;
@@ -145,12 +161,14 @@ static int dataset_find_shard(const token_dataset *ds, int64_t sample) {
     return lo;
 }
 
-const uint16_t *dataset_sample(const token_dataset *ds, int64_t sample) {
+int dataset_read_sample(const token_dataset *ds, int64_t sample, uint16_t *out, char *err,
+                        size_t err_len) {
     CHECK(sample >= 0 && sample < ds->n_samples, "sample %" PRId64 " out of range [0, %" PRId64 ")",
           sample, ds->n_samples);
     int s = dataset_find_shard(ds, sample);
     int64_t local = sample - ds->shard_first_sample[s];
-    return ds->shards[s].tokens + local * ds->seq_len;
+    return shard_read(&ds->shards[s], (size_t)(local * ds->seq_len), (size_t)ds->seq_len + 1, out,
+                      err, err_len);
 }
 
 /* ---- loader -------------------------------------------------------------- */
@@ -206,10 +224,13 @@ void loader_init(data_loader *ld, const token_dataset *ds, uint64_t seed, bool s
     ld->cached_epoch = -1;
     /* Allocated once so that loader_read never allocates. */
     ld->perm = shuffle ? xmalloc((size_t)ds->n_samples * sizeof(uint32_t)) : NULL;
+    ld->sample_buf = xmalloc(((size_t)ds->seq_len + 1) * sizeof(uint16_t));
+    ld->error[0] = '\0';
 }
 
 void loader_free(data_loader *ld) {
     free(ld->perm);
+    free(ld->sample_buf);
     memset(ld, 0, sizeof(*ld));
 }
 
@@ -230,17 +251,25 @@ static void copy_sample(const uint16_t *tokens, int seq_len, int32_t *inputs, in
     }
 }
 
-void loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int32_t *targets) {
+int loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int32_t *targets) {
     CHECK(first >= 0 && count >= 0, "bad loader_read(first=%" PRId64 ", count=%d)", first, count);
-    int seq_len = ld->ds->seq_len;
+    int seq_len = ld->ds->seq_len, rc = 0;
     for (int k = 0; k < count; k++) {
         /* Per sample, so a batch that crosses an epoch boundary switches
          * permutation mid-batch (rebuilt once, in place). */
         int64_t sample = loader_sample_at(ld, first + k);
         size_t off = (size_t)k * (size_t)seq_len;
-        copy_sample(dataset_sample(ld->ds, sample), seq_len, inputs + off, targets + off);
+        char *err = ld->error[0] ? NULL : ld->error; /* the first failure is the one to tell */
+        if (dataset_read_sample(ld->ds, sample, ld->sample_buf, err, sizeof ld->error) != 0) {
+            memset(ld->sample_buf, 0, ((size_t)seq_len + 1) * sizeof(uint16_t));
+            rc = -1;
+        }
+        copy_sample(ld->sample_buf, seq_len, inputs + off, targets + off);
     }
+    return rc;
 }
+
+const char *loader_error(const data_loader *ld) { return ld->error[0] ? ld->error : NULL; }
 
 int64_t loader_batch_position(int64_t step_first, int micro, int rank, int world, int micro_batch) {
     return step_first + ((int64_t)micro * world + rank) * micro_batch;

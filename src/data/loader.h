@@ -39,8 +39,12 @@ const char *dataset_shared_file(const token_dataset *a, const token_dataset *b);
  * One line, for fail_set_hint or after the error. */
 const char *dataset_no_files_hint(bool val);
 
-/* The seq_len + 1 tokens of dataset sample `sample` (in [0, n_samples)). */
-const uint16_t *dataset_sample(const token_dataset *ds, int64_t sample);
+/* The seq_len + 1 tokens of dataset sample `sample` (in [0, n_samples))
+ * into out, read from its shard now (shard_read): -1 with err "<path>:
+ * changed after it was opened and checked: ..." when the file no longer
+ * holds them as dataset_open found it. */
+int dataset_read_sample(const token_dataset *ds, int64_t sample, uint16_t *out, char *err,
+                        size_t err_len);
 
 /* The sample order: shuffled per epoch (deterministic in seed and epoch), or
  * in file order when shuffle is false (validation). */
@@ -49,11 +53,14 @@ typedef struct {
     uint64_t seed;
     bool shuffle;
     int64_t cached_epoch;
-    uint32_t *perm; /* permutation of the current epoch, n_samples entries */
+    uint32_t *perm;       /* permutation of the current epoch, n_samples entries */
+    uint16_t *sample_buf; /* one sample's seq_len + 1 tokens, as read */
+    char error[1200];     /* the first failed read's message; "" while none */
 } data_loader;
 
-/* Allocates the permutation buffer (when shuffling) once, here: loader_read
- * never allocates. Not thread-safe: one loader per thread. */
+/* Allocates the permutation buffer (when shuffling) and the read buffer
+ * once, here: loader_read never allocates. Not thread-safe: one loader per
+ * thread. */
 void loader_init(data_loader *ld, const token_dataset *ds, uint64_t seed, bool shuffle);
 void loader_free(data_loader *ld);
 
@@ -63,8 +70,17 @@ int64_t loader_sample_at(data_loader *ld, int64_t position);
 
 /* Fills inputs and targets (count x seq_len int32 each) with the samples at
  * global positions [first, first + count); position g is sample
- * order(epoch = g / n_samples)[g % n_samples], so training runs across epochs. */
-void loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int32_t *targets);
+ * order(epoch = g / n_samples)[g % n_samples], so training runs across epochs.
+ * Returns 0; or -1 when a sample's shard changed under the run (shorter
+ * now, or holding a token >= vocab_size): that sample is left as token 0
+ * (the batch stays within the model's vocabulary), the others are read, and
+ * loader_error says what happened. The caller ends the run, collectively:
+ * the other ranks' reads may have succeeded. */
+int loader_read(data_loader *ld, int64_t first, int count, int32_t *inputs, int32_t *targets);
+
+/* The first failed read's message ("<path>: changed after it was opened and
+ * checked: ..."), or NULL while every read succeeded. */
+const char *loader_error(const data_loader *ld);
 
 /* Position of rank `rank`'s micro-batch `micro` within optimizer step `step`,
  * for S = micro_batch * world * grad_accum sequences per step: the same global

@@ -1,5 +1,6 @@
-/* Token shards in llm.c's format: read-only mmap with full validation on open,
- * and an atomic (temp file + rename) writer for the tokenizer tools. */
+/* Token shards in llm.c's format: full validation on open, reads with pread
+ * that check again, and an atomic (temp file + rename) writer for the
+ * tokenizer tools. */
 #include "data/shard.h"
 
 #include <errno.h>
@@ -9,10 +10,12 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/files.h"
 
 #define SHARD_HEADER_BYTES ((int64_t)SHARD_HEADER_INTS * (int64_t)sizeof(int32_t))
 
@@ -62,72 +65,136 @@ static int shard_check_header(const int32_t *header, int64_t file_bytes, const c
     return 0;
 }
 
-/* The common case (all tokens valid) is one vectorisable max-reduction; only
- * a bad shard pays for the second pass that finds the first offender. */
-static int shard_check_tokens(const uint16_t *tokens, size_t n_tokens, int vocab_size,
-                              const char *path, char *err, size_t err_len) {
-    if (vocab_size > UINT16_MAX) return 0; /* no uint16 can be out of range */
+/* Index of the first token >= vocab_size, or n. The common case (all
+ * valid) is one vectorisable max-reduction; only a bad read pays for the
+ * second pass that finds the offender. */
+static size_t first_out_of_range(const uint16_t *tokens, size_t n, int vocab_size) {
+    if (vocab_size > UINT16_MAX) return n; /* no uint16 can be out of range */
     uint16_t max_token = 0;
-    for (size_t i = 0; i < n_tokens; i++) max_token = tokens[i] > max_token ? tokens[i] : max_token;
-    if (max_token < vocab_size) return 0;
+    for (size_t i = 0; i < n; i++) max_token = tokens[i] > max_token ? tokens[i] : max_token;
+    if (max_token < vocab_size) return n;
     size_t bad = 0;
     while (tokens[bad] < vocab_size) bad++;
-    return shard_fail(err, err_len, path, "token %u at index %zu is out of range (vocab_size %d)",
-                      (unsigned)tokens[bad], bad, vocab_size);
+    return bad;
 }
 
-/* Opens and maps the file; the descriptor is closed again since the mapping
- * keeps the file alive. */
-static int shard_map(token_shard *shard, const char *path, char *err, size_t err_len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return shard_fail(err, err_len, path, "cannot open: %s", strerror(errno));
+/* pread until bytes are in or the file ends; the bytes read, or -1. */
+static int64_t read_fully(int fd, void *buf, size_t bytes, int64_t offset) {
+    size_t done = 0;
+    while (done < bytes) {
+        ssize_t n = pread(fd, (char *)buf + done, bytes - done, (off_t)(offset + (int64_t)done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) break;
+        done += (size_t)n;
+    }
+    return (int64_t)done;
+}
+
+/* Tokens [first, first + count) into out, checked; changed prefixes the
+ * problem ("" while opening: nothing was checked yet). */
+static int read_tokens(const token_shard *shard, size_t first, size_t count, uint16_t *out,
+                       const char *changed, char *err, size_t err_len) {
+    const char *path = shard->path;
+    const int64_t offset = SHARD_HEADER_BYTES + 2 * (int64_t)first;
+    const int64_t got = read_fully(shard->fd, out, 2 * count, offset);
+    if (got < 0)
+        return shard_fail(err, err_len, path, "%sread failed at byte %" PRId64 ": %s", changed,
+                          offset, strerror(errno));
+    if ((size_t)got < 2 * count) {
+        struct stat st;
+        const int64_t now = fstat(shard->fd, &st) == 0 ? (int64_t)st.st_size : offset + got;
+        return shard_fail(err, err_len, path,
+                          "%sit is now %" PRId64 " bytes, shorter than the %" PRId64
+                          " it had when opened (truncated)",
+                          changed, now, SHARD_HEADER_BYTES + 2 * (int64_t)shard->n_tokens);
+    }
+    const size_t bad = first_out_of_range(out, count, shard->vocab_size);
+    if (bad < count)
+        return shard_fail(err, err_len, path,
+                          "%stoken %u at index %zu is out of range (vocab_size %d)", changed,
+                          (unsigned)out[bad], first + bad, shard->vocab_size);
+    return 0;
+}
+
+int shard_read(const token_shard *shard, size_t first, size_t count, uint16_t *out, char *err,
+               size_t err_len) {
+    if (first > shard->n_tokens || count > shard->n_tokens - first)
+        return shard_fail(err, err_len, shard->path,
+                          "tokens [%zu, %zu) asked of a shard of %zu tokens", first, first + count,
+                          shard->n_tokens);
+    return read_tokens(shard, first, count, out, "changed after it was opened and checked: ", err,
+                       err_len);
+}
+
+/* Every token, a chunk at a time. */
+static int shard_check_tokens(const token_shard *shard, char *err, size_t err_len) {
+    enum { CHUNK = 1 << 20 };
+    uint16_t *buf = malloc(CHUNK * sizeof(uint16_t));
+    if (!buf) return shard_fail(err, err_len, shard->path, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < shard->n_tokens; i += CHUNK) {
+        const size_t n = shard->n_tokens - i < CHUNK ? shard->n_tokens - i : CHUNK;
+        rc = read_tokens(shard, i, n, buf, "", err, err_len);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Opens the file and reads its header; a FIFO (which would block the open
+ * until something writes it) or anything else not a regular file is
+ * refused. */
+static int shard_open_file(token_shard *shard, const char *path, int32_t *header, char *err,
+                           size_t err_len) {
+    int fd = open_regular(path, O_RDONLY, 0, 0, NULL, 0);
+    if (fd < 0) {
+        const int e = errno;
+        char why[256];
+        return shard_fail(err, err_len, path, "cannot open: %s%s",
+                          open_regular_reason(path, e, why, sizeof why),
+                          e == EMFILE ? " (a run keeps every shard open: raise the limit, ulimit "
+                                        "-n, or use fewer, larger shards)"
+                                      : "");
+    }
+    shard->fd = fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return shard_fail(err, err_len, path, "cannot stat: %s", strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return shard_fail(err, err_len, path, "not a regular file");
-    }
-    if ((int64_t)st.st_size < SHARD_HEADER_BYTES) {
-        close(fd);
+    if (fstat(fd, &st) != 0)
+        return shard_fail(err, err_len, path, "cannot stat: %s", strerror(errno));
+    if ((int64_t)st.st_size < SHARD_HEADER_BYTES)
         return shard_fail(err, err_len, path,
                           "file is %" PRId64 " bytes, shorter than the %" PRId64 "-byte header%s",
                           (int64_t)st.st_size, SHARD_HEADER_BYTES,
                           st.st_size == 0 ? " (empty file)" : "");
-    }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (map == MAP_FAILED) return shard_fail(err, err_len, path, "cannot mmap: %s", strerror(e));
-    shard->map = map;
-    shard->map_bytes = (size_t)st.st_size;
-    return 0;
+    errno = 0;
+    if (read_fully(fd, header, SHARD_HEADER_BYTES, 0) != SHARD_HEADER_BYTES)
+        return shard_fail(err, err_len, path, "cannot read the header: %s",
+                          errno ? strerror(errno) : "the file ended early");
+    return shard_check_header(header, (int64_t)st.st_size, path, err, err_len);
 }
 
 int shard_open(token_shard *shard, const char *path, int vocab_size, char *err, size_t err_len) {
     memset(shard, 0, sizeof(*shard));
+    shard->fd = -1;
     if (vocab_size <= 0) return shard_fail(err, err_len, path, "bad vocab_size %d", vocab_size);
-    if (shard_map(shard, path, err, err_len) != 0) return -1;
-    const int32_t *header = (const int32_t *)shard->map;
-    const uint16_t *tokens = (const uint16_t *)((const char *)shard->map + SHARD_HEADER_BYTES);
-    size_t n_tokens = header[2] > 0 ? (size_t)header[2] : 0;
-    if (shard_check_header(header, (int64_t)shard->map_bytes, path, err, err_len) != 0 ||
-        shard_check_tokens(tokens, n_tokens, vocab_size, path, err, err_len) != 0) {
+    snprintf(shard->path, sizeof(shard->path), "%s", path);
+    shard->vocab_size = vocab_size;
+    int32_t header[SHARD_HEADER_INTS];
+    if (shard_open_file(shard, path, header, err, err_len) != 0) {
         shard_close(shard);
         return -1;
     }
-    snprintf(shard->path, sizeof(shard->path), "%s", path);
-    shard->tokens = tokens;
-    shard->n_tokens = n_tokens;
+    shard->n_tokens = (size_t)header[2];
+    if (shard_check_tokens(shard, err, err_len) != 0) {
+        shard_close(shard);
+        return -1;
+    }
     return 0;
 }
 
 void shard_close(token_shard *shard) {
-    if (shard->map != NULL) munmap(shard->map, shard->map_bytes);
+    if (shard->fd >= 0) close(shard->fd);
     memset(shard, 0, sizeof(*shard));
+    shard->fd = -1;
 }
 
 /* Header, tokens, then fsync: the rename must only ever expose a complete file. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/fail.h"
+#include "base/files.h"
 
 /* JavaScript's \s, spelled out: the oracle's regex runs in V8, and PCRE2's
  * Unicode \s differs from it (it adds U+0085 and U+180E, lacks U+FEFF). */
@@ -311,9 +312,11 @@ static int64_t alphabet_to_bytes(const int cp_to_byte[324], const char *s, size_
 }
 
 static char *read_file(const char *path, size_t *len, char *err, size_t err_len) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0); /* a FIFO would block the open */
     if (!f) {
-        set_error(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        char why[256];
+        set_error(err, err_len, "%s: cannot open: %s", path,
+                  open_regular_reason(path, errno, why, sizeof why));
         return NULL;
     }
     size_t cap = 1 << 20, n = 0;

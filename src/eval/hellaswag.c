@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "base/files.h"
 
 /* ------------------------------------------------------------ the file */
 
@@ -125,8 +126,12 @@ static void tokenize_example(hellaswag_example *e, const example_text *ex, bpe_t
 int hellaswag_load(hellaswag_set *set, const char *path, bpe_tokenizer *tok, int max_examples,
                    int rank, int world, char *err, size_t err_len) {
     memset(set, 0, sizeof *set);
-    FILE *f = fopen(path, "r");
-    if (!f) return line_error(err, err_len, path, 0, "cannot read: %s", strerror(errno));
+    FILE *f = fopen_regular(path, "r", 0, NULL, 0); /* a FIFO would block the open */
+    if (!f) {
+        char why[256];
+        return line_error(err, err_len, path, 0, "cannot read: %s",
+                          open_regular_reason(path, errno, why, sizeof why));
+    }
     char *text = NULL, why[512];
     size_t text_cap = 0;
     int line = 0, count = 0, cap = 0, rc = 0;

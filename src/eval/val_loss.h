@@ -26,7 +26,10 @@ int val_loss_batches(int64_t n_windows, int eval_batches, int B);
  * (group_single(): a single process, no MPI). Mean loss per token over
  * eval_batches batches of B sequences of T tokens (at most
  * val_loss_batches of them: no window twice); inputs and targets are host
- * buffers of B * T each. Nothing waits for the device between batches. */
+ * buffers of B * T each. Nothing waits for the device between batches.
+ * A read that fails (a shard changed under the run) counts token 0 in its
+ * place and leaves its error in val (loader_error), for the caller to end
+ * the run on every rank. */
 double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int B, int T,
                      const dist_group *dp, int32_t *inputs, int32_t *targets);
 #endif

@@ -195,8 +195,15 @@ static void start_prefetch(hid_t file, off_t size) {
 
 hid_t h5_open_read(const char *path, const char *what) {
     h5_quiet();
-    struct stat st;
-    if (stat(path, &st) != 0) FAIL("cannot open %s %s: %s", what, path, strerror(errno));
+    /* HDF5 opens the path itself, and a FIFO would block that open (for
+     * ever: a stop signal restarts it): a non-blocking look first. */
+    const int fd = open_regular(path, O_RDONLY, 0, 0, NULL, 0);
+    if (fd < 0) {
+        char why[256];
+        FAIL("cannot open %s %s: %s", what, path,
+             open_regular_reason(path, errno, why, sizeof why));
+    }
+    close(fd);
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
         char why[600];
@@ -219,7 +226,7 @@ bool h5_is_hdf5(const char *path) {
      * open): the signature at byte 0 or at 512, 1024, 2048, ... (after a
      * user block). */
     static const char signature[8] = {'\211', 'H', 'D', 'F', '\r', '\n', '\032', '\n'};
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0);
     if (!f) return false;
     bool found = false;
     char got[8];

@@ -110,9 +110,11 @@ static int weights_open(weight_files *w, const char *dir, char *err, size_t err_
     path_in(single, dir, "model.safetensors");
     path_in(index, dir, "model.safetensors.index.json");
     int rc;
-    if (is_regular_file(single))
+    /* Present but no regular file (a FIFO, a folder): its reader says so. */
+    struct stat st;
+    if (stat(single, &st) == 0)
         rc = weights_add(w, single, err, err_len);
-    else if (is_regular_file(index))
+    else if (stat(index, &st) == 0)
         rc = weights_open_index(w, dir, index, err, err_len);
     else
         rc = set_error(
@@ -339,8 +341,11 @@ static void export_fill(void *ctx_, int index, float *out) {
 static int copy_file(const char *from, const char *to, char *err, size_t err_len) {
     char tmp[HF_PATH_MAX + 8];
     snprintf(tmp, sizeof tmp, "%s.tmp", to);
-    FILE *in = fopen(from, "rb");
-    if (!in) return set_error(err, err_len, "%s: %s", from, strerror(errno));
+    FILE *in = fopen_regular(from, "rb", 0, NULL, 0); /* a FIFO would block the open */
+    char why[256];
+    if (!in)
+        return set_error(err, err_len, "%s: %s", from,
+                         open_regular_reason(from, errno, why, sizeof why));
     FILE *out = fopen_regular(tmp, "wb", OPEN_REPLACE, err, err_len);
     if (!out) {
         fclose(in);

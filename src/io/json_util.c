@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
+
 json_object *json_parse_text(const char *text, size_t len, bool check_utf8, char *err,
                              size_t err_len) {
     if (len > INT_MAX) {
@@ -46,9 +48,10 @@ json_object *json_parse_text(const char *text, size_t len, bool check_utf8, char
 }
 
 json_object *json_read_file(const char *path, char *err, size_t err_len) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0); /* a FIFO would block the open */
     if (!f) {
-        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        char why[256];
+        snprintf(err, err_len, "%s: %s", path, open_regular_reason(path, errno, why, sizeof why));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;

@@ -85,7 +85,7 @@ static void transfer_span(FILE *f, const char *path, bool write, bool bf16, floa
 /* ------------------------------------------------------------------ import */
 
 bool llmc_is_model_file(const char *path) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0); /* a FIFO would block the open */
     if (!f) return false;
     int32_t magic = 0;
     bool yes = fread(&magic, 4, 1, f) == 1 && magic == LLMC_MAGIC;
@@ -109,10 +109,11 @@ static size_t header_n_params(const llmc_header *h) {
 }
 
 int llmc_read_header(const char *path, llmc_header *h, char *err, size_t err_len) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0);
+    char why[512];
     if (!f)
         return set_error(err, err_len, "cannot open llm.c model file %s: %s", path,
-                         strerror(errno));
+                         open_regular_reason(path, errno, why, sizeof why));
     int32_t hd[LLMC_HEADER_INTS];
     const size_t got = fread(hd, sizeof(int32_t), LLMC_HEADER_INTS, f);
     fclose(f);
@@ -133,7 +134,6 @@ int llmc_read_header(const char *path, llmc_header *h, char *err, size_t err_len
                        .n_embd = hd[6],
                        .padded_vocab_size = hd[7]};
     const model_shape shape = llmc_header_shape(h);
-    char why[512];
     if (shape_check(&shape, NULL, why, sizeof why) != 0)
         return set_error(err, err_len, "%s: llm.c header: %s", path, why);
     /* The sizes passed their bounds: these products cannot overflow. */
@@ -166,7 +166,7 @@ void llmc_load(const char *path, const gpt2_layout *lay, float *host_params) {
              path, h.n_layer, h.n_embd, h.n_head, h.vocab_size, h.padded_vocab_size, h.max_seq_len,
              lay->n_layer, lay->n_embd, lay->n_head, lay->vocab_size, lay->padded_vocab_size,
              lay->block_size);
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb", 0, NULL, 0);
     if (!f || fseek(f, LLMC_HEADER_INTS * 4, SEEK_SET) != 0) FAIL("cannot read %s", path);
     memset(host_params, 0, lay->n_elements * sizeof(float));
     const bool bf16 = h.version == LLMC_VERSION_BF16;

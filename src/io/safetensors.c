@@ -224,12 +224,13 @@ done:
 int st_open(st_file *f, const char *path, char *err, size_t err_len) {
     memset(f, 0, sizeof *f);
     if (!(f->path = strdup(path))) return set_error(err, err_len, "out of memory");
-    FILE *file = fopen(path, "rb");
+    FILE *file = fopen_regular(path, "rb", 0, NULL, 0); /* a FIFO would block the open */
     struct stat st;
     if (!file || fstat(fileno(file), &st) != 0) {
         int e = errno;
         if (file) fclose(file);
-        set_error(err, err_len, "%s: %s", path, strerror(e));
+        char why[256];
+        set_error(err, err_len, "%s: %s", path, open_regular_reason(path, e, why, sizeof why));
         st_close(f);
         return -1;
     }
@@ -304,7 +305,7 @@ int st_read_f32(const st_file *f, const st_tensor *t, float *out, char *err, siz
     /* F32 reads in place; the others through a buffer of their own size. */
     void *raw = t->dtype == ST_F32 ? (void *)out : malloc(bytes ? bytes : 1);
     if (!raw) return set_error(err, err_len, "%s: out of memory reading '%s'", f->path, t->name);
-    FILE *file = fopen(f->path, "rb");
+    FILE *file = fopen_regular(f->path, "rb", 0, NULL, 0);
     int rc = 0;
     if (!file || fseeko(file, (off_t)(8 + f->header_len + t->begin), SEEK_SET) != 0 ||
         fread(raw, 1, bytes, file) != bytes)

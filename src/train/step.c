@@ -23,6 +23,8 @@ void train_step(run_state *r, bool want_loss, bool poison) {
     for (int micro = 0; micro < cfg->grad_accum; micro++) {
         int64_t pos =
             loader_batch_position(r->progress.samples_consumed, micro, comm->rank, comm->world, B);
+        /* A failed read leaves token 0 and its error in the loader: the
+         * step still runs its collectives, and train.c ends the run after it. */
         loader_read(&r->train_ld, pos, B, r->inputs, r->targets);
         const int last = micro + 1 == cfg->grad_accum;
         if (last) ddp_arm(ddp, model->grads);

@@ -21,12 +21,45 @@
 #include "train/safety/streams.h"
 #include "train/step.h"
 
+/* A batch read that failed on some rank (a shard changed under the run:
+ * shorter, or holding ids out of the vocabulary; data/shard.h) ends every
+ * rank with exit 1 after the step that read it, before anything of that
+ * step is saved; a save in flight (of an earlier step) is finished first.
+ * One all-reduce of an int per step. */
+static void train_check_data(run_state *r, const data_loader *ld, const char *key) {
+    const char *err = loader_error(ld);
+    int bad = err != NULL;
+    group_allreduce_int(&r->dist->job, &bad, 1, GROUP_BOR);
+    if (!bad) return;
+    if (r->saver) ckpt_saver_wait(r->saver);
+    /* Rank 0's view of the run directory (another node may not share it). */
+    char newest[CKPT_PATH_MAX] = "";
+    if (r->dist->rank == 0 && ckpt_find_newest(r->run_dir, newest, sizeof newest) < 0)
+        newest[0] = '\0';
+    group_bcast(&r->dist->job, newest, sizeof newest, 0);
+    static char msg[4096];
+    if (err) {
+        char resume[CKPT_PATH_MAX + 128];
+        if (newest[0])
+            snprintf(resume, sizeof resume, "the same command then resumes from %s", newest);
+        else
+            snprintf(resume, sizeof resume, "this run has no checkpoint yet to resume from");
+        snprintf(msg, sizeof msg,
+                 "%s: %s. A run reads its shards until it ends: give it its own copy, and write "
+                 "new data under new names (a run keeps reading the file it opened, not one "
+                 "renamed over it). Restore the file; %s",
+                 key, err, resume);
+    }
+    fail_collective_any(EXIT_FATAL, err ? msg : NULL);
+}
+
 /* Validation loss and HellaSwag at step; returns when they began (clock_ms). */
 static double train_eval(run_state *r, int step) {
     const config *cfg = r->cfg;
     const double t0 = clock_ms();
     const double val = val_loss_mean(&r->model, &r->val_ld, r->eval_batches, cfg->micro_batch,
                                      cfg->seq_len, &r->dist->dp, r->inputs, r->targets);
+    train_check_data(r, &r->val_ld, "val_data");
     metrics_eval(&r->log, step, val, clock_ms() - t0);
     watch_hellaswag(r->watch, &r->model, r->comm, &r->log, step);
     return t0;
@@ -126,6 +159,7 @@ static bool train_loop_step(run_state *r, int step) {
     r->lr = (float)schedule_lr(cfg, step);
     const bool logged = step_logged(cfg, step);
     train_step(r, logged, nonfinite_test_poison(&r->guard, step + 1, r->dist->rank));
+    train_check_data(r, &r->train_ld, "train_data");
     /* While the device works through the step, the ranks agree whether a
      * stop signal, the STOP file or the time limit ends the run after it
      * (a host collective). */

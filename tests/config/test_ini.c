@@ -242,11 +242,22 @@ static void test_files(void) {
     EXPECT(err.where.path == missing && err.where.line == 0, "missing file: where %d",
            err.where.line);
 
-    /* A directory opens, then its first read fails (EISDIR). */
+    /* A directory, and a FIFO without a writer (whose open would block
+     * forever): refused before any read. */
     status = ini_read_file(dir, collect, &none, &err);
     EXPECT(status == INI_IO_ERROR, "directory: status %d, expected INI_IO_ERROR", status);
-    EXPECT(strcmp(err.message, "Is a directory") == 0, "directory: message '%s'", err.message);
+    EXPECT(strcmp(err.message, "a directory, not a regular file") == 0, "directory: message '%s'",
+           err.message);
     EXPECT(none.n == 0, "directory: %d entries", none.n);
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/fifo.ini", dir);
+    unlink(fifo);
+    EXPECT(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    status = ini_read_file(fifo, collect, &none, &err);
+    EXPECT(status == INI_IO_ERROR, "FIFO: status %d, expected INI_IO_ERROR", status);
+    EXPECT(strcmp(err.message, "a FIFO (named pipe), not a regular file") == 0,
+           "FIFO: message '%s'", err.message);
+    unlink(fifo);
     EXPECT(ini_read_file(missing, collect, &none, NULL) == INI_IO_ERROR, "err NULL: status");
 
     unlink(path);

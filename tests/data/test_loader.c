@@ -100,6 +100,57 @@ static void test_dataset_errors(void) {
     EXPECT_CONTAINS(err, "bad magic 777");
 }
 
+/* A shard truncated, then rewritten in place, after dataset_open: the reads
+ * that reach the change fail with the shard's name and leave token 0, the
+ * others read on, and the first error is the one kept. */
+static void test_changed_shard(void) {
+    write_counting_shard("c_00.bin", 100, 41); /* T = 4: 10 samples */
+    char path[4200];
+    snprintf(path, sizeof path, "%s", test_path("c_00.bin"));
+    char pattern[4200], err[1024] = "";
+    snprintf(pattern, sizeof(pattern), "%s/c_*.bin", test_dir);
+    token_dataset ds;
+    REQUIRE(dataset_open(&ds, pattern, VOCAB, 4, err, sizeof(err)) == 0, "%s", err);
+    data_loader ld;
+    loader_init(&ld, &ds, 0, false);
+    int32_t in[6 * 4], tgt[6 * 4];
+    EXPECT(loader_read(&ld, 0, 6, in, tgt) == 0 && loader_error(&ld) == NULL, "intact: %s",
+           loader_error(&ld));
+
+    /* 20 tokens left: samples 0-3 (tokens 0..16) still there, 4 and 5 not. */
+    REQUIRE(truncate(path, 1024 + 2 * 20) == 0, "truncate %s", path);
+    EXPECT(loader_read(&ld, 0, 6, in, tgt) == -1, "truncated shard read");
+    for (int k = 0; k < 4; k++) expect_sample(in + 4 * k, tgt + 4 * k, 4, 100 + 4 * k, "kept");
+    for (int t = 4 * 4; t < 6 * 4; t++)
+        EXPECT(in[t] == 0 && tgt[t] == 0, "lost sample: in[%d] = %d, tgt %d", t, in[t], tgt[t]);
+    const char *e = loader_error(&ld);
+    EXPECT(e && strncmp(e, path, strlen(path)) == 0, "error '%s' does not name %s",
+           e ? e : "(none)", path);
+    EXPECT(e && strstr(e, "changed after it was opened and checked") && strstr(e, "truncated"),
+           "error '%s'", e ? e : "(none)");
+    loader_free(&ld);
+    dataset_close(&ds);
+
+    /* Whole again, then token 50300 written over sample 1's second token. */
+    write_counting_shard("c_00.bin", 100, 41);
+    REQUIRE(dataset_open(&ds, pattern, VOCAB, 4, err, sizeof(err)) == 0, "%s", err);
+    loader_init(&ld, &ds, 0, false);
+    const uint16_t bad = 50300;
+    FILE *f = fopen(path, "r+b");
+    REQUIRE(f && fseek(f, 1024 + 2 * 5, SEEK_SET) == 0 && fwrite(&bad, 2, 1, f) == 1 &&
+                fclose(f) == 0,
+            "rewrite %s", path);
+    EXPECT(loader_read(&ld, 0, 3, in, tgt) == -1, "token 50300 read");
+    expect_sample(in, tgt, 4, 100, "before the rewrite");
+    expect_sample(in + 8, tgt + 8, 4, 108, "after the rewrite");
+    EXPECT(in[4] == 0 && in[5] == 0 && tgt[7] == 0, "sample 1 not zeroed: %d %d", in[4], in[5]);
+    e = loader_error(&ld);
+    EXPECT(e && strstr(e, "token 50300 at index 5 is out of range (vocab_size 50257)"),
+           "error '%s'", e ? e : "(none)");
+    loader_free(&ld);
+    dataset_close(&ds);
+}
+
 /* ---- shuffled order ------------------------------------------------------ */
 
 /* One shard, T = 2, token = position: sample i is tokens 2i..2i+2, so a
@@ -274,6 +325,7 @@ int main(void) {
     test_make_dir("test_loader");
     test_dataset_samples();
     test_dataset_errors();
+    test_changed_shard();
     token_dataset ds;
     open_order_dataset(&ds);
     test_shuffle(&ds);

@@ -247,7 +247,10 @@ static uint16_t *read_split(const char *prefix, const char *split, int vocab, si
             exit(1);
         }
         all = realloc(all, (*n + s.n_tokens + 1) * sizeof *all);
-        memcpy(all + *n, s.tokens, s.n_tokens * sizeof *all);
+        if (shard_read(&s, 0, s.n_tokens, all + *n, err, sizeof err) != 0) {
+            fprintf(stderr, "FAIL %s\n", err);
+            exit(1);
+        }
         *n += s.n_tokens;
         shard_close(&s);
     }
