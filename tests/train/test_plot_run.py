@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/plot_run.py's series on synthetic metrics.jsonl files, checked
 against what the test computes on its own: which records survive restarts,
-the EMA (numpy, closed form per segment), the tokens and hours axes, the
+the smoothing (numpy's line fits per segment), the tokens and hours axes, the
 restart marks; the PNG (read back by matplotlib), the errors on bad lines
 and options (file:line, exit 2) and the message when matplotlib cannot be
 imported (exit 1).
@@ -33,6 +33,7 @@ def check(ok, what):
     if not ok:
         failures.append(what)
         print(f"FAIL: {what}")
+    return ok
 
 
 def close(a, b, what, tol=1e-9):
@@ -130,12 +131,21 @@ def make_beta(d):
     return kept
 
 
-def ema_closed_form(y, w):
-    """Debiased EMA: sum_i w^(k-i) (1-w) y_i / (1 - w^(k+1))."""
-    y = np.asarray(y, float)
-    k = np.arange(len(y))
-    weights = np.where(k[None, :] <= k[:, None], w ** np.abs(k[:, None] - k[None, :]), 0.0) * (1 - w)
-    return weights @ y / (1 - w ** (k + 1))
+def local_line(steps, y, window):
+    """The smoothing as docs/training.md defines it, written here with numpy:
+    at each step s, the least-squares line through the points within
+    min(window/2, s/4) steps of s, read at s (the mean where the window
+    holds one step)."""
+    steps, y = np.asarray(steps, float), np.asarray(y, float)
+    out = []
+    for s in steps:
+        near = np.abs(steps - s) <= min(window / 2, s / 4)
+        if len(np.unique(steps[near])) < 2:
+            out.append(y[near].mean())
+        else:
+            slope, at_zero = np.polyfit(steps[near] - s, y[near], 1)
+            out.append(at_zero)
+    return np.array(out)
 
 
 def expected_series(kept, kind, key, x_of, w=None):
@@ -146,9 +156,22 @@ def expected_series(kept, kind, key, x_of, w=None):
         smooth = []
         for seg in sorted(set(out["segment"])):
             ys = [y for y, sg in zip(out["y"], out["segment"]) if sg == seg]
-            smooth += list(ema_closed_form(ys, w)) if w > 0 else ys
+            steps = [st for st, sg in zip(out["step"], out["segment"]) if sg == seg]
+            smooth += list(local_line(steps, ys, w)) if w > 0 else ys
         out["smooth"] = smooth
     return out
+
+
+# Prints runSeries of tools/view_runs.js for a metrics.jsonl: argv = js, file, axis, window.
+NODE_SERIES = """
+const [js, file, axis, window] = process.argv.slice(1);
+const {RunHistory, runSeries} = require(js);
+const h = new RunHistory();
+require("fs").readFileSync(file, "utf8").split("\\n").forEach((line, i) => {
+  if (line.trim()) h.add(JSON.parse(line), i + 1);
+});
+console.log(JSON.stringify(runSeries(h, axis, Number(window))));
+"""
 
 
 def run_tool(args, env=None, python=sys.executable):
@@ -175,6 +198,33 @@ def compare(dump_run, kept, x_of, w, label):
             close(got["smooth"], want["smooth"], f"{label} {name} smoothed y")
 
 
+def compare_js(dump_run, run_dir, axis, window, label):
+    """tools/view_runs.js (the live view's page, run by node) on the same
+    metrics.jsonl: the same history after restarts, x, smoothing and restart
+    marks as plot_run.py's --dump."""
+    if shutil.which("node") is None:
+        print(f"note: no node on PATH: view_runs.js not compared on {label} (tools/setup.sh "
+              "installs nodejs)")
+        return
+    p = subprocess.run(["node", "-e", NODE_SERIES, os.path.join(ROOT, "tools", "view_runs.js"),
+                        os.path.join(run_dir, "metrics.jsonl"), axis, str(window)],
+                       capture_output=True, text=True)
+    if not check(p.returncode == 0, f"view_runs.js on {label}: {p.stderr}"):
+        return
+    got = json.loads(p.stdout)
+    name = f"view_runs.js {label}"
+    for panel, want in dump_run["panels"].items():
+        mine = got["panels"][panel]
+        check(mine["step"] == want["step"] and mine["segment"] == want["segment"],
+              f"{name} {panel}: steps or segments differ")
+        close(mine["x"], want["x"], f"{name} {panel} x", tol=0)
+        close(mine["y"], want["y"], f"{name} {panel} y", tol=0)
+        if "smooth" in want:
+            close(mine["smooth"], want["smooth"], f"{name} {panel} smoothed", tol=1e-12)
+    check(got["restarts"] == dump_run["restarts"], f"{name} restarts {got['restarts']} != "
+          f"{dump_run['restarts']}")
+
+
 def main():
     work = sys.argv[1]
     shutil.rmtree(work, ignore_errors=True)
@@ -195,8 +245,10 @@ def main():
     d = json.load(open(dump))
     check([r["label"] for r in d["runs"]] == ["A", "B"], "the --label names")
     by_step = lambda seg, r: r["step"]
-    compare(d["runs"][0], kept_a, by_step, 0.9, "alpha/step")
-    compare(d["runs"][1], kept_b, by_step, 0.9, "beta/step")
+    compare(d["runs"][0], kept_a, by_step, 100, "alpha/step")
+    compare(d["runs"][1], kept_b, by_step, 100, "beta/step")
+    compare_js(d["runs"][0], alpha, "step", 100, "alpha/step")
+    compare_js(d["runs"][1], beta, "step", 100, "beta/step")
     check([(r["step"], r["x"]) for r in d["runs"][0]["restarts"]] == [(20, 20), (40, 40)],
           f"alpha's restarts {d['runs'][0]['restarts']}")
     check([(r["step"], r["x"]) for r in d["runs"][1]["restarts"]] == [(11, 11)],
@@ -224,7 +276,7 @@ def main():
                                 err) is not None, f"--x tokens without run records: exit {rc}: {err}")
     check(not os.path.exists(os.path.join(work, "tokens.png")), "a refused plot wrote its PNG")
     rc, out, err = run_tool([alpha, beta, "-o", os.path.join(work, "tokens.png"), "--x", "tokens",
-                             "--tokens-per-step", "512", "--smooth", "0.6", "--dump", dump])
+                             "--tokens-per-step", "512", "--smooth", "7", "--dump", dump])
     check(rc == 0, f"--x tokens: exit {rc}: {err}")
     d = json.load(open(dump))
     starts, base = {}, 0
@@ -234,8 +286,9 @@ def main():
             base += (resumed - prev_resumed) * prev_tps
         starts[i] = (base, resumed, tps)
     tokens_a = lambda seg, r: starts[seg][0] + (r["step"] - starts[seg][1]) * starts[seg][2]
-    compare(d["runs"][0], kept_a, tokens_a, 0.6, "alpha/tokens")
-    compare(d["runs"][1], kept_b, lambda seg, r: r["step"] * 512, 0.6, "beta/tokens")
+    compare(d["runs"][0], kept_a, tokens_a, 7, "alpha/tokens")
+    compare_js(d["runs"][0], alpha, "tokens", 7, "alpha/tokens")
+    compare(d["runs"][1], kept_b, lambda seg, r: r["step"] * 512, 7, "beta/tokens")
     check([r["x"] for r in d["runs"][0]["restarts"]] == [20 * 1024, 20 * 1024 + 20 * 2048],
           f"alpha's restarts over tokens {d['runs'][0]['restarts']}")
 
@@ -244,8 +297,8 @@ def main():
                              "--tokens-per-step", "99", "--tokens-per-step", "768", "--dump", dump])
     check(rc == 0, f"two --tokens-per-step: exit {rc}: {err}")
     d = json.load(open(dump))
-    compare(d["runs"][0], kept_a, tokens_a, 0.9, "alpha/tokens (99 unused)")
-    compare(d["runs"][1], kept_b, lambda seg, r: r["step"] * 768, 0.9, "beta/tokens 768")
+    compare(d["runs"][0], kept_a, tokens_a, 100, "alpha/tokens (99 unused)")
+    compare(d["runs"][1], kept_b, lambda seg, r: r["step"] * 768, 100, "beta/tokens 768")
 
     # Fresh starts drop what came before (unmarked); a resume from an earlier
     # step than the last restart's replaces that restart too.
@@ -259,7 +312,8 @@ def main():
           f"no common evaluation: {out}")
     d = json.load(open(dump))
     tokens_g = lambda seg, r: r["step"] * 200 if seg == 1 else 8 * 200 + (r["step"] - 8) * 400
-    compare(d["runs"][0], kept_g, tokens_g, 0.9, "gamma/tokens")
+    compare(d["runs"][0], kept_g, tokens_g, 100, "gamma/tokens")
+    compare_js(d["runs"][0], gamma, "tokens", 100, "gamma/tokens")
     check([(r["step"], r["x"]) for r in d["runs"][0]["restarts"]] == [(8, 1600)],
           f"gamma's restarts {d['runs'][0]['restarts']}")
 
@@ -294,6 +348,55 @@ def main():
     rc, out, _ = run_tool([alpha])
     check(rc == 0 and os.path.getsize(os.path.join(alpha, "plot.png")) > 10000,
           "the default output RUN_DIR/plot.png")
+
+    # A real run (tests/train/tiny_log_every_10.jsonl: configs/tiny.ini on one
+    # CPU rank, log_every=10 eval_every=20): the smoothed train loss sits on
+    # the raw one and not above the validation loss (the same text), where a
+    # 0.9 EMA per logged point sat 0.39 above the raw and up to 1.07 above val.
+    real = os.path.join(work, "tiny_log_every_10")
+    os.makedirs(real)
+    shutil.copy(os.path.join(ROOT, "tests", "train", "tiny_log_every_10.jsonl"),
+                os.path.join(real, "metrics.jsonl"))
+    rc, out, err = run_tool([real, "-o", os.path.join(work, "real.png"), "--dump", dump])
+    check(rc == 0, f"the real run: exit {rc}: {err}")
+    panels = json.load(open(dump))["runs"][0]["panels"]
+    loss, val = panels["train_loss"], panels["val_loss"]
+    late = [i for i, st in enumerate(loss["step"]) if st >= loss["step"][-1] / 2]
+    offset = np.mean([loss["smooth"][i] - loss["y"][i] for i in late])
+    spread = np.mean([abs(loss["smooth"][i] - loss["y"][i]) for i in late])
+    smooth_at = dict(zip(loss["step"], loss["smooth"]))
+    above_val = np.mean([smooth_at[st] - v for st, v in zip(val["step"], val["y"])
+                         if st in smooth_at and st >= loss["step"][-1] / 2])
+    print(f"real run, last half: smoothed - raw {offset:+.4f} on average, |smoothed - raw| "
+          f"{spread:.4f}; smoothed - val {above_val:+.4f}")
+    check(abs(offset) < 0.05, f"the smoothed loss is {offset:+.4f} off the raw one")
+    check(spread < 0.15, f"the smoothed loss is {spread:.4f} from the raw one on average")
+    check(above_val < 0.05, f"the smoothed loss sits {above_val:+.4f} above the val loss")
+
+    # The figure: the HellaSwag panel only where a run has HellaSwag records;
+    # restart labels of two runs restarted at the same steps do not overlap.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import matplotlib
+    matplotlib.use("Agg")
+    import plot_run
+    figures = []
+    draw = plot_run.draw
+    plot_run.draw = lambda *a: figures.append(draw(*a)) or figures[-1]
+    twin = os.path.join(work, "alpha_twin")
+    shutil.copytree(alpha, twin)
+    for dirs, panels_wanted in (([alpha, twin], 4), ([beta], 3)):
+        sys.argv = ["plot_run.py"] + dirs + ["-o", os.path.join(work, "fig.png")]
+        check(plot_run.main() == 0, f"plot_run.main() on {dirs}")
+        fig = figures[-1]
+        check(len(fig.axes) == panels_wanted, f"{dirs}: {len(fig.axes)} panels, expected "
+              f"{panels_wanted}")
+        renderer = fig.canvas.get_renderer()
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.axes[0].texts]
+        check(len(boxes) == (4 if len(dirs) == 2 else 1), f"{dirs}: restart labels {boxes}")
+        for i, (ta, a) in enumerate(boxes):
+            for tb, b in boxes[i + 1:]:
+                check(not a.overlaps(b), f"restart labels overlap: {ta!r} {a} and {tb!r} {b}")
+    plot_run.draw = draw
 
     # matplotlib not importable by this interpreter: its path and both ways out.
     shadow = os.path.join(work, "shadow", "matplotlib")
@@ -333,7 +436,9 @@ def main():
     check(rc == 0 and "bad/metrics.jsonl:2: the last line was cut off" in err
           and "bad: 1 steps" in out, f"a cut-off last line: exit {rc}: {err}")
     for args, pattern in (([alpha, beta, "--label", "one"], "1 --label for 2 run directories"),
-                          ([alpha, "--smooth", "1"], r"--smooth: 1 is not in \[0, 1\)"),
+                          ([alpha, "--smooth", "0.9"], r"--smooth: 0.9 is less than one step: "
+                           r"--smooth is a window in steps \(it was an EMA weight before\)"),
+                          ([alpha, "--smooth", "-3"], r"--smooth: -3 is not a window of steps"),
                           ([alpha, "--x", "tokens", "--tokens-per-step", "0"],
                            "not a positive number of tokens per step"),
                           ([alpha, beta, gamma, "--x", "tokens", "--tokens-per-step", "1",
