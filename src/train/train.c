@@ -25,12 +25,9 @@
  * shorter, or holding ids out of the vocabulary; data/shard.h) ends every
  * rank with exit 1 after the step that read it, before anything of that
  * step is saved; a save in flight (of an earlier step) is finished first.
- * One all-reduce of an int per step. */
-static void train_check_data(run_state *r, const data_loader *ld, const char *key) {
+ * Collective, once the ranks know that one failed. */
+_Noreturn static void train_data_failed(run_state *r, const data_loader *ld, const char *key) {
     const char *err = loader_error(ld);
-    int bad = err != NULL;
-    group_allreduce_int(&r->dist->job, &bad, 1, GROUP_BOR);
-    if (!bad) return;
     if (r->saver) ckpt_saver_wait(r->saver);
     /* Rank 0's view of the run directory (another node may not share it). */
     char newest[CKPT_PATH_MAX] = "";
@@ -51,6 +48,14 @@ static void train_check_data(run_state *r, const data_loader *ld, const char *ke
                  key, err, resume);
     }
     fail_collective_any(EXIT_FATAL, err ? msg : NULL);
+    FAIL("%s: a rank failed to read its batch", key); /* not reached: one rank has err */
+}
+
+/* The same for reads outside the step (validation): one all-reduce. */
+static void train_check_data(run_state *r, const data_loader *ld, const char *key) {
+    int bad = loader_error(ld) != NULL;
+    group_allreduce_int(&r->dist->job, &bad, 1, GROUP_BOR);
+    if (bad) train_data_failed(r, ld, key);
 }
 
 /* Validation loss and HellaSwag at step; returns when they began (clock_ms). */
@@ -159,12 +164,12 @@ static bool train_loop_step(run_state *r, int step) {
     r->lr = (float)schedule_lr(cfg, step);
     const bool logged = step_logged(cfg, step);
     train_step(r, logged, nonfinite_test_poison(&r->guard, step + 1, r->dist->rank));
-    train_check_data(r, &r->train_ld, "train_data");
     /* While the device works through the step, the ranks agree whether a
-     * stop signal, the STOP file or the time limit ends the run after it
-     * (a host collective). */
+     * stop signal, the STOP file or the time limit ends the run after it,
+     * or a batch read failed (one host collective for all of them). */
     const bool eval_next = r->do_eval && (step + 1) % cfg->eval_every == 0;
-    r->stop_reasons = run_stop_agree(&r->stopper, eval_next);
+    r->stop_reasons = run_stop_agree(&r->stopper, eval_next, loader_error(&r->train_ld) != NULL);
+    if (r->stop_reasons & STOP_DATA) train_data_failed(r, &r->train_ld, "train_data");
     r->preempted = r->stop_reasons != 0;
     if (r->saver) ckpt_saver_poll(r->saver); /* publishes a background save once written */
     r->ops->synchronize();

@@ -180,8 +180,8 @@ static bool out_of_time(run_stop *s, bool eval_next) {
     return s->left_s < s->need_s;
 }
 
-int run_stop_agree(run_stop *s, bool eval_next) {
-    int local = signals_received() ? STOP_SIGNAL : 0;
+int run_stop_agree(run_stop *s, bool eval_next, bool data_failed) {
+    int local = (signals_received() ? STOP_SIGNAL : 0) | (data_failed ? STOP_DATA : 0);
     if (s->rank == 0) {
         if (access(s->stop_file, F_OK) == 0) local |= STOP_FILE;
         if (out_of_time(s, eval_next)) local |= STOP_TIME_LIMIT;

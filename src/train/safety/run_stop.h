@@ -29,7 +29,8 @@
 
 #define RUN_STOP_FILE "STOP"
 
-enum { STOP_SIGNAL = 1, STOP_FILE = 2, STOP_TIME_LIMIT = 4 };
+/* STOP_DATA: a rank's batch read failed (train.c ends the run, exit 1). */
+enum { STOP_SIGNAL = 1, STOP_FILE = 2, STOP_TIME_LIMIT = 4, STOP_DATA = 8 };
 enum { RUN_STOP_RECENT = 8 };
 
 typedef struct {
@@ -59,8 +60,9 @@ void run_stop_note_save(run_stop *s, double seconds);
 void run_stop_note_eval(run_stop *s, double ms);
 /* Collective: the reasons (STOP_* bits) to stop after the step now running,
  * the same on every rank; 0 to go on. eval_next: an evaluation runs before
- * the next step. */
-int run_stop_agree(run_stop *s, bool eval_next);
+ * the next step; data_failed: this rank's batch read failed (STOP_DATA on
+ * every rank). */
+int run_stop_agree(run_stop *s, bool eval_next, bool data_failed);
 /* Every rank (collective), once the stop's checkpoint is saved: rank 0 says
  * why the run stopped after step and removes the STOP file that stopped
  * it; one it cannot remove ends every rank with exit 2, naming it. */
