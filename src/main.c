@@ -9,6 +9,7 @@
 
 #include "base/fail.h"
 #include "dist/dist.h"
+#include "dist/mpi_watch.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
@@ -134,6 +135,9 @@ int main(int argc, char **argv) {
         dist_free(&dist);
         return 0;
     }
+    /* CPU ranks wait for each other in MPI: from here on, one that stops
+     * answering ends the job (on GPUs the NCCL watchdog does). */
+    if (strcmp(cfg.device, "cpu") == 0) mpi_watch_arm(cfg.mpi_timeout_s);
     /* Rank 0 reports the job's shape; a rank without a GPU of its own ends the job. */
     dist_check_environment(&dist, strcmp(cfg.device, "cuda") == 0 && !cfg.dry_run);
     variant_name_choose(&cfg, &dist.job);

@@ -13,7 +13,11 @@
 
 static MPI_Comm job_comm = MPI_COMM_NULL;
 
+static fail_wait_fn job_wait;
+
 void fail_set_job(MPI_Comm job) { job_comm = job; }
+
+void fail_set_job_wait(fail_wait_fn wait) { job_wait = wait; }
 
 /* The job's communicator while MPI is up and dist_init named it. */
 static int job_is_up(void) {
@@ -154,7 +158,14 @@ void fail_collective_any(int exit_code, const char *msg) {
     char host[256];
     where_am_i(&rank, &size, host, sizeof host);
     int first = msg ? rank : size;
-    if (size > 1) MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, job_comm);
+    if (size > 1) {
+        MPI_Request req;
+        MPI_Iallreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, job_comm, &req);
+        if (job_wait)
+            job_wait(1, &req, job_comm, "the check whether any rank failed");
+        else
+            MPI_Waitall(1, &req, MPI_STATUSES_IGNORE);
+    }
     if (first == size) return;
     if (rank == first) {
         fflush(stdout);

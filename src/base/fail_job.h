@@ -9,4 +9,10 @@
 #include <mpi.h>
 
 void fail_set_job(MPI_Comm job);
+
+/* How fail_collective_any waits for its agreement over the job: dist's
+ * watched wait (dist/mpi_watch.h), so that a stopped rank cannot hang it
+ * either; NULL (the default): MPI_Waitall. */
+typedef void (*fail_wait_fn)(int n, MPI_Request *reqs, MPI_Comm comm, const char *what);
+void fail_set_job_wait(fail_wait_fn wait);
 #endif

@@ -87,6 +87,7 @@ typedef struct {
     char grad_reduce_dtype[8]; /* bf16 | fp32: precision of the GPU gradient reduction */
     char comm_transport[16];   /* auto | nccl | copy_engines: what moves ZeRO-1's data */
     double nccl_timeout_s;     /* a pending NCCL collective this old ends the job */
+    double mpi_timeout_s;      /* CPU ranks: a rank silent this long while others wait ends it */
     bool dry_run;              /* print the memory report and exit */
     int dry_run_ranks;         /* with dry_run: plan for this many ranks (0: the launched world) */
 

@@ -232,6 +232,12 @@ const config_key config_keys[] = {
     DOUBLE_KEY("dist", nccl_timeout_s, "300", ABOVE(0, 1e6),
                "device=cuda, several ranks: a collective still pending after this many seconds "
                "(a rank died or hangs) aborts NCCL and ends the job with exit code 1"),
+    DOUBLE_KEY("dist", mpi_timeout_s, "300", CLOSED(5, 1e6),
+               "device=cpu, several ranks: a rank that has not answered for this many seconds "
+               "while the others wait for it in MPI (stopped, hung) ends the job with exit code "
+               "1, naming it and its host; longer than one rank ever works while the others wait "
+               "(a slow step, rank 0's checkpoint save or samples), and at least 5 (a waiting "
+               "rank needs a few seconds to hear which ranks still answer)"),
 };
 #define N_KEYS (sizeof config_keys / sizeof config_keys[0])
 const size_t config_n_keys = N_KEYS;

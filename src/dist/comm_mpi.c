@@ -1,7 +1,8 @@
 /* The MPI communicator (see comm.h): non-blocking collectives on host fp32
  * buffers. Requests are kept until comm_wait_all; progress tests them, which
  * is what moves Open MPI's non-blocking collectives forward while backward
- * runs (it has no progress thread by default). */
+ * runs (it has no progress thread by default). Every wait is a watched one
+ * (mpi_watch.h): a rank that stops answering ends the job. */
 #include "dist/comm.h"
 
 #include <mpi.h>
@@ -12,6 +13,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
+#include "dist/mpi_watch.h"
 
 typedef struct {
     MPI_Comm comm;
@@ -74,8 +76,10 @@ static void mpi_all_gather_async(communicator *c, void *buf, const shard_map *ma
         m->counts[r] = to_count(map->hi[r] - map->lo[r]);
         m->displs[r] = to_count(map->lo[r]);
     }
-    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, m->counts, m->displs,
-                             MPI_FLOAT, m->comm));
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, m->counts, m->displs,
+                              MPI_FLOAT, m->comm, &req));
+    mpi_watch_wait(1, &req, m->comm, "the parameter all-gather");
     m->timing.gather_ms = clock_ms() - t0;
 }
 
@@ -88,7 +92,9 @@ static void mpi_gather_wait(communicator *c, size_t begin, size_t end) {
 static double mpi_sum_scalar(communicator *c, double value) {
     const double t0 = clock_ms();
     double sum = 0.0;
-    MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, impl_of(c)->comm));
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, impl_of(c)->comm, &req));
+    mpi_watch_wait(1, &req, impl_of(c)->comm, "a sum over ranks (the gradient norm, the loss)");
     impl_of(c)->timing.scalar_ms += clock_ms() - t0;
     return sum;
 }
@@ -109,7 +115,7 @@ static bool mpi_progress(communicator *c) {
 static void mpi_wait_all(communicator *c) {
     mpi_impl *m = impl_of(c);
     const double t0 = clock_ms();
-    MPI_CHECK(MPI_Waitall(m->n_requests, m->requests, MPI_STATUSES_IGNORE));
+    mpi_watch_wait(m->n_requests, m->requests, m->comm, "the gradient reduction");
     m->n_requests = 0;
     m->timing.reduce_tail_ms = clock_ms() - t0;
 }
@@ -121,7 +127,11 @@ static bool mpi_timing(communicator *c, comm_timing *out) {
     return true;
 }
 
-static void mpi_barrier(communicator *c) { MPI_CHECK(MPI_Barrier(impl_of(c)->comm)); }
+static void mpi_barrier(communicator *c) {
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibarrier(impl_of(c)->comm, &req));
+    mpi_watch_wait(1, &req, impl_of(c)->comm, "a barrier");
+}
 
 static void mpi_abort(communicator *c, int exit_code) {
     MPI_Abort(impl_of(c)->comm, exit_code);

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "base/fail.h"
 #include "base/fail_job.h"
+#include "dist/mpi_watch.h"
 #if GPT2_HAVE_CUDA
 #include "kernels/cuda_info.h"
 #endif
@@ -109,6 +110,10 @@ void dist_init(dist_state *d, int *argc, char ***argv) {
     d->local_world = d->node.size;
     if (gethostname(d->host, sizeof d->host) != 0) snprintf(d->host, sizeof d->host, "?");
     d->host[sizeof d->host - 1] = '\0';
+    if (d->world > 1) {
+        mpi_watch_init(MPI_COMM_WORLD, d->host); /* armed later, on CPU ranks */
+        fail_set_job_wait(mpi_watch_wait);
+    }
     int first_on_node = d->local_rank == 0;
     MPI_CHECK(MPI_Allreduce(&first_on_node, &d->n_nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
 #ifdef _OPENMP
@@ -221,17 +226,16 @@ void dist_check_environment(dist_state *d, int use_gpus) {
     d->gpus_visible = cuda_device_count();
 #endif
     int shape[4] = {-d->local_world, d->local_world, -d->gpus_visible, d->gpus_visible};
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    group_allreduce_int(&d->job, shape, 4, GROUP_MAX);
     char *hosts = d->rank == 0 ? xmalloc((size_t)d->world * sizeof d->host) : NULL;
-    MPI_CHECK(MPI_Gather(d->host, sizeof d->host, MPI_CHAR, hosts, sizeof d->host, MPI_CHAR, 0,
-                         MPI_COMM_WORLD));
+    group_gather(&d->job, d->host, sizeof d->host, hosts, 0);
 
     char err[1024] = "";
     d->gpu = -1;
     if (use_gpus) pick_gpu(d, err, sizeof err);
     /* The lowest rank with a problem names it; every rank exits 2. */
     int first_bad = err[0] ? d->rank : d->world;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    group_allreduce_int(&d->job, &first_bad, 1, GROUP_MIN);
     if (d->rank == 0) print_report(d, hosts, -shape[0], shape[1], -shape[2], shape[3], use_gpus);
     free(hosts);
     if (first_bad < d->world) {
@@ -239,13 +243,15 @@ void dist_check_environment(dist_state *d, int use_gpus) {
             fprintf(stderr, "gpt2_ddp: error: %s\n", err);
             fflush(stderr);
         }
-        MPI_Barrier(MPI_COMM_WORLD); /* the message out before any rank tears down the job */
+        group_barrier(&d->job); /* the message out before any rank tears down the job */
         dist_free(d);
         exit(EXIT_USAGE);
     }
 }
 
 void dist_free(dist_state *d) {
+    fail_set_job_wait(NULL);
+    mpi_watch_free();
     group_free(&d->node);
     group_free(&d->dp);
     group_free(&d->job);

@@ -1,4 +1,7 @@
-/* Groups of ranks and their host-side collectives over MPI (see group.h). */
+/* Groups of ranks and their host-side collectives over MPI (see group.h).
+ * Each collective is the non-blocking one and a watched wait (mpi_watch.h),
+ * so that on CPU ranks a rank that stops answering ends the job instead of
+ * hanging it. */
 #include "dist/group.h"
 
 #include <limits.h>
@@ -7,6 +10,7 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "dist/mpi_watch.h"
 
 dist_group group_single(void) { return (dist_group){.rank = 0, .size = 1, .mpi = MPI_COMM_NULL}; }
 
@@ -34,8 +38,16 @@ static MPI_Op mpi_op(group_op op) {
     FAIL("unknown group operation %d", (int)op);
 }
 
+/* Completes the one request of a collective over g. */
+static void group_wait(const dist_group *g, MPI_Request *req, const char *what) {
+    mpi_watch_wait(1, req, g->mpi, what);
+}
+
 void group_barrier(const dist_group *g) {
-    if (!alone(g)) MPI_CHECK(MPI_Barrier(g->mpi));
+    if (alone(g)) return;
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibarrier(g->mpi, &req));
+    group_wait(g, &req, "a barrier");
 }
 
 void group_bcast(const dist_group *g, void *buf, size_t bytes, int root) {
@@ -44,26 +56,34 @@ void group_bcast(const dist_group *g, void *buf, size_t bytes, int root) {
     const size_t piece = (size_t)1 << 30;
     for (size_t off = 0; off < bytes; off += piece) {
         const size_t n = bytes - off < piece ? bytes - off : piece;
-        MPI_CHECK(MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, root, g->mpi));
+        MPI_Request req;
+        MPI_CHECK(MPI_Ibcast((char *)buf + off, (int)n, MPI_BYTE, root, g->mpi, &req));
+        group_wait(g, &req, "a broadcast");
     }
 }
 
+static void allreduce(const dist_group *g, void *values, int n, MPI_Datatype type, MPI_Op op) {
+    if (alone(g)) return;
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, n, type, op, g->mpi, &req));
+    group_wait(g, &req, "an all-reduce");
+}
+
 void group_allreduce_int(const dist_group *g, int *values, int n, group_op op) {
-    if (!alone(g)) MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT, mpi_op(op), g->mpi));
+    allreduce(g, values, n, MPI_INT, mpi_op(op));
 }
 
 void group_allreduce_double(const dist_group *g, double *values, int n, group_op op) {
     CHECK(op != GROUP_BOR, "a bitwise or of doubles");
-    if (!alone(g))
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, mpi_op(op), g->mpi));
+    allreduce(g, values, n, MPI_DOUBLE, mpi_op(op));
 }
 
 static void value_loc(const dist_group *g, double value, double *out, int *at_rank, MPI_Op op) {
     struct {
         double value;
         int rank;
-    } in = {value, g->rank}, res = in;
-    if (!alone(g)) MPI_CHECK(MPI_Allreduce(&in, &res, 1, MPI_DOUBLE_INT, op, g->mpi));
+    } res = {value, g->rank};
+    allreduce(g, &res, 1, MPI_DOUBLE_INT, op);
     *out = res.value;
     *at_rank = res.rank;
 }
@@ -82,7 +102,10 @@ void group_gather(const dist_group *g, const void *send, size_t bytes, void *rec
         if (recv != send) memmove(recv, send, bytes);
         return;
     }
-    MPI_CHECK(MPI_Gather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, g->mpi));
+    MPI_Request req;
+    MPI_CHECK(
+        MPI_Igather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, g->mpi, &req));
+    group_wait(g, &req, "a gather");
 }
 
 void group_gatherv_float(const dist_group *g, const float *send, const size_t *counts,
@@ -96,7 +119,9 @@ void group_gatherv_float(const dist_group *g, const float *send, const size_t *c
         d[r] = (int)displs[r];
     }
     const void *mine = g->rank == root ? MPI_IN_PLACE : (const void *)send;
-    MPI_CHECK(MPI_Gatherv(mine, c[g->rank], MPI_FLOAT, recv, c, d, MPI_FLOAT, root, g->mpi));
+    MPI_Request req;
+    MPI_CHECK(MPI_Igatherv(mine, c[g->rank], MPI_FLOAT, recv, c, d, MPI_FLOAT, root, g->mpi, &req));
+    group_wait(g, &req, "a gather");
     free(c);
     free(d);
 }

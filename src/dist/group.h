@@ -10,7 +10,8 @@
  * A group of one (group_single, or a job of one rank) calls no MPI at all,
  * so the tools use the same code without MPI_Init. Every function here is
  * collective over the group and blocking; an MPI failure ends the job
- * (MPI_CHECK). */
+ * (MPI_CHECK), and so does, once the watch is armed (CPU ranks), a rank that
+ * stops answering while the others wait (mpi_watch.h). */
 #ifndef GPT2_DIST_GROUP_H
 #define GPT2_DIST_GROUP_H
 

@@ -12,6 +12,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/fail.h"
+#include "dist/mpi_watch.h"
 #include "eval/val_loss.h"
 #include "kernels/ops_profile.h"
 #include "model/fp8_layers.h"
@@ -61,6 +62,7 @@ static void train_check_data(run_state *r, const data_loader *ld, const char *ke
 /* Validation loss and HellaSwag at step; returns when they began (clock_ms). */
 static double train_eval(run_state *r, int step) {
     const config *cfg = r->cfg;
+    mpi_watch_phase("the evaluation at step %d", step);
     const double t0 = clock_ms();
     const double val = val_loss_mean(&r->model, &r->val_ld, r->eval_batches, cfg->micro_batch,
                                      cfg->seq_len, &r->dist->dp, r->inputs, r->targets);
@@ -163,6 +165,7 @@ static bool train_loop_step(run_state *r, int step) {
     const config *cfg = r->cfg;
     r->lr = (float)schedule_lr(cfg, step);
     const bool logged = step_logged(cfg, step);
+    mpi_watch_phase("step %d", step + 1); /* named should a rank stall meanwhile */
     train_step(r, logged, nonfinite_test_poison(&r->guard, step + 1, r->dist->rank));
     /* While the device works through the step, the ranks agree whether a
      * stop signal, the STOP file or the time limit ends the run after it,
@@ -198,6 +201,7 @@ static bool checkpoint_due(const config *cfg, int steps_done) {
  * then waits for its files), else waiting for the disk. */
 static void train_checkpoint(run_state *r) {
     const double t0 = clock_ms();
+    mpi_watch_phase("the checkpoint of step %d", r->progress.step);
     if (r->saver) {
         ckpt_saver_start(r->saver, &r->progress);
         if (r->preempted) ckpt_saver_wait(r->saver);
@@ -242,6 +246,7 @@ static void train_finish(run_state *r) {
     const config *cfg = r->cfg;
     const int rank = r->dist->rank;
     const bool completed = !r->preempted && !r->gave_up;
+    mpi_watch_phase("the end of the run");
     if (r->preempted && !r->gave_up)
         run_stop_report(&r->stopper, r->stop_reasons, r->progress.step);
     if (r->do_eval && completed) train_eval(r, cfg->max_steps);
@@ -257,6 +262,7 @@ static void train_finish(run_state *r) {
 
 int train_run(const config *cfg, dist_state *dist) {
     run_state *r = xcalloc(1, sizeof *r);
+    mpi_watch_phase("the start of the run");
     run_plan(r, cfg, dist);
     int rc = 0;
     if (cfg->dry_run) {
