@@ -41,6 +41,8 @@ typedef struct {
     const char *decode_path;
     const char *jsonl_field;
     int64_t val_files;
+    bool val_random; /* --val-seed given: val documents drawn at random */
+    uint64_t val_seed;
     int64_t shard_tokens;
     int threads;
     char **inputs;
@@ -67,8 +69,9 @@ static void print_help(FILE *out) {
         "Hugging Face Hub such as C4 come) holds one document per line: a JSON\n"
         "object whose string field --jsonl-field is the text (blank lines are\n"
         "skipped). Other *.gz files are decompressed text files. Each document is preceded by the <|endoftext|>\n"
-        "token (id 50256), as in llm.c. The first --val-files documents go to the\n"
-        "val split, the rest to train:\n"
+        "token (id 50256), as in llm.c. The first --val-files documents (or, with\n"
+        "--val-seed, that many drawn at random) go to the val split, the rest to\n"
+        "train:\n"
         "  DIR/PREFIX_val_000000.bin ...  DIR/PREFIX_train_000000.bin ...\n"
         "Shards hold --shard-tokens tokens each (the last one fewer); a document\n"
         "may continue into the next shard. A split with no documents writes no file.\n"
@@ -88,7 +91,10 @@ static void print_help(FILE *out) {
         "  --out-dir DIR       output folder, created if missing\n"
         "  --name PREFIX       shard file name prefix (default: data)\n"
         "  --val-files N       documents for the val split (default 0): files, or\n"
-        "                      lines of JSONL\n"
+        "                      lines of JSONL; the first N in path order, unless\n"
+        "  --val-seed S        draws the N val documents at random (seed S; the same\n"
+        "                      split for the same input and S; JSONL input is read\n"
+        "                      twice, once to count its documents)\n"
         "  --shard-tokens N    tokens per shard (default 100000000, at most 2^31-1)\n"
         "  --jsonl-field NAME  the field of a JSONL line that holds the text (default text)\n"
         "  --threads N         tokenizing threads (default: the CPUs this process may use)\n"
@@ -155,7 +161,8 @@ static tool_args parse_args(int argc, char **argv) {
         OPT_DECODE,
         OPT_STDIN,
         OPT_FIELD,
-        OPT_THREADS
+        OPT_THREADS,
+        OPT_VAL_SEED
     };
     static const struct option options[] = {
         {"encoder", required_argument, NULL, OPT_ENCODER},
@@ -163,6 +170,7 @@ static tool_args parse_args(int argc, char **argv) {
         {"out-dir", required_argument, NULL, OPT_OUT_DIR},
         {"name", required_argument, NULL, OPT_NAME},
         {"val-files", required_argument, NULL, OPT_VAL},
+        {"val-seed", required_argument, NULL, OPT_VAL_SEED},
         {"shard-tokens", required_argument, NULL, OPT_SHARD},
         {"decode", required_argument, NULL, OPT_DECODE},
         {"encode-stdin", no_argument, NULL, OPT_STDIN},
@@ -180,6 +188,10 @@ static tool_args parse_args(int argc, char **argv) {
         case OPT_OUT_DIR: a.out_dir = optarg; break;
         case OPT_NAME: a.name = optarg; break;
         case OPT_VAL: a.val_files = parse_count("--val-files", optarg, 0, INT64_MAX); break;
+        case OPT_VAL_SEED:
+            a.val_seed = (uint64_t)parse_count("--val-seed", optarg, 0, INT64_MAX);
+            a.val_random = true;
+            break;
         case OPT_SHARD: a.shard_tokens = parse_count("--shard-tokens", optarg, 1, INT32_MAX); break;
         case OPT_DECODE:
             a.mode = MODE_DECODE;
@@ -208,6 +220,8 @@ static tool_args parse_args(int argc, char **argv) {
     }
     if (!a.out_dir) die(EXIT_USAGE, "--out-dir is required");
     if (a.n_inputs == 0) die(EXIT_USAGE, "no INPUT file or folder given");
+    if (a.val_random && a.val_files == 0)
+        die(EXIT_USAGE, "--val-seed draws the --val-files documents at random: give --val-files N");
     if (a.name[0] == '\0' || strchr(a.name, '/'))
         die(EXIT_USAGE, "--name '%s' must be a plain file name prefix", a.name);
     return a;
@@ -438,16 +452,41 @@ static int64_t total_bytes(const path_list *l) {
 
 typedef struct {
     split_writer val, train;
-    int64_t val_documents; /* the first this many documents go to val */
+    int64_t val_documents; /* this many documents go to val: the first ones, or */
+    bool random;           /* drawn at random among all total_documents */
+    int64_t total_documents, val_chosen;
+    uint64_t rng;
     int64_t documents;
 } splits;
+
+/* splitmix64: a small seeded stream, the same on every machine. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Does the next document (in input order) go to val? With --val-seed,
+ * selection sampling (Knuth's algorithm S): each of the documents left is
+ * taken with probability (val left) / (documents left), which draws
+ * exactly val_documents of them, every subset alike, in one pass. */
+static bool next_is_val(splits *s) {
+    if (!s->random) return s->documents < s->val_documents;
+    const int64_t left = s->total_documents - s->documents, want = s->val_documents - s->val_chosen;
+    if (want <= 0 || left <= 0) return false;
+    const double u = (double)(next_random(&s->rng) >> 11) * 0x1.0p-53; /* [0, 1) */
+    const bool take = u * (double)left < (double)want;
+    s->val_chosen += take;
+    return take;
+}
 
 /* Writes a tokenized batch's documents, in order, to their splits. */
 static void write_batch(splits *s, const doc_batch *b) {
     if (b->error[0]) die(EXIT_FATAL, "%s", b->error);
     const int32_t eot = GPT2_EOT_TOKEN;
     for (size_t i = 0; i < b->n_docs; i++) {
-        split_writer *w = s->documents < s->val_documents ? &s->val : &s->train;
+        split_writer *w = next_is_val(s) ? &s->val : &s->train;
         const size_t first = i ? b->ends[i - 1] : 0;
         writer_push(w, &eot, 1);
         writer_push(w, b->ids + first, b->ends[i] - first);
@@ -460,6 +499,26 @@ static bool any_jsonl(const path_list *files) {
     for (size_t i = 0; i < files->n; i++)
         if (doc_is_jsonl(files->paths[i])) return true;
     return false;
+}
+
+/* The documents of files (a JSONL file holds one a line): a pass of its
+ * own over the input, for --val-seed, which needs the count first. */
+static int64_t count_documents(const path_list *files) {
+    if (!any_jsonl(files)) return (int64_t)files->n;
+    doc_reader *reader = doc_reader_open(files->paths, files->n);
+    doc_batch *b = batch_new();
+    char err[2048];
+    int64_t n = 0;
+    for (int rc = 1; rc == 1;) {
+        batch_clear(b);
+        while (b->len < BATCH_BYTES && (rc = doc_reader_next(reader, b, err, sizeof err)) == 1) {
+        }
+        if (rc < 0) die(EXIT_FATAL, "%s", err);
+        n += (int64_t)b->n_docs;
+    }
+    batch_free(b);
+    doc_reader_close(reader);
+    return n;
 }
 
 static int run_shards(const tool_args *a) {
@@ -479,7 +538,15 @@ static int run_shards(const tool_args *a) {
         .val = {a->out_dir, a->name, "val", (size_t)a->shard_tokens, NULL, 0, 0, 0, 0, 0},
         .train = {a->out_dir, a->name, "train", (size_t)a->shard_tokens, NULL, 0, 0, 0, 0, 0},
         .val_documents = a->val_files,
+        .random = a->val_random,
+        .rng = a->val_seed,
     };
+    if (out.random) {
+        out.total_documents = count_documents(&files);
+        if (out.total_documents < out.val_documents)
+            die(EXIT_USAGE, "--val-files %" PRId64 " is more than the %" PRId64 " documents found",
+                out.val_documents, out.total_documents);
+    }
     stderr_tty = isatty(STDERR_FILENO) == 1;
     progress prog = {stderr_tty, files.n, total_bytes(&files), clock_s(), 0, 1};
     /* A few batches per thread in flight keep every thread busy while the
