@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Ranks started with different settings (issue 61, kind 5): an MPMD line
 # that gives each rank its own overrides, another .ini for one rank (as on
-# another node's file system), a ${VAR} set differently per rank. Every
-# rank exits 2 within the limit, before the run directory exists, and the
-# message names the rank that differs, its host and the keys.
+# another node's file system), an out_dir whose ${VAR} is set differently
+# per rank. Every rank exits 2 within the limit, before the run directory
+# exists, and the message names the rank that differs, its host and the
+# keys. A ${VAR} in train_data (each rank its own copy) is accepted.
 # usage: config_agree.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -35,6 +36,11 @@ disagree ini "lr = 0.001 where rank 0 has lr = 0.003 (rank 0" \
   -- "$bin" "${run[@]}" -- "$bin" "$work/other.ini" "${run[@]:1}"
 disagree env_var "out_dir = $work/b where rank 0 has out_dir = $work/a (rank 0" \
   -- env "ROOT=$work/a" "$bin" "${run[@]}" 'out_dir=${ROOT}' -- env "ROOT=$work/b" "$bin" "${run[@]}" 'out_dir=${ROOT}'
+# A ${VAR} in a data path may give each rank its own copy (as written, the
+# same): accepted; checked on --print-config, which agrees before it prints.
+timeout 60 mpirun --bind-to none -np 1 env "D=$work/a" "$bin" --print-config "${run[@]}" 'train_data=${D}/x_*.bin' \
+  : -np 1 env "D=$work/b" "$bin" --print-config "${run[@]}" 'train_data=${D}/x_*.bin' >"$work/data_var.log" 2>&1 \
+  || fail "a per-rank \${D} in train_data was refused" "$work/data_var.log"
 # The same settings through different spellings agree.
 timeout 60 mpirun --bind-to none -np 1 "$bin" "${run[@]}" : -np 1 "$bin" "${run[@]}" --lr 3e-3 >"$work/same.log" 2>&1 \
   || fail "the same settings, spelled differently, were refused" "$work/same.log"

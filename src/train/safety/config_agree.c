@@ -9,7 +9,9 @@
 
 #include "base/alloc.h"
 #include "base/fail.h"
+#include "config/keys.h"
 #include "config/stored.h"
+#include "config/values.h"
 
 enum { TEXT_MAX = 1 << 16, HOST_MAX = 256, KEYS_NAMED = 3 };
 
@@ -49,10 +51,30 @@ static void describe_keys(const config *ours, const char *their_text, char *out,
     if (n == 0) snprintf(out, len, "a config that differs from rank 0's");
 }
 
+/* What every rank must agree on: cfg with each path key as written, so
+ * that ${OMPI_COMM_WORLD_LOCAL_RANK} or ${TMPDIR} in train_data may give
+ * each rank or node its own copy of the data (configuration.md), except
+ * out_dir, which every rank writes into: its expanded value. */
+static void agreed_form(const config *cfg, config *out) {
+    *out = *cfg;
+    int slot = 0;
+    char why[256];
+    for (size_t i = 0; i < config_n_keys; i++) {
+        const config_key *k = &config_keys[i];
+        if (!k->path) continue;
+        const char *written = cfg->path_written[slot++];
+        if (written[0] && strcmp(k->name, "out_dir") != 0)
+            config_key_set(out, k, written, why, sizeof why);
+    }
+    memset(out->path_written, 0, sizeof out->path_written);
+}
+
 void config_agree_or_fail(const config *cfg, const dist_group *job) {
     if (job->size == 1) return;
     static char text[TEXT_MAX], their_text[TEXT_MAX];
-    config_format(cfg, text, sizeof text);
+    static config agreed;
+    agreed_form(cfg, &agreed);
+    config_format(&agreed, text, sizeof text);
     const int odd = first_differing_rank(job, digest(text));
     if (odd < 0) return;
     char host[HOST_MAX] = "?", their_host[HOST_MAX] = "?";
@@ -64,7 +86,7 @@ void config_agree_or_fail(const config *cfg, const dist_group *job) {
     group_bcast(job, their_text, sizeof their_text, odd);
     group_bcast(job, their_host, sizeof their_host, odd);
     static char keys[4096];
-    if (job->rank == 0) describe_keys(cfg, their_text, keys, sizeof keys);
+    if (job->rank == 0) describe_keys(&agreed, their_text, keys, sizeof keys);
     fail_collective(EXIT_USAGE,
                     "the ranks disagree on the configuration: rank %d/%d (host %s) has %s (rank 0 "
                     "runs on host %s). Every rank must start from the same settings: the same "

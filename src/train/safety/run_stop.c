@@ -228,4 +228,8 @@ void run_stop_report(run_stop *s, int reasons, int step) {
                  "this clean stop, not a crash; the same command continues the run)"
                : "");
     fflush(stdout);
+    /* The code for the launch scripts now, not only as the process ends: a
+     * signalled mpirun kills its ranks a second after it asks them to stop,
+     * and the teardown after the save may not fit in that second. */
+    exit_status_record(0, EXIT_PREEMPTED);
 }
