@@ -212,15 +212,6 @@ static void eval_hellaswag(const eval_args *a, gpt2_model *m) {
     tokenizer_free(tok);
 }
 
-/* A relative path that names nothing from this folder: the repository's
- * bundled file (base/bundled.h), said on stderr. */
-static const char *bundled(const char *opt, const char *path, char *buf, size_t len) {
-    if (!path || !bundled_resolve(path, buf, len)) return path;
-    fprintf(stderr, "gpt2_eval: %s %s names nothing from this folder: using the repository's %s\n",
-            opt, path, buf);
-    return buf;
-}
-
 /* What the options leave open: as the run that wrote the weights evaluated
  * (its seq_len, micro_batch, eval_batches, stored with them), so that the
  * same weights give the run's val loss; else block_size, 16 and 20. */
@@ -243,9 +234,11 @@ static void defaults_from_run(eval_args *a, const model_source *src) {
 int main(int argc, char **argv) {
     eval_args a = parse_args(argc, argv);
     static char tokenizer[4200], val[4200], hellaswag[4200];
-    a.tokenizer = bundled("--tokenizer", a.tokenizer, tokenizer, sizeof tokenizer);
-    a.val = bundled("--val", a.val, val, sizeof val);
-    a.hellaswag = bundled("--hellaswag", a.hellaswag, hellaswag, sizeof hellaswag);
+    a.tokenizer = bundled_path("--tokenizer", a.tokenizer, tokenizer, sizeof tokenizer, stderr,
+                               "gpt2_eval: ");
+    a.val = bundled_path("--val", a.val, val, sizeof val, stderr, "gpt2_eval: ");
+    a.hellaswag = bundled_path("--hellaswag", a.hellaswag, hellaswag, sizeof hellaswag, stderr,
+                               "gpt2_eval: ");
     model_source src;
     char err[2048];
     if (model_source_open(&src, a.weights, err, sizeof err) != 0)

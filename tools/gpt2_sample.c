@@ -151,21 +151,12 @@ static char *read_prompt_file(const char *path) {
     return text;
 }
 
-/* A relative tokenizer path that names nothing from this folder: the
- * repository's (base/bundled.h), said on stderr. */
-static const char *bundled(const char *opt, const char *path, char *buf, size_t len) {
-    if (!bundled_resolve(path, buf, len)) return path;
-    fprintf(stderr,
-            "gpt2_sample: %s %s names nothing from this folder: using the repository's %s\n", opt,
-            path, buf);
-    return buf;
-}
-
 int main(int argc, char **argv) {
     sample_args a = parse_args(argc, argv);
     static char encoder[4200], vocab[4200];
-    a.encoder = bundled("--encoder", a.encoder, encoder, sizeof encoder);
-    a.vocab = bundled("--vocab", a.vocab, vocab, sizeof vocab);
+    a.encoder =
+        bundled_path("--encoder", a.encoder, encoder, sizeof encoder, stderr, "gpt2_sample: ");
+    a.vocab = bundled_path("--vocab", a.vocab, vocab, sizeof vocab, stderr, "gpt2_sample: ");
     char *prompt_text = a.prompt_file ? read_prompt_file(a.prompt_file) : NULL;
     if (prompt_text) a.prompt = prompt_text;
     model_source src;

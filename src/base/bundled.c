@@ -10,6 +10,15 @@
 #define GPT2_SOURCE_DIR "."
 #endif
 
+const char *bundled_path(const char *what, const char *path, char *buf, size_t len, FILE *note_to,
+                         const char *prefix) {
+    if (!path || !bundled_resolve(path, buf, len)) return path;
+    if (note_to)
+        fprintf(note_to, "%s%s %s names nothing from this folder: using the repository's %s\n",
+                prefix, what, path, buf);
+    return buf;
+}
+
 const char *bundled_source_dir(void) { return GPT2_SOURCE_DIR; }
 
 /* path names at least one file or directory (a pattern: a match). */

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* path (a file, a directory or a glob pattern) as it is to be opened: the
  * source tree's (GPT2_SOURCE_DIR, the tree the binary was built from) when
@@ -15,6 +16,12 @@
  * something there; returns true then (the caller says so once). Otherwise
  * path itself, and false. */
 bool bundled_resolve(const char *path, char *out, size_t len);
+/* bundled_resolve, saying so on note_to (NULL: silently) as
+ * "PREFIX WHAT PATH names nothing from this folder: using the repository's
+ * FOUND" (prefix "note: " or "gpt2_eval: ", what "train_data =" or
+ * "--encoder"). Returns what to open: buf, or path itself (NULL stays NULL). */
+const char *bundled_path(const char *what, const char *path, char *buf, size_t len, FILE *note_to,
+                         const char *prefix);
 /* The source tree the binary was built from. */
 const char *bundled_source_dir(void);
 #endif

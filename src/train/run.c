@@ -31,11 +31,11 @@
 static void open_dataset(token_dataset *ds, const char *key, const char *pattern, const config *cfg,
                          int rank) {
     char err[2048], msg[4096]; /* ${VAR} in the pattern was expanded by config_load */
-    char found[4200];
-    if (bundled_resolve(pattern, found, sizeof found) && rank == 0)
-        printf("note: %s = %s names nothing from this folder: using the repository's %s\n", key,
-               pattern, found);
-    const int rc = dataset_open(ds, found, cfg->vocab_size, cfg->seq_len, err, sizeof err);
+    char found[4200], what[64];
+    snprintf(what, sizeof what, "%s =", key);
+    const char *path =
+        bundled_path(what, pattern, found, sizeof found, rank == 0 ? stdout : NULL, "note: ");
+    const int rc = dataset_open(ds, path, cfg->vocab_size, cfg->seq_len, err, sizeof err);
     /* Every rank opens the data here: one message, from the lowest rank. */
     if (rc == DATASET_NO_FILES)
         snprintf(msg, sizeof msg, "%s: %s\n  %s", key, err,

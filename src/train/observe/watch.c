@@ -31,17 +31,15 @@ run_watch *watch_open(const config *cfg, int rank, int world, const char *run_di
     run_watch *w = xcalloc(1, sizeof *w);
     w->rank = rank;
     w->sample_every = cfg->sample_every;
-    char encoder[4300], vocab[4300], err[2048], dir[4200], hellaswag[4200];
+    char encoder[4300], vocab[4300], err[2048], dir_buf[4200], hellaswag_buf[4200];
     /* The bundled files from another folder (base/bundled.h). */
-    if (bundled_resolve(cfg->tokenizer_dir, dir, sizeof dir) && rank == 0)
-        printf("note: tokenizer_dir = %s names nothing from this folder: using the repository's "
-               "%s\n",
-               cfg->tokenizer_dir, dir);
-    if (hellaswag_on && bundled_resolve(cfg->hellaswag_data, hellaswag, sizeof hellaswag) &&
-        rank == 0)
-        printf("note: hellaswag_data = %s names nothing from this folder: using the "
-               "repository's %s\n",
-               cfg->hellaswag_data, hellaswag);
+    FILE *note_to = rank == 0 ? stdout : NULL;
+    const char *dir = bundled_path("tokenizer_dir =", cfg->tokenizer_dir, dir_buf, sizeof dir_buf,
+                                   note_to, "note: ");
+    const char *hellaswag =
+        hellaswag_on ? bundled_path("hellaswag_data =", cfg->hellaswag_data, hellaswag_buf,
+                                    sizeof hellaswag_buf, note_to, "note: ")
+                     : cfg->hellaswag_data;
     snprintf(encoder, sizeof encoder, "%s/encoder.json", dir);
     snprintf(vocab, sizeof vocab, "%s/vocab.bpe", dir);
     w->tok = tokenizer_load(encoder, vocab, err, sizeof err);
