@@ -274,6 +274,9 @@ hellaswag_counts hellaswag_evaluate(const hellaswag_set *set, gpt2_model *m,
     int32_t *targets = xmalloc((size_t)B * T * sizeof(int32_t));
     float *losses = xmalloc((size_t)B * T * sizeof(float));
     const int n_rows = set->n * HELLASWAG_ENDINGS;
+    /* Each batch's length is its longest row's: shapes that the GPU should
+     * neither tune nor keep in place of the training step's. */
+    if (m->ops->transient_shapes) m->ops->transient_shapes(true);
     for (int first = 0; first < n_rows; first += B) {
         const int nb = n_rows - first < B ? n_rows - first : B;
         int T_batch = 1;
@@ -286,6 +289,7 @@ hellaswag_counts hellaswag_evaluate(const hellaswag_set *set, gpt2_model *m,
             score_row(&rows[first + b], losses + (size_t)b * T_batch,
                       &all[(first + b) / HELLASWAG_ENDINGS]);
     }
+    if (m->ops->transient_shapes) m->ops->transient_shapes(false);
     gpt2_loss_reset(m);
     for (int i = 0; i < set->n; i++) {
         decide(&all[i]);

@@ -35,6 +35,11 @@ typedef struct {
     /* true: each new GEMM shape times cuBLASLt's candidate algorithms once
      * and keeps the fastest; false: the heuristic's first */
     bool autotune;
+    /* true: the calls run one-off shapes (kernel_ops.transient_shapes):
+     * their plans, untuned, go to a small ring of their own, so that a
+     * generation's new shape every token neither pushes out nor re-tunes
+     * the training step's plans */
+    bool transient;
 } cublaslt_ctx;
 
 /* Each product reads the bf16 operands, or with fp8 (not NULL) their FP8
@@ -115,6 +120,14 @@ void matmul_batched_cuda(int ta, int tb, int m, int n, int k, float alpha, const
                          int64_t stride_a, const void *B, int ldb, int64_t stride_b, float beta,
                          const void *C, void *D, int ldd, int64_t stride_d, int count,
                          const cublaslt_ctx *lt, cudaStream_t stream);
+/* Counts since the start, for tests: plans made in the shared table (a
+ * shape's first call, or a shape made again after it was pushed out) and
+ * plans tuned by timing their candidates. One-off shapes
+ * (cublaslt_ctx.transient) add to neither. */
+typedef struct {
+    long plans_made, plans_tuned;
+} matmul_plan_counts;
+matmul_plan_counts matmul_cuda_plan_counts(void);
 /* The measured choices so far: per GEMM plan, the heuristic's first
  * algorithm's time, the chosen one's, and its rate. */
 void matmul_cuda_print_tuning(FILE *out);

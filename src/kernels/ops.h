@@ -6,6 +6,7 @@
 #ifndef GPT2_KERNELS_OPS_H
 #define GPT2_KERNELS_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,12 @@ typedef struct kernel_ops {
     void (*upload_f32)(void *dst, const float *src_host, size_t n);
     void (*download_f32)(float *dst_host, const void *src, size_t n);
     void (*synchronize)(void);
+    /* Calls between transient_shapes(true) and (false) run shapes that come
+     * once or a few times (generation: a new length every token): the
+     * backend neither tunes them nor lets them push out the training
+     * step's tuned plans (kernels/matmul.h). NULL where nothing is cached
+     * (the CPU). */
+    void (*transient_shapes)(bool on);
     /* Points in the compute stream's work, for timing ops as they run,
      * without synchronizing (profile_ops_timing = stream); NULL in a
      * backend without a stream (the CPU). mark_record(i), i < OPS_MARKS:

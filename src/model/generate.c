@@ -52,6 +52,9 @@ void sample_generate(gpt2_model *m, int32_t *ids, size_t n_prompt, int n_new,
     rng_state rng;
     rng_seed(&rng, seed);
     size_t n = n_prompt;
+    /* Every token is a forward at a new length: shapes the GPU should
+     * neither tune nor keep in place of the training step's. */
+    if (m->ops->transient_shapes) m->ops->transient_shapes(true);
     for (int k = 0; k < n_new; k++) {
         /* Only the last T tokens fit the context. */
         const size_t start = n > (size_t)m->T ? n - (size_t)m->T : 0;
@@ -62,5 +65,6 @@ void sample_generate(gpt2_model *m, int32_t *ids, size_t n_prompt, int n_new,
         if (on_token) on_token(ctx, ids[n]);
         n++;
     }
+    if (m->ops->transient_shapes) m->ops->transient_shapes(false);
     free(logits);
 }

@@ -623,6 +623,53 @@ static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offse
 /* Is cuBLASLt's GELU the tanh form? inp = identity rows so that pre equals
  * chosen bf16 values x exactly (bias 0); then out = bf16(gelu(x)) and, for
  * x in [-4, -1], the tanh and erf forms differ by several bf16 ulps. */
+/* Generation runs a new length every token (transient_shapes): those
+ * products must be right, tune nothing and leave the tuned plans in place.
+ * Before, 300 lengths pushed out every plan of the step, which made and
+ * tuned them again at the next training step. */
+static void test_transient_shapes(void) {
+    const char *op = "matmul transient shapes";
+    const int N0 = 4096, C = 768, OC = 768, N_LENGTHS = 300;
+    matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
+    float *inp = hrand((size_t)N0 * C, 0, 1.0), *w = hrand((size_t)OC * C, 0, 1.0 / sqrt(C));
+    float *bias = hrand(OC, 0, 0.5);
+    void *d_inp = dev_from(inp, (size_t)N0 * C), *d_w = dev_from(w, (size_t)OC * C);
+    void *d_bias = dev_from(bias, OC), *d_out = dev_poisoned((size_t)N0 * OC);
+    G->matmul_forward(d_out, d_inp, d_w, d_bias, N0, C, OC); /* the step's shape */
+    const matmul_plan_counts before = matmul_cuda_plan_counts();
+    G->transient_shapes(true);
+    for (int n = 1; n <= N_LENGTHS; n++) G->matmul_forward(d_out, d_inp, d_w, d_bias, n, C, OC);
+    G->transient_shapes(false);
+    const matmul_plan_counts during = matmul_cuda_plan_counts();
+    float *out = hbuf((size_t)N_LENGTHS * OC);
+    H->matmul_forward(out, inp, w, bias, N_LENGTHS, C, OC);
+    float *g_out = dev_to_host(d_out, (size_t)N_LENGTHS * OC);
+    check(op, "fwd (last length)", g_out, out, (size_t)N_LENGTHS * OC, 0x1p-7, 1e-3);
+    G->matmul_forward(d_out, d_inp, d_w, d_bias, N0, C, OC);
+    const matmul_plan_counts after = matmul_cuda_plan_counts();
+    char detail[160];
+    snprintf(detail, sizeof detail, "plans made %ld -> %ld, tuned %ld -> %ld over %d lengths",
+             before.plans_made, during.plans_made, before.plans_tuned, during.plans_tuned,
+             N_LENGTHS);
+    check_true(op, "none made or tuned",
+               during.plans_made == before.plans_made && during.plans_tuned == before.plans_tuned,
+               detail);
+    snprintf(detail, sizeof detail, "plans made %ld -> %ld, tuned %ld -> %ld", during.plans_made,
+             after.plans_made, during.plans_tuned, after.plans_tuned);
+    check_true(op, "the step's plan kept",
+               after.plans_made == during.plans_made && after.plans_tuned == during.plans_tuned,
+               detail);
+    free(g_out);
+    free(out);
+    free(inp);
+    free(w);
+    free(bias);
+    G->release(d_inp);
+    G->release(d_w);
+    G->release(d_bias);
+    G->release(d_out);
+}
+
 static void test_gelu_form(void) {
     const int C = 64, N = 64;
     float *inp = hbuf((size_t)N * C), *w = hbuf((size_t)C * C);
@@ -1164,6 +1211,7 @@ int main(void) {
     test_matmul(1024, 3072, 768, 0, 1, 0, D); /* fc proj */
     test_matmul(256, 768, 50304, 0, 0, 0, D); /* lm head: no bias */
     test_matmul(5, 72, 40, 0, 1, 1, D);       /* 16-byte aligned rows */
+    test_transient_shapes();
 
     test_gelu_forward((size_t)1024 * 3072);
     test_gelu_forward(8);

@@ -46,7 +46,11 @@
  * timing noise rarely changes the choice between runs). A GEMM that adds
  * into D (beta = 1: dweight) has D saved and restored around the trials;
  * the others overwrite everything they write, so the call itself, run last
- * with the chosen algorithm, leaves what it would have without them. */
+ * with the chosen algorithm, leaves what it would have without them.
+ * One-off shapes (cublaslt_ctx.transient: generation, whose every token is a
+ * new length) take the heuristic's first algorithm and a ring of plans of
+ * their own: in the shared table a sample's few hundred shapes pushed out
+ * every plan of the training step, which then re-tuned them all. */
 #include "kernels/matmul.h"
 
 #include <stdio.h>
@@ -57,7 +61,7 @@
 #include "kernels/cuda/gelu.cuh"
 
 enum { BIAS_ROWS = 64 }; /* rows per chunk of the fallback column sum */
-enum { MAX_PLANS = 96 };
+enum { MAX_PLANS = 96, TRANSIENT_PLANS = 16 };
 enum { MAX_CANDIDATES = 8, TUNE_REPS = 5 }; /* algorithms tried per plan; timed runs of each */
 static const float TUNE_MARGIN = 0.02f;     /* a challenger must be 2% faster */
 
@@ -152,6 +156,9 @@ typedef struct {
 
 static plan g_plans[MAX_PLANS];
 static int g_next_evict;
+static plan g_transient_plans[TRANSIENT_PLANS]; /* one-off shapes, a ring */
+static int g_next_transient;
+static matmul_plan_counts g_counts;
 
 /* Largest power of two (up to 256) that divides the address. */
 static unsigned alignment_of(const void *p) {
@@ -177,19 +184,31 @@ static void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t a
 
 /* The plan for this key (bias and aux are real pointers: the heuristic reads
  * their alignment from them). */
+static plan *plan_find(plan *table, int n, const plan_key *key) {
+    for (int i = 0; i < n; i++)
+        if (table[i].used && memcmp(&table[i].key, key, sizeof *key) == 0) return &table[i];
+    return nullptr;
+}
+
+/* A slot for a new plan: a free one, else the next of the ring *next. */
+static plan *plan_slot(plan *table, int n, int *next) {
+    for (int i = 0; i < n; i++)
+        if (!table[i].used) return &table[i];
+    plan *p = &table[*next];
+    *next = (*next + 1) % n;
+    plan_destroy(p);
+    return p;
+}
+
 static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
                       const cublaslt_ctx *lt) {
-    for (int i = 0; i < MAX_PLANS; i++)
-        if (g_plans[i].used && memcmp(&g_plans[i].key, key, sizeof *key) == 0) return &g_plans[i];
-    int slot = -1;
-    for (int i = 0; i < MAX_PLANS && slot < 0; i++)
-        if (!g_plans[i].used) slot = i;
-    if (slot < 0) {
-        slot = g_next_evict;
-        g_next_evict = (g_next_evict + 1) % MAX_PLANS;
-        plan_destroy(&g_plans[slot]);
-    }
-    plan *p = &g_plans[slot];
+    plan *cached = plan_find(g_plans, MAX_PLANS, key);
+    if (!cached && lt->transient) /* otherwise a training shape gets its own tuned plan */
+        cached = plan_find(g_transient_plans, TRANSIENT_PLANS, key);
+    if (cached) return cached;
+    plan *p = lt->transient ? plan_slot(g_transient_plans, TRANSIENT_PLANS, &g_next_transient)
+                            : plan_slot(g_plans, MAX_PLANS, &g_next_evict);
+    if (!lt->transient) g_counts.plans_made++;
     memset(p, 0, sizeof *p);
     p->key = *key;
     p->used = 1;
@@ -259,7 +278,7 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
             p->candidates[p->n_candidates++] = results[i].algo;
     p->ok = p->ok && p->n_candidates > 0;
     if (p->ok) p->algo = p->candidates[0];
-    p->tuned = !lt->autotune || p->n_candidates < 2;
+    p->tuned = !lt->autotune || lt->transient || p->n_candidates < 2;
     return p;
 }
 
@@ -297,6 +316,7 @@ static float time_algo(const cublaslt_ctx *lt, cudaStream_t stream, const plan *
 static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, const void *A,
                       const void *B, void *D, float beta) {
     p->tuned = 1;
+    g_counts.plans_tuned++;
     void *saved = nullptr;
     const size_t d_bytes = p->key.batch > 1 ? (size_t)p->key.stride_d * (size_t)p->key.batch * 2
                                             : (size_t)p->key.ldd * (size_t)p->key.n * 2;
@@ -432,6 +452,8 @@ static const char *epilogue_name(cublasLtEpilogue_t e) {
     default: return "?";
     }
 }
+
+extern "C" matmul_plan_counts matmul_cuda_plan_counts(void) { return g_counts; }
 
 extern "C" void matmul_cuda_print_tuning(FILE *out) {
     int any = 0;

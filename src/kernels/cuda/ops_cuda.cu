@@ -443,6 +443,8 @@ static void cuda_adamw_update(void *params, float *master, const void *grad, flo
     adamw_update_cuda(params, master, grad, m, v, n, decay_chunks, grad_scale, h, g.stream);
 }
 
+static void cuda_transient_shapes(bool on) { g.lt.transient = on; }
+
 /* Designated initializers (C++20; nvcc accepts them in C++17 as a GNU
  * extension) keep each entry on its field whatever the order. */
 extern "C" const kernel_ops ops_cuda = {
@@ -460,6 +462,7 @@ extern "C" const kernel_ops ops_cuda = {
     .upload_f32 = cuda_upload_f32,
     .download_f32 = cuda_download_f32,
     .synchronize = cuda_synchronize,
+    .transient_shapes = cuda_transient_shapes,
     .mark_record = cuda_mark_record,
     .marks_read = cuda_marks_read,
     .encoder_forward = cuda_encoder_forward,
