@@ -52,6 +52,13 @@ typedef struct {
 void matmul_forward_cuda(void *out, const void *inp, const void *weight, const void *bias, int N,
                          int C, int OC, const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
                          cudaStream_t stream);
+/* out = residual + inp @ weight^T + bias (residual NULL: none), the add in
+ * the GEMM's epilogue (beta = 1 on residual as C); out and residual
+ * distinct. */
+void matmul_residual_forward_cuda(void *out, const void *residual, const void *inp,
+                                  const void *weight, const void *bias, int N, int C, int OC,
+                                  const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
+                                  cudaStream_t stream);
 /* pre = inp @ weight^T + bias, out = gelu(pre) (tanh form), one GEMM. */
 void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
                               const void *bias, int N, int C, int OC,

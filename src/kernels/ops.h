@@ -74,6 +74,12 @@ typedef struct kernel_ops {
                                const float *rstd, int N, int C, void *dinp_colsum);
     void (*matmul_forward)(void *out, const void *inp, const void *weight, const void *bias, int N,
                            int C, int OC);
+    /* out = residual + inp @ weight^T + bias (out and residual distinct):
+     * a linear layer whose output joins the residual stream (attn.c_proj,
+     * mlp.c_proj), the add in the product's epilogue, so that the
+     * LayerNorm after it reads one tensor instead of two. */
+    void (*matmul_residual_forward)(void *out, const void *residual, const void *inp,
+                                    const void *weight, const void *bias, int N, int C, int OC);
     /* out = gelu(pre), pre = inp @ weight^T + bias (pre kept for backward) */
     void (*matmul_gelu_forward)(void *out, void *pre, const void *inp, const void *weight,
                                 const void *bias, int N, int C, int OC);
@@ -177,6 +183,8 @@ typedef struct kernel_ops {
                                    const float *scale, fp8_format format);
     void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
                                const fp8_linear_operands *q);
+    void (*matmul_residual_forward_fp8)(void *out, const void *residual, const void *bias, int N,
+                                        int C, int OC, const fp8_linear_operands *q);
     void (*matmul_backward_fp8)(void *dinp, void *dweight, void *dbias, const void *dout,
                                 const void *pre, int N, int C, int OC, void *dpre_colsum,
                                 const fp8_linear_operands *q);

@@ -60,6 +60,16 @@ static void cpu_matmul_forward(void *out, const void *inp, const void *weight, c
                                int N, int C, int OC) {
     matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
 }
+static void cpu_matmul_residual_forward(void *out, const void *residual, const void *inp,
+                                        const void *weight, const void *bias, int N, int C,
+                                        int OC) {
+    CHECK(out != residual, "matmul_residual_forward: out and residual must be distinct");
+    matmul_forward_cpu(out, inp, weight, bias, N, C, OC);
+    float *o = out;
+    const float *r = residual;
+    const size_t n = (size_t)N * OC;
+    for (size_t i = 0; i < n; i++) o[i] += r[i];
+}
 static void cpu_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                     const void *bias, int N, int C, int OC) {
     matmul_forward_cpu(pre, inp, weight, bias, N, C, OC);
@@ -182,6 +192,7 @@ const kernel_ops ops_cpu = {
     .residual_layernorm_forward = cpu_residual_layernorm_forward,
     .layernorm_backward = cpu_layernorm_backward,
     .matmul_forward = cpu_matmul_forward,
+    .matmul_residual_forward = cpu_matmul_residual_forward,
     .matmul_gelu_forward = cpu_matmul_gelu_forward,
     .matmul_backward = cpu_matmul_backward,
     .matmul_backward_gelu = cpu_matmul_backward_gelu,

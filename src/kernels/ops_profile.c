@@ -209,6 +209,15 @@ static void p_matmul_forward(void *out, const void *inp, const void *weight, con
                prof.inner->matmul_forward(out, inp, weight, bias, N, C, OC));
 }
 
+/* matmul_forward's bytes plus the residual read */
+static void p_matmul_residual_forward(void *out, const void *residual, const void *inp,
+                                      const void *weight, const void *bias, int N, int C, int OC) {
+    char label[LABEL_LEN];
+    TIMED_COST(shape_label(label, sizeof label, "matmul_residual_forward", N, C, OC),
+               2.0 * N * C * OC, st((double)N * C + (double)OC * C + 2.0 * N * OC + OC),
+               prof.inner->matmul_residual_forward(out, residual, inp, weight, bias, N, C, OC));
+}
+
 static void p_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                   const void *bias, int N, int C, int OC) {
     char label[LABEL_LEN];
@@ -285,13 +294,20 @@ static void p_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
 }
 
 /* The FP8 products: their FLOPs (against the FP8 GEMM rate), and the bytes
- * of FP8 operands and bf16 outputs. */
+ * of FP8 operands and bf16 outputs (and residuals). */
 static void p_matmul_forward_fp8(void *out, const void *bias, int N, int C, int OC,
                                  const fp8_linear_operands *q) {
     char label[LABEL_LEN];
     TIMED_COST_FP8(shape_label(label, sizeof label, "matmul_forward_fp8", N, C, OC),
                    2.0 * N * C * OC, (double)N * C + (double)OC * C + st((double)N * OC + OC),
                    prof.inner->matmul_forward_fp8(out, bias, N, C, OC, q));
+}
+static void p_matmul_residual_forward_fp8(void *out, const void *residual, const void *bias, int N,
+                                          int C, int OC, const fp8_linear_operands *q) {
+    char label[LABEL_LEN];
+    TIMED_COST_FP8(shape_label(label, sizeof label, "matmul_residual_forward_fp8", N, C, OC),
+                   2.0 * N * C * OC, (double)N * C + (double)OC * C + st(2.0 * N * OC + OC),
+                   prof.inner->matmul_residual_forward_fp8(out, residual, bias, N, C, OC, q));
 }
 
 static void p_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
@@ -408,6 +424,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
     t->residual_layernorm_forward = p_residual_layernorm_forward;
     t->layernorm_backward = p_layernorm_backward;
     t->matmul_forward = p_matmul_forward;
+    t->matmul_residual_forward = p_matmul_residual_forward;
     t->matmul_gelu_forward = p_matmul_gelu_forward;
     t->matmul_backward = p_matmul_backward;
     t->matmul_backward_gelu = p_matmul_backward_gelu;
@@ -432,6 +449,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
+        t->matmul_residual_forward_fp8 = p_matmul_residual_forward_fp8;
         t->matmul_backward_fp8 = p_matmul_backward_fp8;
     }
     return t;

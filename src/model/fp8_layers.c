@@ -42,7 +42,7 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompu
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
                        int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu) {
     if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
-        !ops->matmul_forward_fp8)
+        !ops->matmul_forward_fp8 || !ops->matmul_residual_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
              "capability 8.9 or newer has)",
              ops->name);
@@ -185,8 +185,8 @@ static int linear_index(const fp8_layers *f, int l, fp8_linear id) {
 }
 
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
-                        void *pre, const void *inp, const void *weight, const void *bias, int N,
-                        int C, int OC, bool for_backward) {
+                        const void *residual, void *pre, const void *inp, const void *weight,
+                        const void *bias, int N, int C, int OC, bool for_backward) {
     const int i = linear_index(f, l, id);
     if (N > f->N) FAIL("fp8: a forward of %d tokens exceeds the capacity of %d", N, f->N);
     if (for_backward && N % 16 != 0)
@@ -211,7 +211,10 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                                    dequant(f, tensor_of(i, T_DOUT)),
                                    f->fast_accum};
     if (!pre) {
-        ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
+        if (residual)
+            ops->matmul_residual_forward_fp8(out, residual, bias, N, C, OC, &q);
+        else
+            ops->matmul_forward_fp8(out, bias, N, C, OC, &q);
         return;
     }
     /* mlp.c_fc: the product writes the GELU's input alone, and one pass

@@ -110,12 +110,13 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
                        const void *const weights[FP8_LINEARS]);
 
 /* out = inp @ weight^T + bias for linear `id` of block l, N tokens,
- * C -> OC, with FP8 operands. for_backward: keep what fp8_linear_backward
+ * C -> OC, with FP8 operands (plus residual where not NULL: a layer whose
+ * output joins the residual stream, as ops->matmul_residual_forward). for_backward: keep what fp8_linear_backward
  * needs (N a multiple of 16). mlp.c_fc (FP8_FC) takes pre: the product goes
  * there, out is not written, and gelu(pre) goes straight into mlp.c_proj's
  * FP8 input, which that layer's forward (next, with the same N) takes. */
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
-                        void *pre, const void *inp, const void *weight, const void *bias, int N,
+                        const void *residual, void *pre, const void *inp, const void *weight, const void *bias, int N,
                         int C, int OC, bool for_backward);
 /* The LayerNorm whose output is the input of linear `id` of block l
  * (FP8_QKV: ln_1, FP8_FC: ln_2), as ops->residual_layernorm_forward

@@ -61,7 +61,6 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->lnf = alloc_acts(ops, N * C);
     m->lnf_mean = alloc_f32(ops, N);
     m->lnf_rstd = alloc_f32(ops, N);
-    m->scratch = alloc_acts(ops, N * C);
     /* Equal chunks under the bound: a short last chunk (752 of 32768 rows
      * for 124M at B = 32) would run its GEMMs well below full speed. */
     size_t max_rows = ops->logits_chunk_bytes / (Vp * ops->elem_bytes);
@@ -81,6 +80,7 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->dfch = alloc_acts(ops, N * 4 * C);
     m->dqkv = alloc_acts(ops, N * 3 * C);
     if (m->opt.fp8) {
+        m->attproj_out = alloc_acts(ops, N * C);
         m->fp8 = xmalloc(sizeof *m->fp8);
         fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin,
                           m->opt.fp8_fast_accum, m->opt.recompute_gelu);
@@ -90,7 +90,8 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
 size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
                             bool recompute_gelu) {
     const size_t C = (size_t)lay->n_embd, N = (size_t)B * T, L = (size_t)lay->n_layer;
-    return (L * 2 * N * C + (recompute_gelu ? 1 : L) * N * 4 * C) * elem_bytes;
+    /* ln1, ln2 and gelu(fch) of every block, less attproj_out */
+    return (L * 2 * N * C + (recompute_gelu ? 1 : L) * N * 4 * C - N * C) * elem_bytes;
 }
 
 void gpt2_free(gpt2_model *m) {
@@ -108,9 +109,10 @@ void gpt2_free(gpt2_model *m) {
         fp8_layers_free(m->fp8, ops);
         free(m->fp8);
     }
-    void *bufs[] = {m->params,  m->grads,   m->res_final, m->lnf,      m->lnf_mean, m->lnf_rstd,
-                    m->scratch, m->logits,  m->losses,    m->loss_acc, m->loss_sum, m->gelu_shared,
-                    m->inputs,  m->targets, m->dres,      m->dln,      m->dfch,     m->dqkv};
+    void *bufs[] = {m->params,   m->grads,    m->res_final, m->lnf,      m->lnf_mean,
+                    m->lnf_rstd, m->logits,   m->losses,    m->loss_acc, m->loss_sum,
+                    m->gelu_shared, m->inputs, m->targets,  m->dres,     m->dln,
+                    m->dfch,     m->dqkv,     m->attproj_out};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) ops->release(bufs[i]);
     memset(m, 0, sizeof *m);
@@ -201,15 +203,19 @@ double gpt2_loss_take(gpt2_model *m) {
 }
 
 /* A block's linear layer forward (pre: with the GELU, its input is kept
- * there): bf16, or FP8 operands with opt.fp8. */
-static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, void *pre,
-                           const void *inp, const void *weight, const void *bias, int N, int C,
-                           int OC, bool for_backward) {
+ * there; residual: added to the output, the layers whose output joins the
+ * residual stream): bf16, or FP8 operands with opt.fp8. */
+static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, const void *residual,
+                           void *pre, const void *inp, const void *weight, const void *bias, int N,
+                           int C, int OC, bool for_backward) {
     const kernel_ops *ops = m->ops;
     if (m->fp8)
-        fp8_linear_forward(m->fp8, ops, l, id, out, pre, inp, weight, bias, N, C, OC, for_backward);
+        fp8_linear_forward(m->fp8, ops, l, id, out, residual, pre, inp, weight, bias, N, C, OC,
+                           for_backward);
     else if (pre)
         ops->matmul_gelu_forward(out, pre, inp, weight, bias, N, C, OC);
+    else if (residual)
+        ops->matmul_residual_forward(out, residual, inp, weight, bias, N, C, OC);
     else
         ops->matmul_forward(out, inp, weight, bias, N, C, OC);
 }
@@ -281,30 +287,42 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
                                                 P(o->fcproj_w)};
             fp8_block_weights(m->fp8, ops, l, weights);
         }
-        linear_forward(m, l, FP8_QKV, a->qkv, NULL, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C, 3 * C,
-                       for_backward);
+        linear_forward(m, l, FP8_QKV, a->qkv, NULL, NULL, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C,
+                       3 * C, for_backward);
         ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
-        linear_forward(m, l, FP8_ATTPROJ, m->scratch, NULL, a->atty, P(o->attproj_w),
-                       P(o->attproj_b), N, C, C, for_backward);
-        block_layernorm(m, l, FP8_FC, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
-                        m->scratch, P(o->ln2_w), P(o->ln2_b), N, C, for_backward);
-        linear_forward(m, l, FP8_FC, a->fch_gelu, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N, C,
-                       4 * C, for_backward);
-        linear_forward(m, l, FP8_FCPROJ, m->scratch, NULL, a->fch_gelu, P(o->fcproj_w),
+        /* The residual adds are the projections' epilogues, so that the
+         * LayerNorm after each reads the stream alone; but in FP8 cuBLASLt's
+         * 768-wide product with an added C took twice its time
+         * (docs/gpu-training.md), so there attn.c_proj's add stays the
+         * LayerNorm's. */
+        if (m->attproj_out) {
+            linear_forward(m, l, FP8_ATTPROJ, m->attproj_out, NULL, NULL, a->atty,
+                           P(o->attproj_w), P(o->attproj_b), N, C, C, for_backward);
+            block_layernorm(m, l, FP8_FC, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
+                            m->attproj_out, P(o->ln2_w), P(o->ln2_b), N, C, for_backward);
+        } else {
+            linear_forward(m, l, FP8_ATTPROJ, a->res2, a->res1, NULL, a->atty, P(o->attproj_w),
+                           P(o->attproj_b), N, C, C, for_backward);
+            block_layernorm(m, l, FP8_FC, NULL, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, NULL,
+                            P(o->ln2_w), P(o->ln2_b), N, C, for_backward);
+        }
+        linear_forward(m, l, FP8_FC, a->fch_gelu, NULL, a->fch, a->ln2, P(o->fc_w), P(o->fc_b), N,
+                       C, 4 * C, for_backward);
+        /* The block's output: the next block's residual (or ln_f's input
+         * after the last block), then that LayerNorm. */
+        void *block_out = l + 1 < L ? m->acts[l + 1].res1 : m->res_final;
+        linear_forward(m, l, FP8_FCPROJ, block_out, a->res2, NULL, a->fch_gelu, P(o->fcproj_w),
                        P(o->fcproj_b), N, 4 * C, C, for_backward);
-        /* The block's output residual and the next LayerNorm (the next block's
-         * ln_1, or ln_f after the last block) in one pass. */
         if (l + 1 < L) {
             block_acts *next = &m->acts[l + 1];
             const block_offsets *no = &lay->blocks[l + 1];
             need_params(m, no->begin, no->end);
-            block_layernorm(m, l + 1, FP8_QKV, next->res1, next->ln1, next->ln1_mean,
-                            next->ln1_rstd, a->res2, m->scratch, P(no->ln1_w), P(no->ln1_b), N, C,
-                            for_backward);
+            block_layernorm(m, l + 1, FP8_QKV, NULL, next->ln1, next->ln1_mean, next->ln1_rstd,
+                            next->res1, NULL, P(no->ln1_w), P(no->ln1_b), N, C, for_backward);
         } else {
             need_params(m, lay->lnf_w, lay->lnf_b + (size_t)C);
-            ops->residual_layernorm_forward(m->res_final, m->lnf, m->lnf_mean, m->lnf_rstd, a->res2,
-                                            m->scratch, P(lay->lnf_w), P(lay->lnf_b), N, C);
+            ops->layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, m->res_final, P(lay->lnf_w),
+                                   P(lay->lnf_b), N, C);
         }
     }
     if (!targets) return;

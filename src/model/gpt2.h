@@ -58,7 +58,7 @@ typedef struct {
     block_acts *acts;
     void *res_final, *lnf; /* after the last block */
     float *lnf_mean, *lnf_rstd;
-    void *scratch;             /* (B,T,C) projection outputs */
+    void *attproj_out;         /* (B,T,C) with opt.fp8: attn.c_proj's output (gpt2.c) */
     void *logits;              /* one chunk of classifier rows, (chunk, Vp) */
     int classifier_chunk;      /* rows per chunk */
     float *losses;             /* (B,T) per-token losses of the last forward */
@@ -81,8 +81,9 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
 void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
                       const gpt2_options *opt);
 /* The bytes of the bf16 activations (ln_1's and ln_2's outputs, the GELU's)
- * that a model with opt.fp8 does not allocate, against the same model
- * without it: what a memory estimate laid out without FP8 subtracts. */
+ * that a model with opt.fp8 does not allocate, less its attproj_out, against
+ * the same model without it: what a memory estimate laid out without FP8
+ * subtracts. */
 size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
                             bool recompute_gelu);
 void gpt2_free(gpt2_model *m);

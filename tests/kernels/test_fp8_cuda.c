@@ -722,6 +722,22 @@ static void check_linear(int M, int C, int OC, int gelu_fwd, int gelu_bwd, int w
         snprintf(what, sizeof what, "fp8 fast_accum=%s gelu forward (out) M=%d C=%d OC=%d",
                  fp8_fast_accum_names[fast], M, C, OC);
         compare(what, d_out, ref2, mag2, n_out, 1e-2);
+    } else { /* the same product added to a residual in its epilogue (attn.c_proj, mlp.c_proj) */
+        uint16_t *res = bf16_random(n_out, 1.0);
+        void *d_res = dev_copy(res, n_out * 2);
+        CK(cudaMemset(d_out, 0xFF, n_out * 2));
+        matmul_residual_forward_cuda(d_out, d_res, NULL, NULL, d_bias, M, C, OC, &q, lt, s);
+        CK(cudaStreamSynchronize(s));
+        for (size_t i = 0; i < n_out; i++) {
+            const double r = bf16_value(res[i]);
+            mag[i] += fabs(ref[i] + r) - fabs(ref[i]); /* one rounding, of the sum */
+            ref[i] += r;
+        }
+        snprintf(what, sizeof what, "fp8 fast_accum=%s forward + residual M=%d C=%d OC=%d +bias",
+                 fp8_fast_accum_names[fast], M, C, OC);
+        compare(what, d_out, ref, mag, n_out, 1e-3);
+        CK(cudaFree(d_res));
+        free(res);
     }
 
     /* backward */

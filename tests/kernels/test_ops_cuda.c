@@ -623,6 +623,38 @@ static void test_matmul(int N, int C, int OC, int gelu, int with_bias, int offse
 /* Is cuBLASLt's GELU the tanh form? inp = identity rows so that pre equals
  * chosen bf16 values x exactly (bias 0); then out = bf16(gelu(x)) and, for
  * x in [-4, -1], the tanh and erf forms differ by several bf16 ulps. */
+/* out = residual + inp W^T + bias, the add in the GEMM's epilogue: against
+ * the CPU's product plus the residual (one bf16 rounding of the fp32 sum,
+ * so the usual bound); residual untouched. */
+static void test_matmul_residual(int N, int C, int OC, int with_bias) {
+    char op[80];
+    snprintf(op, sizeof op, "matmul_residual N%d C%d OC%d%s", N, C, OC, with_bias ? "" : " nobias");
+    matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
+    const size_t nin = (size_t)N * C, nout = (size_t)N * OC, nw = (size_t)OC * C;
+    float *inp = hrand(nin, 0, 1.0), *w = hrand(nw, 0, 1.0 / sqrt((double)C));
+    float *bias = with_bias ? hrand(OC, 0, 0.5) : NULL, *res = hrand(nout, 0, 2.0);
+    void *d_inp = dev_from(inp, nin), *d_w = dev_from(w, nw), *d_res = dev_from(res, nout);
+    void *d_bias = bias ? dev_from(bias, OC) : NULL, *d_out = dev_poisoned(nout);
+    float *out = hbuf(nout);
+    H->matmul_residual_forward(out, res, inp, w, bias, N, C, OC);
+    G->matmul_residual_forward(d_out, d_res, d_inp, d_w, d_bias, N, C, OC);
+    float *g_out = dev_to_host(d_out, nout), *g_res = dev_to_host(d_res, nout);
+    check(op, "fwd", g_out, out, nout, 0x1p-7, 1e-3);
+    check_same(op, "residual", g_res, res, nout * sizeof(float));
+    free(g_out);
+    free(g_res);
+    free(out);
+    free(inp);
+    free(w);
+    free(bias);
+    free(res);
+    G->release(d_inp);
+    G->release(d_w);
+    G->release(d_res);
+    if (d_bias) G->release(d_bias);
+    G->release(d_out);
+}
+
 /* Generation runs a new length every token (transient_shapes): those
  * products must be right, tune nothing and leave the tuned plans in place.
  * Before, 300 lengths pushed out every plan of the step, which made and
@@ -1212,6 +1244,9 @@ int main(void) {
     test_matmul(256, 768, 50304, 0, 0, 0, D); /* lm head: no bias */
     test_matmul(5, 72, 40, 0, 1, 1, D);       /* 16-byte aligned rows */
     test_transient_shapes();
+    test_matmul_residual(1024, 768, 768, 1);  /* attn.c_proj */
+    test_matmul_residual(1024, 3072, 768, 1); /* mlp.c_proj */
+    test_matmul_residual(7, 64, 256, 0);
 
     test_gelu_forward((size_t)1024 * 3072);
     test_gelu_forward(8);

@@ -70,6 +70,12 @@ static void w_matmul_forward(void *out, const void *inp, const void *weight, con
     check_param(bias);
     ops_cpu.matmul_forward(out, inp, weight, bias, n, c, oc);
 }
+static void w_matmul_residual_forward(void *out, const void *residual, const void *inp,
+                                      const void *weight, const void *bias, int n, int c, int oc) {
+    check_param(weight);
+    check_param(bias);
+    ops_cpu.matmul_residual_forward(out, residual, inp, weight, bias, n, c, oc);
+}
 static void w_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                   const void *bias, int n, int c, int oc) {
     check_param(weight);
@@ -98,6 +104,7 @@ int main(void) {
     checking.layernorm_forward = w_layernorm_forward;
     checking.residual_layernorm_forward = w_residual_layernorm_forward;
     checking.matmul_forward = w_matmul_forward;
+    checking.matmul_residual_forward = w_matmul_residual_forward;
     checking.matmul_gelu_forward = w_matmul_gelu_forward;
     gpt2_model m;
     gpt2_create(&m, &layout, &checking, B, T);

@@ -402,6 +402,10 @@ static int lt_gemm(const cublaslt_ctx *lt, cudaStream_t stream, int ta, int tb, 
     key.align_a = alignment_of(A);
     key.align_b = alignment_of(B);
     key.align_d = alignment_of(D);
+    if (batch && batch->C) { /* C is read as D's layout: the plan holds for the lesser */
+        const unsigned align_c = alignment_of(batch->C);
+        if (align_c < key.align_d) key.align_d = align_c;
+    }
     key.align_bias = bias ? alignment_of(bias) : 0;
     key.align_aux = aux ? alignment_of(aux) : 0;
     if (batch && batch->count > 1) {
@@ -522,18 +526,24 @@ static product dweight_product(const void *inp, const void *dout, int N, int C, 
     return p;
 }
 
-/* lt_gemm of a product (D: m x n, k the product's inner dimension). */
+/* lt_gemm of a product (D: m x n, k the product's inner dimension); C
+ * (NULL: D) is what beta scales. */
 static int lt_product(const cublaslt_ctx *lt, cudaStream_t stream, const product *p, int m, int n,
                       int k, void *D, int ldd, float beta, cublasLtEpilogue_t epilogue,
-                      const void *bias, int bias_type, const void *aux, int64_t aux_ld) {
+                      const void *bias, int bias_type, const void *aux, int64_t aux_ld,
+                      const void *C = nullptr) {
     const bool fp8 = p->f8.scale_a != nullptr;
+    const gemm_batch one = {1, 0, 0, 0, 1.0f, C};
     return lt_gemm(lt, stream, p->ta, p->tb, m, n, k, p->A, p->lda, p->B, p->ldb, D, ldd, beta,
-                   epilogue, bias, bias_type, aux, aux_ld, fp8 ? &p->f8 : nullptr);
+                   epilogue, bias, bias_type, aux, aux_ld, fp8 ? &p->f8 : nullptr,
+                   C ? &one : nullptr);
 }
 static void lt_product_required(const cublaslt_ctx *lt, cudaStream_t stream, const product *p,
                                 int m, int n, int k, void *D, int ldd, float beta,
-                                cublasLtEpilogue_t epilogue, const void *bias) {
-    if (!lt_product(lt, stream, p, m, n, k, D, ldd, beta, epilogue, bias, CUDA_R_16BF, nullptr, 0))
+                                cublasLtEpilogue_t epilogue, const void *bias,
+                                const void *C = nullptr) {
+    if (!lt_product(lt, stream, p, m, n, k, D, ldd, beta, epilogue, bias, CUDA_R_16BF, nullptr, 0,
+                    C))
         FAIL("cuBLASLt has no algorithm for a%s GEMM m=%d n=%d k=%d (epilogue %s)%s",
              p->f8.scale_a ? "n FP8" : " bf16", m, n, k, epilogue_name(epilogue),
              p->f8.scale_a ? ": FP8 GEMMs need compute capability 8.9 or newer, and "
@@ -574,12 +584,21 @@ extern "C" void matmul_forward_cuda(void *out, const void *inp, const void *weig
                                     const void *bias, int N, int C, int OC,
                                     const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
                                     cudaStream_t stream) {
-    const void *ptrs[] = {out, inp, weight, bias};
-    check_args("matmul_forward_cuda", N, C, OC, ptrs, 4);
+    matmul_residual_forward_cuda(out, NULL, inp, weight, bias, N, C, OC, fp8, lt, stream);
+}
+
+extern "C" void matmul_residual_forward_cuda(void *out, const void *residual, const void *inp,
+                                             const void *weight, const void *bias, int N, int C,
+                                             int OC, const fp8_linear_operands *fp8,
+                                             const cublaslt_ctx *lt, cudaStream_t stream) {
+    const void *ptrs[] = {out, residual, inp, weight, bias};
+    check_args("matmul_forward_cuda", N, C, OC, ptrs, 5);
+    if (residual && residual == out)
+        FAIL("matmul_residual_forward_cuda: out and residual must be distinct");
     if (N == 0) return;
     const product p = forward_product(inp, weight, C, fp8);
-    lt_product_required(lt, stream, &p, OC, N, C, out, OC, 0.0f,
-                        bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
+    lt_product_required(lt, stream, &p, OC, N, C, out, OC, residual ? 1.0f : 0.0f,
+                        bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias, residual);
 }
 
 extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,

@@ -307,6 +307,13 @@ static void cuda_matmul_forward(void *out, const void *inp, const void *weight, 
     matmul_forward_cuda(out, inp, weight, bias, N, C, OC, NULL, &g.lt, g.stream);
 }
 
+static void cuda_matmul_residual_forward(void *out, const void *residual, const void *inp,
+                                         const void *weight, const void *bias, int N, int C,
+                                         int OC) {
+    matmul_residual_forward_cuda(out, residual, inp, weight, bias, N, C, OC, NULL, &g.lt,
+                                 g.stream);
+}
+
 static void cuda_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
                                      const void *bias, int N, int C, int OC) {
     matmul_gelu_forward_cuda(out, pre, inp, weight, bias, N, C, OC, NULL, &g.lt, g.stream);
@@ -365,6 +372,11 @@ static void cuda_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
 static void cuda_matmul_forward_fp8(void *out, const void *bias, int N, int C, int OC,
                                     const fp8_linear_operands *q) {
     matmul_forward_cuda(out, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
+}
+
+static void cuda_matmul_residual_forward_fp8(void *out, const void *residual, const void *bias,
+                                             int N, int C, int OC, const fp8_linear_operands *q) {
+    matmul_residual_forward_cuda(out, residual, NULL, NULL, bias, N, C, OC, q, &g.lt, g.stream);
 }
 
 static void cuda_matmul_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
@@ -471,6 +483,7 @@ extern "C" const kernel_ops ops_cuda = {
     .residual_layernorm_forward = cuda_residual_layernorm_forward,
     .layernorm_backward = cuda_layernorm_backward,
     .matmul_forward = cuda_matmul_forward,
+    .matmul_residual_forward = cuda_matmul_residual_forward,
     .matmul_gelu_forward = cuda_matmul_gelu_forward,
     .matmul_backward = cuda_matmul_backward,
     .matmul_backward_gelu = cuda_matmul_backward_gelu,
@@ -494,5 +507,6 @@ extern "C" const kernel_ops ops_cuda = {
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
+    .matmul_residual_forward_fp8 = cuda_matmul_residual_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
 };
