@@ -42,7 +42,9 @@
 # (cuobjdump next to nvcc, else on PATH), ARCHS ("90a 80"), MODE (sass,
 # elf, or both: the default, sass skipped where there is no cuobjdump),
 # TUS (the translation units, paths from the repository root, globs
-# allowed), JOBS (compilations at a time: nproc), KEEP=1 keeps the work directory (its path is printed).
+# allowed), EXTRA (more nvcc flags on both sides: with
+# EXTRA=-DGPT2_ATTN_TUNING=1 and TUS adding src/kernels/cuda/tuning/*.cu
+# the tuning variants are compared too, by name), JOBS (compilations at a time: nproc), KEEP=1 keeps the work directory (its path is printed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:-cb1ac21}
@@ -74,7 +76,7 @@ fi
 (cd "$root" && tar -c src) | tar -x -C "$work/tree"
 
 FLAGS=(-O3 -DNDEBUG -DGPT2_HAVE_CUDA=1 -DGPT2_HAVE_SM90A=1 -Werror=all-warnings
-       --expt-relaxed-constexpr)
+       --expt-relaxed-constexpr ${EXTRA:-})
 echo "nvcc: $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*'))"
 echo "flags: ${FLAGS[*]} -Isrc -gencode=arch=compute_ARCH,code=sm_ARCH -cubin"
 echo "base: ${BASE_SRC:-$(git -C "$root" rev-parse --short "$base")}, tree: $root (working tree)"
