@@ -25,6 +25,9 @@
 
 #include "../tests/kernels/attention_harness.cuh"
 #include "kernels/attention.h"
+#ifdef GPT2_ATTN_TUNING
+#include "kernels/cuda/tuning/attention_tuning.h"
+#endif
 
 // bf16 values ~ uniform(-2, 2) from a hash of the index (no host round trip)
 static __global__ void fill_kernel(uint16_t *x, size_t n, uint32_t seed) {

@@ -1,28 +1,38 @@
 #!/usr/bin/env bash
-# Shows that the production attention kernels' machine code is the same in
-# the working tree as at a base revision (by default cb1ac21, the last commit
-# before the attention code was split into a dispatcher and one file per
-# kernel family, and its kernels renamed).
+# Shows that the production attention kernels' machine code (and that of
+# matmul_wgmma.cu, which shares their wgmma and TMA helpers, wgmma.cuh) is
+# the same in the working tree as at a base revision: by default cb1ac21,
+# the last commit before the attention code was split into a dispatcher and
+# one file per kernel family, and its kernels renamed; for a move of code
+# since, give a recent base, e.g. main:
 #
-#   scripts/attention_sass_diff.sh [BASE_REV]
+#   scripts/attention_sass_diff.sh [BASE_REV]          (e.g. MODE=elf scripts/attention_sass_diff.sh main)
 #   BASE_SRC=DIR scripts/attention_sass_diff.sh   (the base's source tree, where
 #                                                 there is no git: a GPU host)
 #
-# Compiles src/kernels/cuda/attention*.cu of BASE_REV (git archive) and of the
-# working tree (uncommitted changes included) with the build's nvcc flags
-# (src/CMakeLists.txt: -O3 -DNDEBUG -Werror=all-warnings
-# --expt-relaxed-constexpr, -DGPT2_HAVE_SM90A=1 as in a build whose
-# GPT2_CUDA_ARCHS holds 90a, nvcc's default C++ standard) into one cubin per
+# Compiles the translation units $TUS (default: src/kernels/cuda/attention*.cu
+# and src/kernels/cuda/matmul_wgmma.cu, globbed on each side, so files that
+# came or went between the base and the tree are taken as they are) of
+# BASE_REV (git archive) and of the working tree (uncommitted changes
+# included) with the build's nvcc flags (src/CMakeLists.txt: -O3 -DNDEBUG
+# -Werror=all-warnings --expt-relaxed-constexpr, -DGPT2_HAVE_SM90A=1 as in a
+# build whose GPT2_CUDA_ARCHS holds 90a, nvcc's default C++ standard; no
+# GPT2_ATTN_TUNING, so only production kernels) into one cubin per
 # translation unit and architecture (sm_90a, sm_80), then compares every
-# production kernel with its counterpart by the table below (the kernels were
-# renamed, so names alone cannot pair them):
+# kernel with its counterpart: by the table below where the base has the
+# table's old name (the kernels were renamed at the split, so names alone
+# cannot pair them), else by identical name (a base after the renaming, and
+# every kernel the table does not list, matmul_wgmma.cu's among them):
 #   sass: `cuobjdump -sass` of each kernel, addresses and branch labels
 #         normalised (needs cuobjdump, part of the CUDA toolkit on GPU hosts);
 #   elf:  the kernel's code section bytes, its register count, parameter
 #         bank size and .nv.info attributes read from the cubin (needs only
 #         python3).
-# Prints one line per production kernel and architecture, "same" or
-# "DIFFERENT" (or "missing"), and exits 1 when any is not "same". The size
+# Prints one line per kernel and architecture, "same" or "DIFFERENT" (or
+# "missing"), lists kernels found in the tree only (new, or renamed where
+# the table has no pair for them), and exits 1 when any kernel is not "same"
+# or is in the tree only. Kernels of the base only (tuning variants that
+# were production-built then) are counted, not compared. The size
 # of a kernel's static shared memory section is printed as a note, not
 # compared: on sm_90 every kernel of a module in which some kernel uses
 # shared memory gets a 1 KiB section, so it changes with what else the
@@ -31,7 +41,10 @@
 # Env: NVCC (nvcc on PATH, else /usr/local/cuda/bin/nvcc), CUOBJDUMP
 # (cuobjdump next to nvcc, else on PATH), ARCHS ("90a 80"), MODE (sass,
 # elf, or both: the default, sass skipped where there is no cuobjdump),
-# KEEP=1 keeps the work directory (its path is printed).
+# TUS (the translation units, paths from the repository root, globs
+# allowed), EXTRA (more nvcc flags on both sides: with
+# EXTRA=-DGPT2_ATTN_TUNING=1 and TUS adding src/kernels/cuda/tuning/*.cu
+# the tuning variants are compared too, by name), JOBS (compilations at a time: nproc), KEEP=1 keeps the work directory (its path is printed).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 base=${1:-cb1ac21}
@@ -40,6 +53,7 @@ CUOBJDUMP=${CUOBJDUMP:-$(dirname "$NVCC")/cuobjdump}
 [ -x "$CUOBJDUMP" ] || CUOBJDUMP=$(command -v cuobjdump || true)
 ARCHS=${ARCHS:-90a 80}
 MODE=${MODE:-both}
+TUS=${TUS:-src/kernels/cuda/attention*.cu src/kernels/cuda/matmul_wgmma.cu}
 PY=$(command -v python3)
 if ! command -v c++filt >/dev/null; then
   echo "c++filt (binutils) is needed to read kernel names" >&2
@@ -62,26 +76,26 @@ fi
 (cd "$root" && tar -c src) | tar -x -C "$work/tree"
 
 FLAGS=(-O3 -DNDEBUG -DGPT2_HAVE_CUDA=1 -DGPT2_HAVE_SM90A=1 -Werror=all-warnings
-       --expt-relaxed-constexpr)
+       --expt-relaxed-constexpr ${EXTRA:-})
 echo "nvcc: $NVCC ($("$NVCC" --version | grep -o 'release [0-9.]*'))"
 echo "flags: ${FLAGS[*]} -Isrc -gencode=arch=compute_ARCH,code=sm_ARCH -cubin"
 echo "base: ${BASE_SRC:-$(git -C "$root" rev-parse --short "$base")}, tree: $root (working tree)"
-pids=()
+jobs_max=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 for side in base tree; do
-  for tu in "$work/$side"/src/kernels/cuda/attention*.cu; do
+  for tu in $(cd "$work/$side" && ls $TUS 2>/dev/null); do
+    tu="$work/$side/$tu"
     for arch in $ARCHS; do
       out="$work/$side/$(basename "$tu" .cu).sm_$arch.cubin"
-      "$NVCC" "${FLAGS[@]}" -I"$work/$side/src" "-gencode=arch=compute_$arch,code=sm_$arch" \
-        -cubin -o "$out" "$tu" 2>"$out.log" &
-      pids+=($!)
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+      { "$NVCC" "${FLAGS[@]}" -I"$work/$side/src" "-gencode=arch=compute_$arch,code=sm_$arch" \
+          -cubin -o "$out" "$tu" 2>"$out.log" || echo "$tu" >"$out.failed"; } &
     done
   done
 done
-failed=0
-for p in "${pids[@]}"; do wait "$p" || failed=1; done
-if [ $failed = 1 ]; then
+wait
+if compgen -G "$work/*/*.failed" >/dev/null; then
   cat "$work"/*/*.log >&2
-  echo "compilation failed" >&2
+  echo "compilation failed: $(cat "$work"/*/*.failed | tr '\n' ' ')" >&2
   exit 2
 fi
 if [ "$MODE" != elf ]; then
@@ -283,37 +297,61 @@ def load(side, arch):
 bad = 0
 compared = ["code", "section flags", "global attributes", "attributes", "param bank bytes",
             "sass digest"]
+
+
+def compare(label, old, new, a, b):
+    """Prints one kernel's line; 1 when it differs."""
+    diff = [k for k in compared if k in a and a.get(k) != b.get(k)]
+    size = "%d bytes" % a["code bytes"] if "code bytes" in a else "%d lines" % len(a["sass"])
+    key = "static shared bytes"
+    if key in a and a[key] != b.get(key):
+        size += "; note: static shared section %d -> %d bytes" % (a[key], b.get(key))
+    print("  %-40s %s (%s)" % (label, "DIFFERENT in " + ", ".join(diff) if diff else "same", size))
+    if diff and "sass" in a:
+        import difflib
+        lines = difflib.unified_diff(a["sass"], b["sass"], old, new, lineterm="", n=1)
+        for l in list(lines)[:40]:
+            print("      " + l)
+    return int(bool(diff))
+
+
 for arch in archs:
     base, tree = load("base", arch), load("tree", arch)
     print("sm_%s (%s):" % (arch, {"elf": "code sections and attributes", "sass": "cuobjdump -sass",
                                   "both": "cuobjdump -sass, code sections and attributes"}[mode]))
+    done_base, done_tree = set(), set()
+    # the table's pairs; at a base after the renaming (the kernel of the old
+    # name absent), the new name on both sides
     for label, old, new in TABLE:
+        if old not in base and new in base:
+            old = new
         a, b = base.get(old), tree.get(new)
+        if a is None and b is None:
+            print("  %-40s in neither (not production at this base nor here)" % label)
+            continue
         if a is None or b is None:
             print("  %-40s missing (%s)" % (label, "base: " + old if a is None else "tree: " + new))
             bad += 1
             continue
-        diff = [k for k in compared if k in a and a.get(k) != b.get(k)]
-        size = "%d bytes" % a["code bytes"] if "code bytes" in a else "%d lines" % len(a["sass"])
-        key = "static shared bytes"
-        if key in a and a[key] != b.get(key):
-            size += "; note: static shared section %d -> %d bytes" % (a[key], b.get(key))
-        print("  %-40s %s (%s)" % (label, "DIFFERENT in " + ", ".join(diff) if diff else "same",
-                                   size))
-        bad += bool(diff)
-        if diff and "sass" in a:
-            import difflib
-            lines = difflib.unified_diff(a["sass"], b["sass"], old, new, lineterm="", n=1)
-            for l in list(lines)[:40]:
-                print("      " + l)
-    extra = sorted(set(tree) - {new for _, _, new in TABLE})
+        bad += compare(label, old, new, a, b)
+        done_base.add(old), done_tree.add(new)
+    # every other kernel of the same name on both sides: the production
+    # kernels since the table (attention's and matmul_wgmma.cu's)
+    same_name = sorted((set(base) & set(tree)) - done_base - done_tree)
+    if same_name:
+        print("  by name:")
+    for k in same_name:
+        bad += compare(k, k, k, base[k], tree[k])
+        done_base.add(k), done_tree.add(k)
+    extra = sorted(set(tree) - done_tree)
     if extra:
-        print("  in the tree but not in the table (not production, or the table is stale):")
+        print("  in the tree only (new kernels, or renamed ones the table lacks):")
         for k in extra:
             print("    " + k)
-    gone = sorted(set(base) - {old for _, old, _ in TABLE})
+        bad += len(extra)
+    gone = sorted(set(base) - done_base)
     if gone:
-        print("  %d kernels of the base are not production (tuning variants), not compared"
+        print("  %d kernels of the base only (tuning variants built then), not compared"
               % len(gone))
 print("result: %s" % ("all production kernels the same" if not bad
                       else "%d DIFFERENT or missing" % bad))

@@ -4,7 +4,8 @@
 #   scripts/build_attention_standalone.sh [OUTDIR]   (default build-attn)
 # Env: NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc), ARCH (90a),
 # EXTRA (more nvcc flags, e.g. -DGPT2_ATTN_TUNING to build the tuning
-# variants into the kernels, the test and the benchmark, as CMake's
+# variants, src/kernels/cuda/tuning/attention*.cu, with the kernels, and
+# their API into the test and the benchmark, as CMake's
 # -DGPT2_ATTN_TUNING=ON does). Writes OUTDIR/ptxas.txt, the
 # register/spill/shared-memory report of the attention kernels.
 set -euo pipefail
@@ -17,10 +18,13 @@ FLAGS=(-std=c++17 -O3 "-gencode=arch=compute_${ARCH},code=sm_${ARCH}" -Isrc
        --expt-relaxed-constexpr -Werror=all-warnings -DGPT2_ATTN_STANDALONE ${EXTRA:-})
 [ "$ARCH" = 90a ] && FLAGS+=(-DGPT2_HAVE_SM90A=1) # the wgmma kernels have bodies
 # every attention translation unit (the dispatcher and one per kernel
-# family) and the fixed-order sum of the backward's column-sum partials
+# family), with -DGPT2_ATTN_TUNING the tuning variants' (tuning/), and the
+# fixed-order sum of the backward's column-sum partials
+tus=(src/kernels/cuda/attention*.cu src/kernels/cuda/column_sums.cu)
+[[ " ${EXTRA:-} " == *" -DGPT2_ATTN_TUNING"* ]] && tus+=(src/kernels/cuda/tuning/attention*.cu)
 objs=()
 : > "$OUT/ptxas.txt"
-for tu in src/kernels/cuda/attention*.cu src/kernels/cuda/column_sums.cu; do
+for tu in "${tus[@]}"; do
   obj="$OUT/$(basename "$tu" .cu).o"
   "$NVCC" "${FLAGS[@]}" -Xptxas -v -c "$tu" -o "$obj" 2>> "$OUT/ptxas.txt" ||
     { cat "$OUT/ptxas.txt"; exit 1; }

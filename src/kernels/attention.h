@@ -66,34 +66,6 @@ void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, cons
                              const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
                              void *workspace, const attention_cuda_options *opt,
                              cudaStream_t stream);
-#ifdef GPT2_ATTN_TUNING
-/* Tuning builds only (CMake -DGPT2_ATTN_TUNING=ON), for bench_attention and
- * test_attention_cuda: the tile shapes measured against the production
- * ones, and the wgmma kernels' cp.async fallbacks (production runs those
- * only where no TMA tensor map can be made), each run by name in place of
- * the kernel the dispatcher would choose. */
-typedef struct {
-    const char *name;   /* e.g. "wgmma_fwd64_tma3" */
-    const char *family; /* as attention_cuda_kernels names it */
-    int head_size;      /* the one head size it takes */
-    bool backward;      /* the backward's main kernel (else a forward) */
-    const char *what;   /* how it differs from the production kernel */
-} attention_cuda_variant;
-int attention_cuda_variant_count(void);
-/* Variant i (0 <= i < attention_cuda_variant_count()), else NULL. */
-const attention_cuda_variant *attention_cuda_variant_info(int i);
-/* attention_forward_cuda with the named forward variant; ends the program
- * on an unknown name, another head size, or a wgmma variant where those
- * kernels do not run. */
-void attention_forward_cuda_variant(const char *name, void *out, float *lse, const void *qkv, int B,
-                                    int T, int C, int NH, cudaStream_t stream);
-/* attention_backward_cuda (not deterministic) with the named variant as the
- * main kernel; the passes around it stay. Ends the program as above. */
-void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
-                                     const void *qkv, const void *out, const float *lse, int B,
-                                     int T, int C, int NH, void *dqkv_colsum, void *workspace,
-                                     cudaStream_t stream);
-#endif
 #ifdef __cplusplus
 }
 #endif

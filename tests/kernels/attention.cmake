@@ -1,6 +1,6 @@
 # GPU area, attention: the flash attention kernels (kernels/cuda/attention.cu,
 # the dispatcher; attention_mma.cu and attention_wgmma.cu, the two kernel
-# families) against a float64 host reference (label gpu; exits 77, reported
+# families, with their headers) against a float64 host reference (label gpu; exits 77, reported
 # as skipped, where no GPU is visible), and their benchmark (built, not run as
 # a test). With -DGPT2_ATTN_TUNING=ON both also run every tuning variant.
 # scripts/build_attention_standalone.sh builds both without CMake (no MPI/HDF5).

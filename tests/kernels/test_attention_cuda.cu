@@ -32,6 +32,9 @@
 
 #include "attention_harness.cuh"
 #include "kernels/attention.h"
+#ifdef GPT2_ATTN_TUNING
+#include "kernels/cuda/tuning/attention_tuning.h"
+#endif
 
 static const double TOL_BF16 = 1e-2, TOL_LSE = 1e-4;
 

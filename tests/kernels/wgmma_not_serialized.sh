@@ -10,8 +10,14 @@
 # a half-diagonal forward with an accumulator in flight where two paths
 # met took 46% longer with all its wgmma serialized.
 # No GPU needed: ptxas runs on the build machine.
+# The attention kernels live in headers (attention_wgmma_*.cuh); their
+# production instances are attention_wgmma.cu's, so the one source covers
+# them, and matmul_wgmma.cu the GEMM's.
 # usage: wgmma_not_serialized.sh NVCC SOURCE_DIR [nvcc option ...]
-#   (options, e.g. -DGPT2_ATTN_TUNING=1, check other builds by hand)
+#   (options check other builds by hand; with -DGPT2_ATTN_TUNING=1 the
+#   tuning variants' sources, src/kernels/cuda/tuning/*_wgmma_*.cu, are
+#   checked too: some of those shapes were kept for the record of how they
+#   lose, and ptxas may serialize them)
 set -euo pipefail
 nvcc=$1 src=$2; shift 2
 work=$(mktemp -d)
@@ -19,6 +25,9 @@ trap 'rm -rf "$work"' EXIT
 status=0
 sources=("$src"/src/kernels/cuda/*_wgmma.cu)
 [ -e "${sources[0]}" ] || { echo "FAIL: no *_wgmma.cu under $src/src/kernels/cuda"; exit 1; }
+for opt in "$@"; do
+  [[ $opt == -DGPT2_ATTN_TUNING* ]] && sources+=("$src"/src/kernels/cuda/tuning/*_wgmma_*.cu)
+done
 for path in "${sources[@]}"; do
   f=$(basename "$path" .cu)
   "$nvcc" -cubin -O3 -DNDEBUG -DGPT2_HAVE_CUDA=1 -DGPT2_HAVE_SM90A=1 -arch=sm_90a \

@@ -34,15 +34,14 @@
  * The workspace holds the accumulator, D, the partial sums and the counters
  * (the deterministic mode's turns, the warp-specialized kernel's claims).
  *
- * Tuning builds (GPT2_ATTN_TUNING) add the families' other tile shapes, run
- * by name in place of the production kernel (attention_forward_cuda_variant,
- * attention_backward_cuda_variant). */
+ * Tuning builds (src/kernels/cuda/tuning/) add the families' other tile shapes, run
+ * by name in place of the production kernel (tuning/attention_variants.cu,
+ * through the helpers below that attention_families.h declares). */
 #include "kernels/attention.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "kernels/cuda/attention_families.h"
 #include "kernels/cuda/attention_tiles.cuh"
@@ -145,13 +144,6 @@ static __global__ void __launch_bounds__(256)
 // ---------------------------------------------------------------------------
 // Dispatch
 
-int head_size(int C, int NH) {
-    if (NH <= 0 || C % NH != 0 || !attention_cuda_head_size_ok(C / NH))
-        fail_at(__FILE__, __LINE__, EXIT_FATAL,
-                "attention (cuda): head size C/NH = %d/%d must be 64 or 128", C, NH);
-    return C / NH;
-}
-
 const attention_cuda_options DEFAULTS = {true, false};
 
 // The wgmma family runs this call (else mma.sync).
@@ -177,16 +169,26 @@ size_t round_up4(size_t n) { return (n + 3) / 4 * 4; }
 // Chunks of SUM_ROWS positions: the rows of the column sums' partials.
 int sum_chunks(int B, int T) { return B * ((T + SUM_ROWS - 1) / SUM_ROWS); }
 
+} // namespace
+
+int attention_head_size(int C, int NH) {
+    if (NH <= 0 || C % NH != 0 || !attention_cuda_head_size_ok(C / NH))
+        fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                "attention (cuda): head size C/NH = %d/%d must be 64 or 128", C, NH);
+    return C / NH;
+}
+
 // The arguments of a backward main kernel, its scratch carved out of
 // workspace (the partials only when colsum is asked for).
-AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse, int B,
-                          int T, int C, int NH, void *workspace, bool deterministic, bool colsum) {
+AttnBwdArgs attention_backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse,
+                                    int B, int T, int C, int NH, void *workspace,
+                                    bool deterministic, bool colsum) {
     AttnBwdArgs a;
     a.dqkv = static_cast<bf16 *>(dqkv);
     a.dout = static_cast<const bf16 *>(dout);
     a.qkv = static_cast<const bf16 *>(qkv);
     a.lse = lse;
-    a.B = B, a.T = T, a.NH = NH, a.HS = head_size(C, NH);
+    a.B = B, a.T = T, a.NH = NH, a.HS = attention_head_size(C, NH);
     a.dq_acc = static_cast<float *>(workspace);
     a.dsum = a.dq_acc + (size_t)B * T * C;
     float *part = a.dsum + round_up4((size_t)B * T * NH);
@@ -198,19 +200,15 @@ AttnBwdArgs backward_args(void *dqkv, const void *dout, const void *qkv, const f
     return a;
 }
 
-} // namespace
-
 void attention_zero_dq_acc(const AttnBwdArgs &a, cudaStream_t stream) {
     CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * a.HS, stream));
 }
 
-namespace {
-
 // (1), the main kernel, (3), and with colsum (not NULL) the column sums.
 // wgmma_layout: main is a wgmma kernel, whose accumulator layout
 // (dq_wgmma_index) the conversion reads.
-void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool wgmma_layout,
-                  void *colsum, cudaStream_t stream) {
+void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main,
+                            bool wgmma_layout, void *colsum, cudaStream_t stream) {
     const int C = a.NH * a.HS;
     const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
     const dim3 grid(chunks, (C + 255) / 256); // both passes: a chunk's 8-column groups
@@ -234,8 +232,6 @@ void run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main, bool 
     if (colsum) bias_partials_add_cuda(colsum, a.colsum_part, (int)chunks, 3 * C, stream);
 }
 
-} // namespace
-
 extern "C" const char *attention_cuda_kernels(int HS, const attention_cuda_options *opt) {
     return (HS == 64 || HS == 128) && use_wgmma(opt) ? ATTN_FAMILY_WGMMA : ATTN_FAMILY_MMA;
 }
@@ -250,7 +246,7 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
     if (B <= 0 || T <= 0) return;
     bf16 *o = static_cast<bf16 *>(out);
     const bf16 *x = static_cast<const bf16 *>(qkv);
-    const int HS = head_size(C, NH);
+    const int HS = attention_head_size(C, NH);
     if (use_wgmma(opt))
         attention_wgmma_forward(o, lse, x, B, T, NH, HS, stream);
     else
@@ -274,69 +270,8 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
                 "attention (cuda): deterministic backward asked of the %s kernels, which have "
                 "no such mode (attention_cuda_options_supported says so beforehand)",
                 ATTN_FAMILY_MMA);
-    const AttnBwdArgs a = backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, deterministic,
-                                        dqkv_colsum != nullptr);
-    run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma,
-                 dqkv_colsum, stream);
+    const AttnBwdArgs a = attention_backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace,
+                                                  deterministic, dqkv_colsum != nullptr);
+    attention_run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma,
+                           dqkv_colsum, stream);
 }
-
-#ifdef GPT2_ATTN_TUNING
-// ---------------------------------------------------------------------------
-// Tuning builds: the families' variant tables, one list
-
-namespace {
-
-int variant_count() { return attention_mma_variant_count + attention_wgmma_variant_count; }
-
-const AttnVariant &variant_at(int i) {
-    const int n_mma = attention_mma_variant_count;
-    return i < n_mma ? attention_mma_variants[i] : attention_wgmma_variants[i - n_mma];
-}
-
-// The variant `name` for a call with head size HS, which must be its own
-// and run on this device.
-const AttnVariant &find_variant(const char *name, int HS, bool backward) {
-    for (int i = 0; i < variant_count(); i++) {
-        const AttnVariant &v = variant_at(i);
-        if (strcmp(v.info.name, name) != 0) continue;
-        if (v.info.backward != backward)
-            fail_at(__FILE__, __LINE__, EXIT_FATAL, "attention variant %s is a %s kernel", name,
-                    v.info.backward ? "backward" : "forward");
-        if (v.info.head_size != HS)
-            fail_at(__FILE__, __LINE__, EXIT_FATAL,
-                    "attention variant %s is for head size %d, not %d", name, v.info.head_size, HS);
-        if (v.wgmma && !attention_wgmma_supported())
-            fail_at(__FILE__, __LINE__, EXIT_FATAL,
-                    "attention variant %s: the wgmma kernels do not run here", name);
-        return v;
-    }
-    fail_at(__FILE__, __LINE__, EXIT_FATAL, "attention: no tuning variant named %s", name);
-}
-
-} // namespace
-
-extern "C" int attention_cuda_variant_count(void) { return variant_count(); }
-
-extern "C" const attention_cuda_variant *attention_cuda_variant_info(int i) {
-    return i >= 0 && i < variant_count() ? &variant_at(i).info : nullptr;
-}
-
-extern "C" void attention_forward_cuda_variant(const char *name, void *out, float *lse,
-                                               const void *qkv, int B, int T, int C, int NH,
-                                               cudaStream_t stream) {
-    const AttnVariant &v = find_variant(name, head_size(C, NH), false);
-    if (B <= 0 || T <= 0) return;
-    v.forward(static_cast<bf16 *>(out), lse, static_cast<const bf16 *>(qkv), B, T, NH, stream);
-}
-
-extern "C" void attention_backward_cuda_variant(const char *name, void *dqkv, const void *dout,
-                                                const void *qkv, const void *out, const float *lse,
-                                                int B, int T, int C, int NH, void *dqkv_colsum,
-                                                void *workspace, cudaStream_t stream) {
-    const AttnVariant &v = find_variant(name, head_size(C, NH), true);
-    if (B <= 0 || T <= 0) return;
-    const AttnBwdArgs a =
-        backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace, false, dqkv_colsum != nullptr);
-    run_backward(a, out, v.backward, v.wgmma, dqkv_colsum, stream);
-}
-#endif

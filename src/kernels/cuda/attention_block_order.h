@@ -3,7 +3,7 @@
  * backward also walks), and the warp-specialized backward's schedule
  * (ws_item_at: the key blocks a block of its persistent grid walks, and
  * ws_schedule: the launcher's choice of it). Plain C with no CUDA types, so
- * that the kernels (attention_wgmma.cu, attention_tiles.cuh) and the
+ * that the kernels (attention_tile_scheduler.cuh, attention_tiles.cuh) and the
  * schedule's CPU test (tests/kernels/test_attention_schedule.c, which checks
  * that every key block is walked once at thousands of shapes) share the one
  * definition. */

@@ -3,8 +3,8 @@
  * and newer) and wgmma with TMA (attention_wgmma.cu, sm_90a code on compute
  * capability 9.0). Each has a forward and the backward's main kernel for
  * head sizes HS = 64 and 128 (the dispatcher checks HS and runs the
- * backward's passes around the main kernel); in tuning builds
- * (GPT2_ATTN_TUNING) each has a table of its other tile shapes. Tensors as
+ * backward's passes around the main kernel); in tuning builds each has a
+ * table of its other tile shapes (tuning/attention_variants.h). Tensors as
  * in kernels/attention.h; all launches asynchronous on `stream`. CUDA C++
  * only. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_FAMILIES_H
@@ -67,20 +67,20 @@ void attention_wgmma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16
                              int NH, int HS, cudaStream_t stream);
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 
-#ifdef GPT2_ATTN_TUNING
-// A tile shape production does not run (or its TMA-less fallback), for the
-// benchmark and the test: forward set for a forward, backward for a main
-// kernel of the backward.
-struct AttnVariant {
-    attention_cuda_variant info;
-    bool wgmma; // a wgmma kernel (its dQ layout; runs only where the family does)
-    attn_fwd_fn forward;
-    attn_bwd_fn backward;
-};
-extern const AttnVariant attention_mma_variants[];
-extern const int attention_mma_variant_count;
-extern const AttnVariant attention_wgmma_variants[];
-extern const int attention_wgmma_variant_count;
-#endif
+// The dispatcher's steps (attention.cu), for what runs a kernel of the
+// families' in place of its choice (tuning/attention_variants.cu): the head
+// size C / NH, ending the program where the kernels take none such; a
+// backward main kernel's arguments, its scratch carved out of workspace
+// (attention_backward_workspace_bytes; the column sums' partials only with
+// colsum); and the backward around the main kernel `main`: the pass before
+// it, it, the dQ conversion after it (wgmma_layout: main is a wgmma kernel,
+// whose dQ layout the conversion reads) and, with colsum (not NULL), the
+// column sums.
+int attention_head_size(int C, int NH);
+AttnBwdArgs attention_backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse,
+                                    int B, int T, int C, int NH, void *workspace,
+                                    bool deterministic, bool colsum);
+void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main,
+                            bool wgmma_layout, void *colsum, cudaStream_t stream);
 
 #endif

@@ -1,4 +1,4 @@
-/* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma.cu,
+/* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma_*.cuh,
  * matmul_wgmma.cu; layernorm.cu's tuning variant): on the host, the
  * driver's tensor-map encoder; on the device, the shared-memory descriptor
  * of 128-byte-swizzled tiles, wgmma's fence, commit and wait, stmatrix,
