@@ -18,7 +18,7 @@
 #include "cuda_timing.cuh"
 #include "kernels/cuda/cuda_check.h"
 #ifdef GPT2_LN_TUNING
-#include "kernels/layernorm.h" /* the tuning variant's entry */
+#include "kernels/cuda/tuning/layernorm_tuning.h"
 #endif
 #include "kernels/matmul.h"
 #include "kernels/ops.h"

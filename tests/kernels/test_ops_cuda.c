@@ -46,7 +46,7 @@
 #include "kernels/adamw.h"
 #include "kernels/cuda_info.h"
 #ifdef GPT2_LN_TUNING
-#include "kernels/layernorm.h" /* the tuning variant's entry */
+#include "kernels/cuda/tuning/layernorm_tuning.h"
 #endif
 #include "kernels/matmul.h"
 #include "kernels/muon.h"

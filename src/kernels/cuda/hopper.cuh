@@ -1,5 +1,5 @@
 /* The Hopper (sm_90a) helpers the wgmma kernels share (attention_wgmma_*.cuh,
- * matmul_wgmma.cu; layernorm.cu's tuning variant): on the host, the
+ * matmul_wgmma.cu; tuning/layernorm_tuning.cu): on the host, the
  * driver's tensor-map encoder; on the device, the shared-memory descriptor
  * of 128-byte-swizzled tiles, wgmma's fence, commit and wait, stmatrix,
  * mbarriers, bulk loads, the proxy fence and bulk groups of the copy

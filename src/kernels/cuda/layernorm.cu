@@ -18,11 +18,8 @@
  * stay in registers over all its rows; the row's two sums (of w dout and
  * of w dout xhat) go across the group's warps through shared memory and a
  * named barrier, added in warp order. The next row's loads go out before
- * this row's math: two rows in flight a group. (Tuning builds add a
- * variant whose producer warp copies the rows into shared memory by the
- * copy engine, layernorm_backward_bulk_kernel; the same groups, rows and
- * sums, so the same bits.) One block per SM holds as many groups as fit
- * its thread count; blocks own fixed runs of rows (at least LN_BWD_ROWS),
+ * this row's math: two rows in flight a group. One block per SM holds as
+ * many groups as fit its thread count; blocks own fixed runs of rows (at least LN_BWD_ROWS),
  * the groups take alternate rows of the run, and at the end the groups' sums are added in group
  * order into the block's fp32 partial. A second kernel adds the partials
  * of every block in block order and adds the result to the bf16
@@ -32,7 +29,8 @@
  * received, which would otherwise cost the matmul backward another pass
  * over it. (Sums in shared memory, one row per warp, limited the warps
  * per SM at large C and moved more bytes through shared memory; the
- * designs measured are in docs/gpu-training.md.) */
+ * designs measured are in docs/gpu-training.md.) The backward's parts
+ * other than its kernel and the loads are layernorm_backward.cuh's. */
 #include "kernels/layernorm.h"
 
 #include <stdint.h>
@@ -41,20 +39,11 @@
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/fp8_convert.cuh"
-#ifdef GPT2_LN_TUNING
-#include "kernels/cuda/hopper.cuh" /* the bulk variant's mbarriers and bulk loads */
-#endif
-#include "kernels/cuda/ptx.cuh"
-#include "kernels/cuda/sm_count.cuh"
+#include "kernels/cuda/layernorm_backward.cuh"
 #include "kernels/cuda/smem_limit.cuh"
 
 #define LN_EPS 1e-5f
-enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8, LN_BWD_ROWS = 32 };
-/* the backward's block: as many groups of C / 256 warps as fit, one block
- * per SM; its size sets the registers a thread may use: 768 threads get
- * 80, enough for the plain variant; the column-sum variant needs 95 and
- * spills at 80, so it runs 640 threads */
-template <bool COLSUM> constexpr int LN_BWD_THREADS = COLSUM ? 640 : 768;
+enum { LN_WARPS = 8, LN_THREADS = LN_WARPS * 32, LN_MAX_VPL = 8 };
 enum { LN_FP8_ROWS = 32 }; /* rows per block of the FP8-output forward */
 
 /* One row's forward by a warp: the residual stored (RESIDUAL: a + b rounded
@@ -184,19 +173,7 @@ static __global__ void __launch_bounds__(LN_THREADS)
     }
 }
 
-/* One row's inputs for the backward: the thread's 8 channels of x, dout and
- * the old dinp, and the row's statistics. */
-struct ln_bwd_row {
-    uint4 x, d, i;
-    float mean, rstd;
-};
-
-/* Where thread v's 8 channels of a row start: 32-bit (fewer registers);
- * layernorm_backward_cuda checks N C < 2^32. */
-static __device__ __forceinline__ unsigned ln_bwd_offset(int row, int v, int C) {
-    return (unsigned)row * (unsigned)C + (unsigned)v * 8u;
-}
-
+/* One row's inputs (ln_bwd_row) loaded into registers. */
 static __device__ __forceinline__ void ln_bwd_load(ln_bwd_row &r, int row, int v, bool active,
                                                    const bf16 *dinp, const bf16 *dout,
                                                    const bf16 *inp, const float *mean,
@@ -207,94 +184,6 @@ static __device__ __forceinline__ void ln_bwd_load(ln_bwd_row &r, int row, int v
     r.i = active ? *reinterpret_cast<const uint4 *>(dinp + at) : make_uint4(0, 0, 0, 0);
     r.mean = mean[row];
     r.rstd = rstd[row];
-}
-
-/* One row of the backward by its group: the row's two sums across the
- * group's warps (added in warp order, through the slot of the row's
- * parity), the thread's dbias, dweight (and COLSUM: new dinp's column)
- * sums, and its 8 channels of dinp stored. */
-template <bool COLSUM>
-static __device__ __forceinline__ void
-ln_bwd_row_step(const ln_bwd_row &cur, const uint4 &w8, bf16 *dinp, int row, int v, bool active,
-                int C, float2 *slot, int group, int group_warps, float (&db)[8], float (&dw)[8],
-                float (&cs)[8]) {
-    float sg = 0.f, sgx = 0.f;
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        const float xhat = (element8(cur.x, i) - cur.mean) * cur.rstd, d = element8(cur.d, i);
-        const float g = element8(w8, i) * d;
-        sg += g;
-        sgx += g * xhat;
-        db[i] += d;
-        dw[i] += xhat * d;
-    }
-    sg = warp_sum(sg);
-    sgx = warp_sum(sgx);
-    if (group_warps > 1) { /* the group's warps' sums, added in warp order */
-        if (threadIdx.x % 32 == 0) slot[v / 32] = make_float2(sg, sgx);
-        named_bar_sync(1 + group, group_warps * 32);
-        sg = sgx = 0.f;
-        for (int k = 0; k < group_warps; k++) {
-            const float2 p = slot[k];
-            sg += p.x;
-            sgx += p.y;
-        }
-    }
-    const float g_mean = sg / (float)C, gx_mean = sgx / (float)C;
-    if (!active) return;
-    /* a pair of values at a time, rounded as stored (and summed so with
-     * COLSUM) before the next pair: fewer live registers */
-    uint32_t packed[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        float o[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int i = 2 * j + h;
-            const float xhat = (element8(cur.x, i) - cur.mean) * cur.rstd;
-            const float g = element8(w8, i) * element8(cur.d, i);
-            o[h] = element8(cur.i, i) + (g - g_mean - xhat * gx_mean) * cur.rstd;
-        }
-        packed[j] = pack_bf16(o[0], o[1]);
-        if (COLSUM) {
-            cs[2 * j] += __uint_as_float(packed[j] << 16);
-            cs[2 * j + 1] += __uint_as_float(packed[j] & 0xffff0000u);
-        }
-    }
-    *reinterpret_cast<uint4 *>(dinp + ln_bwd_offset(row, v, C)) =
-        make_uint4(packed[0], packed[1], packed[2], packed[3]);
-}
-
-/* The end of a block of the backward, by every thread of it: a group with
- * a row fewer than group 0 passes its barrier once more, so every warp has
- * passed as many barriers when the groups' sums meet (compute-sanitizer's
- * racecheck reports those sums as races otherwise); then the groups' sums
- * added in group order into the block's partial. Threads of no group
- * (group >= groups) take part in the block barriers only. */
-template <bool COLSUM>
-static __device__ __forceinline__ void
-ln_bwd_block_end(float *block_sums, float *partials, int row, int row1, int C, int group,
-                 int groups, int group_warps, bool active, int v, const float (&db)[8],
-                 const float (&dw)[8], const float (&cs)[8]) {
-    constexpr int NSUM = COLSUM ? 3 : 2;
-    if (group_warps > 1 && group < groups)
-        for (int r = row - group; r < row1; r += groups)
-            named_bar_sync(1 + group, group_warps * 32);
-    for (int g = 0; g < groups; g++) {
-        __syncthreads();
-        if (group == g && active) {
-            float *p = block_sums + v * 8;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                p[i] = g == 0 ? db[i] : p[i] + db[i];
-                p[C + i] = g == 0 ? dw[i] : p[C + i] + dw[i];
-                if (COLSUM) p[2 * C + i] = g == 0 ? cs[i] : p[2 * C + i] + cs[i];
-            }
-        }
-    }
-    __syncthreads();
-    float *p = partials + (size_t)blockIdx.x * NSUM * C;
-    for (int i = threadIdx.x; i < NSUM * C; i += blockDim.x) p[i] = block_sums[i];
 }
 
 /* A group of group_warps warps per row, each thread one vector of 8
@@ -339,112 +228,6 @@ static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM>, 1)
     ln_bwd_block_end<COLSUM>(block_sums, partials, row, row1, C, group, groups, group_warps, active,
                              v, db, dw, cs);
 }
-
-#ifdef GPT2_LN_TUNING
-/* Tuning builds only: the same backward with its rows brought into shared
- * memory by the copy engine (Hopper: sm_90a code), for more bytes in
- * flight than two rows in registers: a producer warp after the groups,
- * whose first thread copies each group's rows of x, dout and the old dinp
- * (cp.async.bulk, 3 C 2 bytes a row) into that group's ring of `stages`
- * stages, each with a full and an empty mbarrier. The groups, their rows
- * and their sums are the register kernel's, so the two give the same
- * bits. The row statistics go a row ahead in registers. */
-/* Its dynamic shared memory: the block's sums and the groups' row sums
- * (the register kernel's), then the mbarriers, then the rings. */
-struct ln_bwd_bulk_layout {
-    size_t bars, data, bytes; /* offsets of the mbarriers and the rings; the size */
-};
-
-static __host__ __device__ ln_bwd_bulk_layout ln_bwd_bulk_layout_of(int C, int group_warps,
-                                                                    int groups, int stages,
-                                                                    bool colsum) {
-    ln_bwd_bulk_layout l;
-    l.bars = ((size_t)(colsum ? 3 : 2) * C * 4 + (size_t)groups * 2 * group_warps * 8 + 7) / 8 * 8;
-    l.data = (l.bars + (size_t)2 * groups * stages * 8 + 127) / 128 * 128;
-    l.bytes = l.data + (size_t)groups * stages * 3 * C * 2;
-    return l;
-}
-
-template <bool COLSUM>
-static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM> + 32, 1)
-    layernorm_backward_bulk_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
-                                   const bf16 *weight, const float *mean, const float *rstd, int N,
-                                   int C, int rows_per_block, int group_warps, int groups,
-                                   int stages) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int NSUM = COLSUM ? 3 : 2;
-    extern __shared__ float4 sh4[];
-    float *block_sums = reinterpret_cast<float *>(sh4);
-    const ln_bwd_bulk_layout L = ln_bwd_bulk_layout_of(C, group_warps, groups, stages, COLSUM);
-    const uint32_t base = (uint32_t)__cvta_generic_to_shared(sh4);
-    const uint32_t row_bytes = (uint32_t)C * 2;
-    /* group g's stage s: its full barrier, its empty one, x at its data */
-    auto full = [&](int g, int s) { return base + (uint32_t)L.bars + 8u * (g * stages + s); };
-    auto empty = [&](int g, int s) { return full(g, s) + 8u * groups * stages; };
-    auto stage = [&](int g, int s) { return (uint32_t)L.data + 3u * row_bytes * (g * stages + s); };
-    const int group_threads = group_warps * 32, consumers = groups * group_threads;
-    const int group = threadIdx.x / group_threads, v = threadIdx.x % group_threads;
-    const int row0 = blockIdx.x * rows_per_block, row1 = min(N, row0 + rows_per_block);
-    if (threadIdx.x == consumers) {
-        for (int g = 0; g < groups; g++)
-            for (int s = 0; s < stages; s++) {
-                mbar_init(full(g, s), 1);
-                mbar_init(empty(g, s), group_threads);
-            }
-        mbar_init_fence();
-    }
-    __syncthreads();
-    const bool active = group < groups && v < C / 8;
-    float db[8], dw[8], cs[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) db[i] = dw[i] = cs[i] = 0.f;
-    int row = row0 + group;
-    if (group >= groups) { /* the producer warp */
-        if (threadIdx.x == consumers) {
-            const bf16 *src[3] = {inp, dout, dinp};
-            for (int k = 0; row0 + k * groups < row1; k++)
-                for (int g = 0; g < groups && row0 + g + k * groups < row1; g++) {
-                    const int s = k % stages, r = row0 + g + k * groups;
-                    mbar_wait(empty(g, s), (k / stages & 1) ^ 1);
-                    mbar_arrive_expect_tx(full(g, s), 3 * row_bytes);
-                    for (int t = 0; t < 3; t++)
-                        bulk_load(base + stage(g, s) + t * row_bytes, src[t] + (size_t)r * C,
-                                  row_bytes, full(g, s));
-                }
-        }
-    } else {
-        float2 *row_parts =
-            reinterpret_cast<float2 *>(block_sums + NSUM * C) + group * 2 * group_warps;
-        const uint4 w8 =
-            active ? *reinterpret_cast<const uint4 *>(weight + v * 8) : make_uint4(0, 0, 0, 0);
-        const char *smem = reinterpret_cast<const char *>(sh4);
-        ln_bwd_row cur;
-        if (row < row1) cur.mean = mean[row], cur.rstd = rstd[row];
-        for (int k = 0, parity = 0; row < row1; row += groups, parity ^= 1, k++) {
-            float next_mean = 0.f, next_rstd = 0.f;
-            if (row + groups < row1) next_mean = mean[row + groups], next_rstd = rstd[row + groups];
-            const int s = k % stages;
-            mbar_wait(full(group, s), k / stages & 1);
-            const uint4 *in = reinterpret_cast<const uint4 *>(smem + stage(group, s)) + v;
-            const uint4 zero = make_uint4(0, 0, 0, 0);
-            cur.x = active ? in[0] : zero;
-            cur.d = active ? in[row_bytes / 16] : zero;
-            cur.i = active ? in[2 * row_bytes / 16] : zero;
-            mbar_arrive(empty(group, s));
-            ln_bwd_row_step<COLSUM>(cur, w8, dinp, row, v, active, C,
-                                    row_parts + parity * group_warps, group, group_warps, db, dw,
-                                    cs);
-            cur.mean = next_mean, cur.rstd = next_rstd;
-        }
-    }
-    ln_bwd_block_end<COLSUM>(block_sums, partials, row, row1, C, group, groups, group_warps, active,
-                             v, db, dw, cs);
-#else
-    (void)dinp, (void)partials, (void)dout, (void)inp, (void)weight, (void)mean, (void)rstd;
-    (void)N, (void)C, (void)rows_per_block, (void)group_warps, (void)groups, (void)stages;
-#endif
-}
-#endif /* GPT2_LN_TUNING */
 
 /* Column j of the (nblocks, nsum C) partials summed over blocks in
  * column_sum_fixed_order's order. Columns [0, C) go to dbias, [C, 2C) to
@@ -584,102 +367,28 @@ extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t
                                          pbias, N, C, scale, f, stream);
 }
 
-static int backward_blocks(int N) { return (N + LN_BWD_ROWS - 1) / LN_BWD_ROWS; }
-
 extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
-    return (size_t)backward_blocks(N) * 3 * (size_t)C * sizeof(float);
+    return (size_t)ln_bwd_blocks(N) * 3 * (size_t)C * sizeof(float);
 }
 
-/* Blocks of the backward: one per SM, fewer when N gives each less than
- * LN_BWD_ROWS rows; returns how many and their rows each. */
-static int backward_grid(int N, int *rows_per_block) {
-    int grid = backward_blocks(N) < sm_count() ? backward_blocks(N) : sm_count();
-    if (grid < 1) grid = 1;
-    *rows_per_block = (N + grid - 1) / grid;
-    return (N + *rows_per_block - 1) / *rows_per_block;
-}
-
-/* The backward's row groups (C valid): *group_warps warps a row, a thread
- * per 8 channels; returns how many groups fit its block. */
-static int backward_groups(int C, bool colsum, int *group_warps) {
-    *group_warps = (C / 8 + 31) / 32;
-    return (colsum ? LN_BWD_THREADS<true> : LN_BWD_THREADS<false>) / 32 / *group_warps;
-}
-
-#ifdef GPT2_LN_TUNING
-/* Whether the bulk backward's sm_90a code runs on the current device
- * (compute capability 9.0), and (*optin) the device's per-block
- * shared-memory limit. */
-static bool bulk_runs(int *optin) {
-    *optin = 0;
-#ifdef GPT2_HAVE_SM90A
-    int dev = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    return major == 9 && minor == 0;
-#else
-    return false;
-#endif
-}
-#endif
-
-/* Launches the backward kernel: the register kernel, or (stages > 0,
- * tuning builds) the bulk one with that many stages, which the caller has
- * checked can run and whose shared-memory limit it has raised. Returns the number of blocks (partials). */
-template <bool COLSUM>
-static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
-                           const bf16 *weight, const float *mean, const float *rstd, int N, int C,
-                           int stages, cudaStream_t stream) {
-    int group_warps = 0;
-    const int groups = backward_groups(C, COLSUM, &group_warps);
-    int rows = 0;
-    const int nblocks = backward_grid(N, &rows);
-#ifdef GPT2_LN_TUNING
-    if (stages > 0) {
-        const size_t smem = ln_bwd_bulk_layout_of(C, group_warps, groups, stages, COLSUM).bytes;
-        layernorm_backward_bulk_kernel<COLSUM>
-            <<<nblocks, groups * group_warps * 32 + 32, smem, stream>>>(
-                dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups,
-                stages);
-        CUDA_CHECK_LAUNCH("layernorm_backward_bulk_kernel");
-        return nblocks;
-    }
-#else
-    (void)stages;
-#endif
-    const size_t smem =
-        (size_t)(COLSUM ? 3 : 2) * C * sizeof(float) + (size_t)groups * 2 * group_warps * 8;
-    layernorm_backward_kernel<COLSUM><<<nblocks, groups * group_warps * 32, smem, stream>>>(
-        dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups);
-    CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
-    return nblocks;
-}
-
-/* layernorm_backward_cuda on the kernel `stages` picks (launch_backward). */
-static void backward(int stages, void *dinp, void *dweight, void *dbias, const void *dout,
-                     const void *inp, const void *weight, const float *mean, const float *rstd,
-                     int N, int C, void *dinp_colsum, void *workspace, size_t workspace_bytes,
-                     cudaStream_t stream) {
-    (void)vectors_per_lane("layernorm_backward_cuda", C); /* checks C */
+bool ln_bwd_check(const char *op, const void *dinp, const void *dout, const void *inp,
+                  const void *weight, int N, int C, const void *dinp_colsum,
+                  size_t workspace_bytes) {
+    (void)vectors_per_lane(op, C); /* checks C */
     const void *ptrs[] = {dinp, dout, inp, weight};
-    for (const void *p : ptrs) check_aligned("layernorm_backward_cuda", p);
-    if (N <= 0) return;
+    for (const void *p : ptrs) check_aligned(op, p);
+    if (N <= 0) return false;
     if ((size_t)N * (size_t)C > UINT32_MAX)
-        FAIL("layernorm_backward_cuda: N x C = %d x %d is 2^32 elements or more; split the rows", N,
-             C);
+        FAIL("%s: N x C = %d x %d is 2^32 elements or more; split the rows", op, N, C);
     const size_t need = layernorm_backward_cuda_workspace_bytes(N, C);
     if (workspace_bytes < need)
-        FAIL("layernorm_backward_cuda: workspace of %zu bytes, needs %zu", workspace_bytes, need);
-    if (dinp_colsum) check_aligned("layernorm_backward_cuda", dinp_colsum);
-    float *partials = (float *)workspace;
-    const int nblocks =
-        dinp_colsum
-            ? launch_backward<true>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
-                                    (const bf16 *)weight, mean, rstd, N, C, stages, stream)
-            : launch_backward<false>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
-                                     (const bf16 *)weight, mean, rstd, N, C, stages, stream);
+        FAIL("%s: workspace of %zu bytes, needs %zu", op, workspace_bytes, need);
+    if (dinp_colsum) check_aligned(op, dinp_colsum);
+    return true;
+}
+
+void ln_bwd_reduce(void *dweight, void *dbias, void *dinp_colsum, const float *partials,
+                   int nblocks, int C, cudaStream_t stream) {
     const dim3 block(COLSUM_X, COLSUM_Y);
     const int nsum = dinp_colsum ? 3 : 2;
     layernorm_backward_reduce_kernel<<<(nsum * C + COLSUM_X - 1) / COLSUM_X, block, 0, stream>>>(
@@ -687,35 +396,37 @@ static void backward(int stages, void *dinp, void *dweight, void *dbias, const v
     CUDA_CHECK_LAUNCH("layernorm_backward_reduce_kernel");
 }
 
+/* Launches the backward's register kernel; returns the number of blocks
+ * (partials). */
+template <bool COLSUM>
+static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+                           const bf16 *weight, const float *mean, const float *rstd, int N, int C,
+                           cudaStream_t stream) {
+    int group_warps = 0;
+    const int groups = ln_bwd_groups(C, COLSUM, &group_warps);
+    int rows = 0;
+    const int nblocks = ln_bwd_grid(N, &rows);
+    const size_t smem = ln_bwd_sums_bytes(C, group_warps, groups, COLSUM);
+    layernorm_backward_kernel<COLSUM><<<nblocks, groups * group_warps * 32, smem, stream>>>(
+        dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups);
+    CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
+    return nblocks;
+}
+
 extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
                                         const void *inp, const void *weight, const float *mean,
                                         const float *rstd, int N, int C, void *dinp_colsum,
                                         void *workspace, size_t workspace_bytes,
                                         cudaStream_t stream) {
-    backward(0, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dinp_colsum, workspace,
-             workspace_bytes, stream);
+    if (!ln_bwd_check("layernorm_backward_cuda", dinp, dout, inp, weight, N, C, dinp_colsum,
+                      workspace_bytes))
+        return;
+    float *partials = (float *)workspace;
+    const int nblocks =
+        dinp_colsum
+            ? launch_backward<true>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
+                                    (const bf16 *)weight, mean, rstd, N, C, stream)
+            : launch_backward<false>((bf16 *)dinp, partials, (const bf16 *)dout, (const bf16 *)inp,
+                                     (const bf16 *)weight, mean, rstd, N, C, stream);
+    ln_bwd_reduce(dweight, dbias, dinp_colsum, partials, nblocks, C, stream);
 }
-
-#ifdef GPT2_LN_TUNING
-extern "C" int layernorm_backward_cuda_bulk(int stages, void *dinp, void *dweight, void *dbias,
-                                            const void *dout, const void *inp, const void *weight,
-                                            const float *mean, const float *rstd, int N, int C,
-                                            void *dinp_colsum, void *workspace,
-                                            size_t workspace_bytes, cudaStream_t stream) {
-    (void)vectors_per_lane("layernorm_backward_cuda_bulk", C); /* checks C */
-    int optin = 0, group_warps = 0;
-    if (stages < 2 || !bulk_runs(&optin)) return 0;
-    const bool colsum = dinp_colsum != NULL;
-    const int groups = backward_groups(C, colsum, &group_warps);
-    if (ln_bwd_bulk_layout_of(C, group_warps, groups, stages, colsum).bytes > (size_t)optin)
-        return 0;
-    static unsigned long long raised[2]; /* each variant to the device's whole limit, once */
-    if (colsum)
-        raise_smem_limit(layernorm_backward_bulk_kernel<true>, (size_t)optin, raised[1]);
-    else
-        raise_smem_limit(layernorm_backward_bulk_kernel<false>, (size_t)optin, raised[0]);
-    backward(stages, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, dinp_colsum,
-             workspace, workspace_bytes, stream);
-    return 1;
-}
-#endif
