@@ -116,8 +116,8 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
  * there, out is not written, and gelu(pre) goes straight into mlp.c_proj's
  * FP8 input, which that layer's forward (next, with the same N) takes. */
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
-                        const void *residual, void *pre, const void *inp, const void *weight, const void *bias, int N,
-                        int C, int OC, bool for_backward);
+                        const void *residual, void *pre, const void *inp, const void *weight,
+                        const void *bias, int N, int C, int OC, bool for_backward);
 /* The LayerNorm whose output is the input of linear `id` of block l
  * (FP8_QKV: ln_1, FP8_FC: ln_2), as ops->residual_layernorm_forward
  * (residual NULL: ops->layernorm_forward of a), with its output going

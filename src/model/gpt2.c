@@ -109,10 +109,10 @@ void gpt2_free(gpt2_model *m) {
         fp8_layers_free(m->fp8, ops);
         free(m->fp8);
     }
-    void *bufs[] = {m->params,   m->grads,    m->res_final, m->lnf,      m->lnf_mean,
-                    m->lnf_rstd, m->logits,   m->losses,    m->loss_acc, m->loss_sum,
-                    m->gelu_shared, m->inputs, m->targets,  m->dres,     m->dln,
-                    m->dfch,     m->dqkv,     m->attproj_out};
+    void *bufs[] = {m->params,      m->grads,  m->res_final,  m->lnf,      m->lnf_mean,
+                    m->lnf_rstd,    m->logits, m->losses,     m->loss_acc, m->loss_sum,
+                    m->gelu_shared, m->inputs, m->targets,    m->dres,     m->dln,
+                    m->dfch,        m->dqkv,   m->attproj_out};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) ops->release(bufs[i]);
     memset(m, 0, sizeof *m);
@@ -296,8 +296,8 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
          * (docs/gpu-training.md), so there attn.c_proj's add stays the
          * LayerNorm's. */
         if (m->attproj_out) {
-            linear_forward(m, l, FP8_ATTPROJ, m->attproj_out, NULL, NULL, a->atty,
-                           P(o->attproj_w), P(o->attproj_b), N, C, C, for_backward);
+            linear_forward(m, l, FP8_ATTPROJ, m->attproj_out, NULL, NULL, a->atty, P(o->attproj_w),
+                           P(o->attproj_b), N, C, C, for_backward);
             block_layernorm(m, l, FP8_FC, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res1,
                             m->attproj_out, P(o->ln2_w), P(o->ln2_b), N, C, for_backward);
         } else {

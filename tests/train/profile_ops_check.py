@@ -67,8 +67,9 @@ want(calls("layernorm_backward") == (2 * L + 1) * M, f"layernorm_backward {calls
 sfx = "_fp8" if a.fp8 else ""
 forward = {
     f"matmul_forward{sfx} {N}x{C}->{3 * C}": per_block,  # attn.c_attn
-    f"matmul_forward{sfx} {N}x{C}->{C}": per_block,  # attn.c_proj
-    f"matmul_forward{sfx} {N}x{4 * C}->{C}": per_block,  # mlp.c_proj
+    # attn.c_proj, its residual add in the epilogue (in FP8 the LayerNorm's)
+    (f"matmul_forward_fp8 {N}x{C}->{C}" if a.fp8 else f"matmul_residual_forward {N}x{C}->{C}"): per_block,
+    f"matmul_residual_forward{sfx} {N}x{4 * C}->{C}": per_block,  # mlp.c_proj
     # mlp.c_fc: with its GELU epilogue in bf16; in FP8 its product writes pre
     (f"matmul_forward_fp8 {N}x{C}->{4 * C}" if a.fp8 else f"matmul_gelu_forward {N}x{C}->{4 * C}"): per_block,
     f"matmul_backward{sfx} {N}x{C}->{3 * C}": per_block,

@@ -310,8 +310,7 @@ static void cuda_matmul_forward(void *out, const void *inp, const void *weight, 
 static void cuda_matmul_residual_forward(void *out, const void *residual, const void *inp,
                                          const void *weight, const void *bias, int N, int C,
                                          int OC) {
-    matmul_residual_forward_cuda(out, residual, inp, weight, bias, N, C, OC, NULL, &g.lt,
-                                 g.stream);
+    matmul_residual_forward_cuda(out, residual, inp, weight, bias, N, C, OC, NULL, &g.lt, g.stream);
 }
 
 static void cuda_matmul_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
