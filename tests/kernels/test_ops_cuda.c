@@ -386,6 +386,7 @@ static void test_layernorm(int N, int C) {
     /* with the fused column sums of the new dinp (dinp_colsum) */
     float *cs = hrand(C, 0, 1.0);
     void *d_cs = dev_from(cs, C);
+    float *cs0 = hcopy(cs, C); /* before the CPU adds into cs */
     H->layernorm_backward(dinp, dw, db, dout, a, w, mean, rstd, N, C, cs);
     G->layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_a, d_w, d_m, d_s, N, C, d_cs);
     float *g_dinp = dev_to_host(d_dinp, n), *g_dw = dev_to_host(d_dw, C),
@@ -410,7 +411,6 @@ static void test_layernorm(int N, int C) {
     {
         const size_t ws_bytes = layernorm_backward_cuda_workspace_bytes(N, C);
         void *ws = G->alloc(ws_bytes);
-        float *cs0 = hcopy(cs, C);
         for (int stages = 2; stages <= 4; stages += 2) {
             G->upload_f32(d_dinp, dinp0, n);
             G->upload_f32(d_dw, dw0, C);
@@ -433,10 +433,10 @@ static void test_layernorm(int N, int C) {
                 free(got[t]);
             }
         }
-        free(cs0);
         G->release(ws);
     }
 #endif
+    free(cs0);
     /* determinism */
     float *r1[3], *r2[3];
     for (int rep = 0; rep < 2; rep++) {
