@@ -2,8 +2,8 @@
 # Shows whether kernels' machine code is the same in the working tree as at
 # a base revision, kernel by kernel, paired by name: for a change that moves
 # code around (a split into headers, tuning variants moved out) and must
-# leave the kernels as they were. (attention_sass_diff.sh does the same for
-# the attention kernels, whose names changed, through a table.)
+# leave the kernels as they were. (attention_sass_diff.sh runs it over the
+# attention family and our wgmma GEMM.)
 #
 #   scripts/kernel_code_diff.sh [BASE_REV]        (default: main)
 #   TUS="kernels/cuda/layernorm.cu kernels/cuda/tuning/layernorm_tuning.cu" \
@@ -18,7 +18,9 @@
 # -Werror=all-warnings --expt-relaxed-constexpr, -DGPT2_HAVE_SM90A=1 as in a
 # build whose GPT2_CUDA_ARCHS holds 90a, nvcc's default C++ standard) plus
 # DEFINES, into one cubin per TU and architecture, then compares each
-# kernel with the kernel of the same (mangled) name on the other side:
+# kernel with the kernel of the same name on the other side (demangled,
+# anonymous namespaces left out: nvcc mangles them with a hash of the
+# file's path):
 #   elf:  its code section bytes, register count, parameter bank size and
 #         .nv.info attributes read from the cubin (needs only python3);
 #   sass: `cuobjdump -sass` of it, addresses and branch labels normalised
@@ -239,14 +241,26 @@ def load(side, arch):
                 found.setdefault(fn, {}).update(v)
         for fn, v in found.items():
             v["tu"] = os.path.basename(cubin)[:-len(".sm_%s.cubin" % arch)].replace("+", "/")
-            kernels[fn] = v
+            kernels[key(fn)] = v
     return kernels
 
 
-def short(fn):
-    """the demangled name without its parameter list"""
-    s = demangle(fn)
-    s = s[5:] if s.startswith("void ") else s
+def plain(fn):
+    """the demangled name without "void " and anonymous namespaces: nvcc
+    mangles an anonymous namespace with a hash of the file's path, which
+    differs between the base's and the tree's copies"""
+    s = demangle(fn).replace("(anonymous namespace)::", "")
+    return s[5:] if s.startswith("void ") else s
+
+
+def key(fn):
+    """what pairs a kernel with its counterpart: its plain name, parameters too"""
+    return plain(fn).replace(" ", "")
+
+
+def short(k):
+    """a pairing key without its parameter list"""
+    s = k
     depth = 0
     for i, ch in enumerate(s):
         depth += ch == "<"
@@ -277,9 +291,9 @@ for arch in archs:
             facts += ", %d registers" % a["registers"]
         if a["tu"] != b["tu"]:
             facts += "; moved %s -> %s" % (a["tu"], b["tu"])
-        key = "static shared bytes"
-        if key in a and a[key] != b.get(key):
-            facts += "; note: static shared section %d -> %d bytes" % (a[key], b.get(key))
+        shared = "static shared bytes"
+        if shared in a and a[shared] != b.get(shared):
+            facts += "; note: static shared section %d -> %d bytes" % (a[shared], b.get(shared))
         print("  %-52s %s (%s)" % (label, "DIFFERENT in " + ", ".join(diff) if diff else "same",
                                    facts))
         bad += bool(diff)
