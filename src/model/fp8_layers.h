@@ -111,10 +111,11 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
 
 /* out = inp @ weight^T + bias for linear `id` of block l, N tokens,
  * C -> OC, with FP8 operands (plus residual where not NULL: a layer whose
- * output joins the residual stream, as ops->matmul_residual_forward). for_backward: keep what fp8_linear_backward
- * needs (N a multiple of 16). mlp.c_fc (FP8_FC) takes pre: the product goes
- * there, out is not written, and gelu(pre) goes straight into mlp.c_proj's
- * FP8 input, which that layer's forward (next, with the same N) takes. */
+ * output joins the residual stream, as ops->matmul_residual_forward).
+ * for_backward: keep what fp8_linear_backward needs (N a multiple of 16).
+ * mlp.c_fc (FP8_FC) takes pre: the product goes there, out is not written,
+ * and gelu(pre) goes straight into mlp.c_proj's FP8 input, which that
+ * layer's forward (next, with the same N) takes. */
 void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *out,
                         const void *residual, void *pre, const void *inp, const void *weight,
                         const void *bias, int N, int C, int OC, bool for_backward);
