@@ -54,6 +54,19 @@ void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void 
                              const void *inp, const void *weight, const float *mean,
                              const float *rstd, int N, int C, void *dinp_colsum, void *workspace,
                              size_t workspace_bytes, cudaStream_t stream);
+/* layernorm_backward_cuda, and the updated dinp also cast to FP8: out, its
+ * transposed copy out_t (N a multiple of 16) and stats get the bytes and
+ * stats that fp8_cast_cuda of the stored bf16 dinp would give with *scale
+ * and format f, bit for bit (the FP8 output gradient of the projection
+ * that wrote the residual stream before the LayerNorm). dinp is what
+ * layernorm_backward_cuda stores, bit for bit; dweight, dbias and
+ * dinp_colsum the same sums, added in another order. Same workspace. */
+void layernorm_backward_fp8_cuda(void *dinp, void *dweight, void *dbias, const void *dout,
+                                 const void *inp, const void *weight, const float *mean,
+                                 const float *rstd, int N, int C, void *dinp_colsum,
+                                 void *workspace, size_t workspace_bytes, uint8_t *out,
+                                 uint8_t *out_t, fp8_cast_stats *stats, const float *scale,
+                                 fp8_format f, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

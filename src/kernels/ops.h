@@ -181,6 +181,15 @@ typedef struct kernel_ops {
     void (*fp8_gelu_backward_cast)(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
                                    void *colsum, const void *d, const void *pre, int rows, int cols,
                                    const float *scale, fp8_format format);
+    /* layernorm_backward whose updated dinp is also cast (fp8_cast with
+     * out_t; N a multiple of 16), as layernorm_backward_fp8_cuda: the
+     * LayerNorm backward fused into the cast of the output gradient of the
+     * projection that wrote the residual stream before it. */
+    void (*layernorm_backward_fp8)(void *dinp, void *dweight, void *dbias, const void *dout,
+                                   const void *inp, const void *weight, const float *mean,
+                                   const float *rstd, int N, int C, void *dinp_colsum, uint8_t *out,
+                                   uint8_t *out_t, fp8_cast_stats *stats, const float *scale,
+                                   fp8_format format);
     void (*matmul_forward_fp8)(void *out, const void *bias, int N, int C, int OC,
                                const fp8_linear_operands *q);
     void (*matmul_residual_forward_fp8)(void *out, const void *residual, const void *bias, int N,

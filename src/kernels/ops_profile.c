@@ -289,6 +289,18 @@ static void p_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stat
                                                   scale, format));
 }
 
+static void p_layernorm_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
+                                     const void *inp, const void *weight, const float *mean,
+                                     const float *rstd, int N, int C, void *dinp_colsum,
+                                     uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                     const float *scale, fp8_format format) {
+    /* layernorm_backward's bytes, and the FP8 copy and its transpose written */
+    TIMED_COST("layernorm_backward_fp8", 0, 8.0 * N + st(4.0 * N * C + 7.0 * C) + 2.0 * N * C,
+               prof.inner->layernorm_backward_fp8(dinp, dweight, dbias, dout, inp, weight, mean,
+                                                  rstd, N, C, dinp_colsum, out, out_t, stats, scale,
+                                                  format));
+}
+
 static void p_fp8_scaling_update(const fp8_scaling *s, int64_t step) {
     TIMED("fp8_scaling_update", prof.inner->fp8_scaling_update(s, step));
 }
@@ -448,6 +460,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
         t->layernorm_forward_fp8 = p_layernorm_forward_fp8;
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
+        if (inner->layernorm_backward_fp8) t->layernorm_backward_fp8 = p_layernorm_backward_fp8;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
         t->matmul_residual_forward_fp8 = p_matmul_residual_forward_fp8;
         t->matmul_backward_fp8 = p_matmul_backward_fp8;

@@ -315,6 +315,22 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
     ops->matmul_backward_fp8(dinp, dweight, dbias, dout, pre, N, C, OC, dpre_colsum, &q);
 }
 
+void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
+                            void *dweight, void *dbias, const void *dout, const void *inp,
+                            const void *weight, const float *mean, const float *rstd, int N, int C,
+                            void *dinp_colsum) {
+    const int i = linear_index(f, l, id), t = tensor_of(i, T_DOUT);
+    if (!ops->layernorm_backward_fp8 || !f->bootstrapped[t] || N % 16 != 0) {
+        ops->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                dinp_colsum); /* the linear's backward casts (bootstraps) it */
+        return;
+    }
+    ops->layernorm_backward_fp8(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                dinp_colsum, f->g8, f->g8_t, f->s.stats + t,
+                                f->s.scale + (size_t)t * STRIDE, FP8_E5M2);
+    f->dout_ready = i;
+}
+
 /* The strided device array's n values into dense (host). */
 static void download_strided(const kernel_ops *ops, float *dense, const float *dev, int n) {
     float *all = xmalloc((size_t)n * STRIDE * sizeof(float));

@@ -62,7 +62,7 @@ typedef struct fp8_layers_s {
     uint8_t *x8, *g8, *g8_t;      /* scratch: the forward's input, the backward's dout */
     uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
     int dout_ready;    /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
-                       already hold (cast fused into the GELU backward), or -1 */
+                       already hold (cast fused into the GELU or LayerNorm backward), or -1 */
     int inp_ready;     /* the linear whose input x8 (and x8_t) already hold (cast fused into
                        the LayerNorm or GELU before it), or -1 */
     int weights_ready; /* the block whose weights w8, w8_t hold this forward, or -1 */
@@ -128,6 +128,16 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
                            void *residual, float *mean, float *rstd, const void *a, const void *b,
                            const void *weight, const void *bias, int N, int C, bool for_backward);
+/* The LayerNorm backward after linear `id` of block l (FP8_ATTPROJ: ln_2
+ * of block l; FP8_FCPROJ: ln_1 of block l + 1, or ln_f after the last),
+ * as ops->layernorm_backward: its updated dinp is that linear's output
+ * gradient, which goes straight into its FP8 copy on the way (the fused
+ * pass, where the backend has it and the tensor's scale is known after
+ * its first cast), for that linear's backward (next, same N). */
+void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
+                            void *dweight, void *dbias, const void *dout, const void *inp,
+                            const void *weight, const float *mean, const float *rstd, int N, int C,
+                            void *dinp_colsum);
 /* With recompute_gelu, before mlp.c_proj's backward in block l: casts
  * gelu(pre) (pre: mlp.c_fc's output, N tokens) again into that layer's
  * transposed FP8 input, the bytes its forward cast at the same scale. */

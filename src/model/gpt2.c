@@ -252,6 +252,22 @@ static void linear_backward(gpt2_model *m, int l, fp8_linear id, void *dinp, voi
         ops->matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
+/* A LayerNorm's backward into dres, which is then the output gradient of
+ * linear `id` of block l, the projection that wrote the stream before it
+ * (l < 0: none, ln_1 of the first block): with opt.fp8 its FP8 copy for
+ * that linear's backward is cast on the way. */
+static void layernorm_backward_into(gpt2_model *m, int l, fp8_linear id, void *dweight, void *dbias,
+                                    const void *dout, const void *inp, const void *weight,
+                                    const float *mean, const float *rstd, int N, int C,
+                                    void *dinp_colsum) {
+    if (m->fp8 && l >= 0)
+        fp8_layernorm_backward(m->fp8, m->ops, l, id, m->dres, dweight, dbias, dout, inp, weight,
+                               mean, rstd, N, C, dinp_colsum);
+    else
+        m->ops->layernorm_backward(m->dres, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                   dinp_colsum);
+}
+
 float gpt2_forward(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
                    float dloss) {
     gpt2_loss_reset(m);
@@ -343,8 +359,8 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
      * LayerNorm backward (dinp_colsum), so those matmul backwards get no
      * dbias. */
     ops->zero(m->dres, (size_t)N * C * ops->elem_bytes);
-    ops->layernorm_backward(m->dres, G(lay->lnf_w), G(lay->lnf_b), m->dln, m->res_final,
-                            P(lay->lnf_w), m->lnf_mean, m->lnf_rstd, N, C,
+    layernorm_backward_into(m, L - 1, FP8_FCPROJ, G(lay->lnf_w), G(lay->lnf_b), m->dln,
+                            m->res_final, P(lay->lnf_w), m->lnf_mean, m->lnf_rstd, N, C,
                             G(lay->blocks[L - 1].fcproj_b));
     if (on_ready) on_ready(ctx, lay->blocks[L - 1].begin);
     for (int l = L - 1; l >= 0; l--) {
@@ -362,8 +378,8 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
                         P(o->fcproj_w), a->fch, N, 4 * C, C, G(o->fc_b));
         linear_backward(m, l, FP8_FC, m->dln, G(o->fc_w), NULL, m->dfch, a->ln2, P(o->fc_w), NULL,
                         N, C, 4 * C, NULL);
-        ops->layernorm_backward(m->dres, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2, P(o->ln2_w),
-                                a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
+        layernorm_backward_into(m, l, FP8_ATTPROJ, G(o->ln2_w), G(o->ln2_b), m->dln, a->res2,
+                                P(o->ln2_w), a->ln2_mean, a->ln2_rstd, N, C, G(o->attproj_b));
         /* Attention: dres is now d(res2). */
         linear_backward(m, l, FP8_ATTPROJ, m->dln, G(o->attproj_w), NULL, m->dres, a->atty,
                         P(o->attproj_w), NULL, N, C, C, NULL);
@@ -371,8 +387,8 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH, G(o->qkv_b));
         linear_backward(m, l, FP8_QKV, m->dln, G(o->qkv_w), NULL, m->dqkv, a->ln1, P(o->qkv_w),
                         NULL, N, C, 3 * C, NULL);
-        ops->layernorm_backward(m->dres, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1, P(o->ln1_w),
-                                a->ln1_mean, a->ln1_rstd, N, C,
+        layernorm_backward_into(m, l - 1, FP8_FCPROJ, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1,
+                                P(o->ln1_w), a->ln1_mean, a->ln1_rstd, N, C,
                                 l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);
         if (on_ready) on_ready(ctx, l > 0 ? lay->blocks[l - 1].begin : lay->wpe);
     }

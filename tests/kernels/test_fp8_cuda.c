@@ -20,10 +20,11 @@
  *   own tanh is involved, as in test_ops_cuda);
  * - the batched cast (a block's four weights in one launch) against one
  *   fp8_cast_cuda per tensor, bit for bit;
- * - the fused GELU forward + cast, GELU backward + cast and LayerNorm +
- *   cast against the separate passes they replace, bit for bit (bytes,
- *   transpose, amax and counts, the bias gradient, the residual and
- *   statistics);
+ * - the fused GELU forward + cast, GELU backward + cast, LayerNorm + cast
+ *   and LayerNorm backward + cast against the separate passes they
+ *   replace, bit for bit (bytes, transpose, amax and counts, the bias
+ *   gradient, the residual and statistics, the LayerNorm backward's dinp;
+ *   its weight, bias and column sums within a bf16 rounding);
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
  *   steps whose amaxes include 0, NaN, infinity and an overflowing scale,
  *   with the counts added into the underflow totals.
@@ -383,6 +384,91 @@ static void check_layernorm_fp8(int N, int C, int residual, int transpose, cudaS
     for (int k = 0; k < 4; k++) CK(cudaFree(stat[k]));
     free(ha), free(hb), free(wb), free(hs), free(hr);
     void *dev[] = {d_a, d_b, d_wb, res[0], res[1], ln, scale};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
+/* The LayerNorm backward with FP8 output (layernorm_backward_fp8_cuda;
+ * colsum: with dinp's column sums) against the separate passes it
+ * replaces (layernorm_backward_cuda, then fp8_cast_cuda of the new dinp,
+ * E5M2): the same dinp, bytes, transposed bytes, amax and counts, bit for
+ * bit; dweight, dbias and the column sums (added in another order) within
+ * one bf16 rounding: |fused - separate| <= 2^-7 |separate| + 1e-3 of its
+ * rms. */
+static void check_layernorm_backward_fp8(int N, int C, int colsum, cudaStream_t s) {
+    const size_t n = (size_t)N * C;
+    uint16_t *x = xmalloc(n * 2), *d = xmalloc(n * 2), *old = xmalloc(n * 2);
+    uint16_t *sums = xmalloc((size_t)C * 3 * 2), *wb = xmalloc((size_t)C * 4);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = bf16_bits((float)(1.0 + rng_normal(&rng)));
+        d[i] = bf16_bits((float)rng_normal(&rng));
+        old[i] = bf16_bits((float)(0.5 * rng_normal(&rng)));
+    }
+    for (int j = 0; j < 2 * C; j++)
+        wb[j] = bf16_bits((float)(j < C ? 1.0 + 0.2 * rng_normal(&rng) : 0.1 * rng_normal(&rng)));
+    for (int j = 0; j < 3 * C; j++) sums[j] = bf16_bits((float)rng_normal(&rng));
+    void *d_x = dev_copy(x, n * 2), *d_d = dev_copy(d, n * 2), *d_wb = dev_copy(wb, (size_t)C * 4);
+    const void *d_w = d_wb, *d_b = (const uint16_t *)d_wb + C;
+    void *ln, *dinp[2], *grads[2]; /* grads: dweight, dbias, colsum */
+    float *mean, *rstd;
+    CK(cudaMalloc(&ln, n * 2));
+    CK(cudaMalloc((void **)&mean, (size_t)N * 4));
+    CK(cudaMalloc((void **)&rstd, (size_t)N * 4));
+    layernorm_forward_cuda(ln, mean, rstd, d_x, d_w, d_b, N, C, s);
+    for (int k = 0; k < 2; k++) {
+        dinp[k] = dev_copy(old, n * 2);
+        grads[k] = dev_copy(sums, (size_t)C * 3 * 2);
+    }
+    const size_t ws_bytes = layernorm_backward_cuda_workspace_bytes(N, C);
+    void *ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    cast_pair p;
+    cast_pair_alloc(&p, n, 1);
+    float *scale = dev_float(1000.0f);
+    uint16_t *g[2] = {grads[0], grads[1]};
+    layernorm_backward_cuda(dinp[0], g[0], g[0] + C, d_d, d_x, d_w, mean, rstd, N, C,
+                            colsum ? g[0] + 2 * C : NULL, ws, ws_bytes, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], dinp[0], N, C, scale, FP8_E5M2, s);
+    layernorm_backward_fp8_cuda(dinp[1], g[1], g[1] + C, d_d, d_x, d_w, mean, rstd, N, C,
+                                colsum ? g[1] + 2 * C : NULL, ws, ws_bytes, p.o[2], p.o[3],
+                                p.stats[1], scale, FP8_E5M2, s);
+    CK(cudaStreamSynchronize(s));
+    int same, same_t;
+    fp8_cast_stats a[2];
+    cast_pair_compare(&p, &same, &same_t, a);
+    uint16_t *hd = xmalloc(n * 4), *hg = xmalloc((size_t)C * 12);
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMemcpy(hd + k * n, dinp[k], n * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hg + k * 3 * (size_t)C, grads[k], (size_t)C * 6, cudaMemcpyDeviceToHost));
+    }
+    const int same_dinp = !memcmp(hd, hd + n, n * 2);
+    int sums_ok = 1;
+    double worst = 0.0; /* the largest |fused - separate| over its bound */
+    for (int part = 0; part < (colsum ? 3 : 2); part++) {
+        double sq = 0.0;
+        for (int j = 0; j < C; j++) {
+            const double v = bf16_value(hg[part * C + j]);
+            sq += v * v;
+        }
+        const double rms = sqrt(sq / C);
+        for (int j = 0; j < C; j++) {
+            const double a0 = bf16_value(hg[part * C + j]),
+                         b0 = bf16_value(hg[3 * C + part * C + j]);
+            const double bound = ldexp(fabs(a0), -7) + 1e-3 * rms;
+            if (fabs(b0 - a0) > bound) sums_ok = 0;
+            if (fabs(b0 - a0) / bound > worst) worst = fabs(b0 - a0) / bound;
+        }
+    }
+    char what[260];
+    snprintf(what, sizeof what,
+             "LayerNorm backward%s + cast %dx%d: dinp %s, bytes %s, transposed %s, amax %g/%g, "
+             "counts %s, sums %s (worst %.2f of the bound)",
+             colsum ? " (column sums)" : "", N, C, same_dinp ? "same" : "DIFFER",
+             same ? "same" : "DIFFER", same_t ? "same" : "DIFFER", a[0].amax, a[1].amax,
+             same_stats(a[0], a[1]) ? "same" : "DIFFER", sums_ok ? "within" : "BEYOND", worst);
+    check(same && same_t && same_dinp && sums_ok && same_stats(a[0], a[1]) && a[0].amax > 0.0f,
+          what);
+    free(x), free(d), free(old), free(sums), free(wb), free(hd), free(hg);
+    void *dev[] = {d_x, d_d, d_wb, ln, mean, rstd, dinp[0], dinp[1], grads[0], grads[1], ws, scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
@@ -855,6 +941,13 @@ int main(void) {
     check_layernorm_fp8(40, 200, 1, 0, s);
     check_gelu_backward_cast(256, 3072, s);
     check_gelu_backward_cast(144, 200, s);
+    /* several chunks a block (the tiles taken in turn) and a last chunk of
+     * 16 rows; 1558M's width (7 warps a row); a row a warp; one partial
+     * vector group (C = 200) */
+    check_layernorm_backward_fp8(16400, 768, 1, s);
+    check_layernorm_backward_fp8(4112, 1600, 1, s);
+    check_layernorm_backward_fp8(2048, 64, 0, s);
+    check_layernorm_backward_fp8(144, 200, 1, s);
     check_scaling(4, 1, 1, s);
     check_scaling(1, 0, 1, s);
     check_scaling(8, 2, 4, s);

@@ -1,7 +1,8 @@
 /* LayerNorm on the GPU: bf16 tensors, fp32 statistics and math (eps 1e-5,
  * biased variance, as GPT-2), the fused residual add + LayerNorm, and the
  * forward whose output is cast to FP8 for the FP8 linear layers (its
- * design at layernorm_forward_fp8_kernel).
+ * design at layernorm_forward_fp8_kernel), and the backward whose new dinp
+ * is also cast to FP8 (layernorm_backward_fp8_kernel).
  *
  * Forward: one warp per row. The row is read once with 16-byte loads into
  * registers (VPL vectors of 8 per lane, a template parameter, so the arrays
@@ -229,6 +230,106 @@ static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM>, 1)
                              v, db, dw, cs);
 }
 
+/* The backward with FP8 output (fp8_layers' E5M2 output gradient of the
+ * projection before the LayerNorm, which the new dinp is): each row's new
+ * dinp, as stored in bf16, cast with the tensor's scale (the bytes and
+ * stats fp8_cast_cuda of the stored dinp would give), and its transposed
+ * copy. The rows and sums as layernorm_backward_kernel's, but a block's
+ * run is whole chunks of LN_FP8_ROWS rows: the groups (producers) put each
+ * row's FP8 bytes also into the chunk's tile (two tiles in turn, laid out
+ * as the forward's), and LN_BWD_FP8_WRITERS more warps write a chunk's
+ * transposed copy as soon as every group has passed it (named barrier
+ * TILE_FULL + tile), then free its tile (TILE_FREE + tile) for the chunk
+ * after next: the groups never wait for the transposed stores, nor for
+ * each other at a chunk's end. */
+enum { LN_BWD_FP8_WRITERS = 2, TILE_FULL = 12, TILE_FREE = 14 }; /* barriers 12-15 */
+/* at most the column-sum variant's threads, with or without the column
+ * sums: 768 would spill the other's cast */
+enum { LN_BWD_FP8_THREADS = LN_BWD_THREADS<true> };
+
+/* Where the FP8 backward's two tiles start in its shared memory: after the
+ * sums (ln_bwd_sums_bytes), 16-byte aligned. */
+static __host__ __device__ size_t ln_bwd_fp8_tiles_offset(int C, int group_warps, int groups,
+                                                          bool colsum) {
+    return (ln_bwd_sums_bytes(C, group_warps, groups, colsum) + 15) / 16 * 16;
+}
+
+template <bool COLSUM>
+static __global__ void __launch_bounds__(LN_BWD_FP8_THREADS, 1)
+    layernorm_backward_fp8_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+                                  const bf16 *weight, const float *mean, const float *rstd, int N,
+                                  int C, int rows_per_block, int group_warps, int groups,
+                                  uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                  const float *scale_ptr, fp8_format f) {
+    constexpr int NSUM = COLSUM ? 3 : 2;
+    extern __shared__ float4 sh4[];
+    __shared__ fp8_block_scratch block_stats;
+    float *block_sums = reinterpret_cast<float *>(sh4);
+    const int group_threads = group_warps * 32, producers = groups * group_threads;
+    const int group = threadIdx.x / group_threads, v = threadIdx.x % group_threads;
+    float2 *row_parts = reinterpret_cast<float2 *>(block_sums + NSUM * C) + group * 2 * group_warps;
+    const int row_words = fp8_row_words(C);
+    uint32_t *tiles = reinterpret_cast<uint32_t *>(sh4) +
+                      ln_bwd_fp8_tiles_offset(C, group_warps, groups, COLSUM) / 4;
+    const bool active = group < groups && v < C / 8;
+    float db[8], dw[8], cs[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) db[i] = dw[i] = cs[i] = 0.f;
+    const int r0 = blockIdx.x * rows_per_block, row1 = min(N, r0 + rows_per_block);
+    const int chunks = (row1 - r0 + LN_FP8_ROWS - 1) / LN_FP8_ROWS;
+    int row = r0 + group;
+    fp8_thread_stats seen = {0, 0, 0};
+    if (threadIdx.x < producers) {
+        const float scale = *scale_ptr;
+        const uint4 w8 =
+            active ? *reinterpret_cast<const uint4 *>(weight + v * 8) : make_uint4(0, 0, 0, 0);
+        ln_bwd_row cur;
+        if (row < row1) ln_bwd_load(cur, row, v, active, dinp, dout, inp, mean, rstd, C);
+        int parity = 0;
+        for (int k = 0; k < chunks; k++) {
+            uint32_t *tile = tiles + (size_t)(k & 1) * LN_FP8_ROWS * row_words;
+            if (k >= 2) named_bar_sync(TILE_FREE + (k & 1), blockDim.x);
+            const int end = min(row1, r0 + (k + 1) * LN_FP8_ROWS);
+            for (; row < end; row += groups, parity ^= 1) {
+                ln_bwd_row next;
+                if (row + groups < row1)
+                    ln_bwd_load(next, row + groups, v, active, dinp, dout, inp, mean, rstd, C);
+                const uint4 d = ln_bwd_row_step<COLSUM>(cur, w8, dinp, row, v, active, C,
+                                                        row_parts + parity * group_warps, group,
+                                                        group_warps, db, dw, cs);
+                if (active) {
+                    const uint32_t w[4] = {d.x, d.y, d.z, d.w};
+                    const uint2 p = fp8_cast8(w, scale, f, seen);
+                    *reinterpret_cast<uint2 *>(out + (size_t)row * C + v * 8) = p;
+                    const int r = row - r0 - k * LN_FP8_ROWS, swap = r >= 16 ? 16 : 0;
+                    *reinterpret_cast<uint2 *>(tile + (size_t)r * row_words + ((2 * v) ^ swap)) = p;
+                }
+                cur = next;
+            }
+            named_bar_arrive(TILE_FULL + (k & 1), blockDim.x);
+        }
+    } else { /* the transposed copy's writers, as the forward's */
+        const int writers = blockDim.x - producers;
+        for (int k = 0; k < chunks; k++) {
+            const uint32_t *tile = tiles + (size_t)(k & 1) * LN_FP8_ROWS * row_words;
+            named_bar_sync(TILE_FULL + (k & 1), blockDim.x);
+            const int c0 = r0 + k * LN_FP8_ROWS;
+            const int halves = min(LN_FP8_ROWS, row1 - c0) / 16; /* N % 16 == 0 */
+            for (int t = threadIdx.x - producers; t < C / 4 * 2; t += writers) {
+                const int w = t >> 1, h = t & 1;
+                if (h >= halves) continue;
+                fp8_store_transposed16(out_t, N, c0 + 16 * h, 4 * w, [&](int i) {
+                    return tile[(size_t)(16 * h + i) * row_words + (w ^ (16 * h))];
+                });
+            }
+            if (k + 2 < chunks) named_bar_arrive(TILE_FREE + (k & 1), blockDim.x);
+        }
+    }
+    fp8_block_stats(seen, stats, block_stats);
+    ln_bwd_block_end<COLSUM>(block_sums, partials, row, row1, C, group, groups, group_warps, active,
+                             v, db, dw, cs);
+}
+
 /* Column j of the (nblocks, nsum C) partials summed over blocks in
  * column_sum_fixed_order's order. Columns [0, C) go to dbias, [C, 2C) to
  * dweight, [2C, 3C) (nsum 3) to colsum. */
@@ -367,6 +468,20 @@ extern "C" void layernorm_forward_fp8_cuda(void *residual, uint8_t *out, uint8_t
                                          pbias, N, C, scale, f, stream);
 }
 
+/* The FP8 backward's row groups (C valid): as the plain kernel's, less the
+ * transposed copy's writer warps; returns how many. */
+static int ln_bwd_fp8_groups(int C, int *group_warps) {
+    *group_warps = (C / 8 + 31) / 32;
+    return (LN_BWD_FP8_THREADS / 32 - LN_BWD_FP8_WRITERS) / *group_warps;
+}
+
+/* The FP8 backward's shared memory at C: the sums, then two tiles. */
+static size_t ln_bwd_fp8_smem(int C, bool colsum) {
+    int group_warps = 0;
+    const int groups = ln_bwd_fp8_groups(C, &group_warps);
+    return ln_bwd_fp8_tiles_offset(C, group_warps, groups, colsum) + 2 * (size_t)fp8_tile_bytes(C);
+}
+
 extern "C" size_t layernorm_backward_cuda_workspace_bytes(int N, int C) {
     return (size_t)ln_bwd_blocks(N) * 3 * (size_t)C * sizeof(float);
 }
@@ -411,6 +526,59 @@ static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const 
         dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups);
     CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
     return nblocks;
+}
+
+/* Launches the FP8 backward's kernel on whole chunks of LN_FP8_ROWS rows a
+ * block (at most ln_bwd_blocks(N) blocks: the workspace's partials);
+ * returns the number of blocks. */
+template <bool COLSUM>
+static int launch_backward_fp8(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
+                               const bf16 *weight, const float *mean, const float *rstd, int N,
+                               int C, uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                               const float *scale, fp8_format f, cudaStream_t stream) {
+    int group_warps = 0;
+    const int groups = ln_bwd_fp8_groups(C, &group_warps);
+    const int chunks = (N + LN_FP8_ROWS - 1) / LN_FP8_ROWS;
+    const int most = chunks < sm_count() ? chunks : sm_count();
+    const int rows = (chunks + most - 1) / most * LN_FP8_ROWS;
+    const int nblocks = (N + rows - 1) / rows;
+    auto kernel = layernorm_backward_fp8_kernel<COLSUM>;
+    static size_t largest = 0; /* the limit every C up to the kernels' largest needs */
+    if (largest == 0)
+        for (int c = 8; c <= 32 * 8 * LN_MAX_VPL; c += 8)
+            if (ln_bwd_fp8_smem(c, COLSUM) > largest) largest = ln_bwd_fp8_smem(c, COLSUM);
+    static unsigned long long raised = 0; /* devices whose limit is set */
+    raise_smem_limit(kernel, largest, raised);
+    kernel<<<nblocks, (groups * group_warps + LN_BWD_FP8_WRITERS) * 32, ln_bwd_fp8_smem(C, COLSUM),
+             stream>>>(dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps,
+                       groups, out, out_t, stats, scale, f);
+    CUDA_CHECK_LAUNCH("layernorm_backward_fp8_kernel");
+    return nblocks;
+}
+
+extern "C" void layernorm_backward_fp8_cuda(void *dinp, void *dweight, void *dbias,
+                                            const void *dout, const void *inp, const void *weight,
+                                            const float *mean, const float *rstd, int N, int C,
+                                            void *dinp_colsum, void *workspace,
+                                            size_t workspace_bytes, uint8_t *out, uint8_t *out_t,
+                                            fp8_cast_stats *stats, const float *scale, fp8_format f,
+                                            cudaStream_t stream) {
+    const char *name = "layernorm_backward_fp8_cuda";
+    if (!out || !out_t || !stats || !scale)
+        FAIL("%s: out, out_t, stats and scale are required", name);
+    if (N % 16 != 0)
+        FAIL("%s: %d rows: a multiple of 16 is needed for the transposed copy", name, N);
+    const void *ptrs[] = {out, out_t};
+    for (const void *p : ptrs) check_aligned(name, p);
+    if (!ln_bwd_check(name, dinp, dout, inp, weight, N, C, dinp_colsum, workspace_bytes)) return;
+    float *partials = (float *)workspace;
+    const bf16 *pd = (const bf16 *)dout, *pi = (const bf16 *)inp, *pw = (const bf16 *)weight;
+    const int nblocks =
+        dinp_colsum ? launch_backward_fp8<true>((bf16 *)dinp, partials, pd, pi, pw, mean, rstd, N,
+                                                C, out, out_t, stats, scale, f, stream)
+                    : launch_backward_fp8<false>((bf16 *)dinp, partials, pd, pi, pw, mean, rstd, N,
+                                                 C, out, out_t, stats, scale, f, stream);
+    ln_bwd_reduce(dweight, dbias, dinp_colsum, partials, nblocks, C, stream);
 }
 
 extern "C" void layernorm_backward_cuda(void *dinp, void *dweight, void *dbias, const void *dout,

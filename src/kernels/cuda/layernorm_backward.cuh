@@ -38,12 +38,14 @@ static __device__ __forceinline__ unsigned ln_bwd_offset(int row, int v, int C) 
 /* One row of the backward by its group: the row's two sums across the
  * group's warps (added in warp order, through the slot of the row's
  * parity), the thread's dbias, dweight (and COLSUM: new dinp's column)
- * sums, and its 8 channels of dinp stored. */
+ * sums, and its 8 channels of dinp stored; returns them (packed bf16; 0
+ * where the thread has no channels). */
 template <bool COLSUM>
-static __device__ __forceinline__ void
-ln_bwd_row_step(const ln_bwd_row &cur, const uint4 &w8, bf16 *dinp, int row, int v, bool active,
-                int C, float2 *slot, int group, int group_warps, float (&db)[8], float (&dw)[8],
-                float (&cs)[8]) {
+static __device__ __forceinline__ uint4 ln_bwd_row_step(const ln_bwd_row &cur, const uint4 &w8,
+                                                        bf16 *dinp, int row, int v, bool active,
+                                                        int C, float2 *slot, int group,
+                                                        int group_warps, float (&db)[8],
+                                                        float (&dw)[8], float (&cs)[8]) {
     float sg = 0.f, sgx = 0.f;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -67,7 +69,7 @@ ln_bwd_row_step(const ln_bwd_row &cur, const uint4 &w8, bf16 *dinp, int row, int
         }
     }
     const float g_mean = sg / (float)C, gx_mean = sgx / (float)C;
-    if (!active) return;
+    if (!active) return make_uint4(0, 0, 0, 0);
     /* a pair of values at a time, rounded as stored (and summed so with
      * COLSUM) before the next pair: fewer live registers */
     uint32_t packed[4];
@@ -87,8 +89,9 @@ ln_bwd_row_step(const ln_bwd_row &cur, const uint4 &w8, bf16 *dinp, int row, int
             cs[2 * j + 1] += __uint_as_float(packed[j] & 0xffff0000u);
         }
     }
-    *reinterpret_cast<uint4 *>(dinp + ln_bwd_offset(row, v, C)) =
-        make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    const uint4 out = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+    *reinterpret_cast<uint4 *>(dinp + ln_bwd_offset(row, v, C)) = out;
+    return out;
 }
 
 /* The end of a block of the backward, by every thread of it: a group with
@@ -147,7 +150,8 @@ static inline int ln_bwd_groups(int C, bool colsum, int *group_warps) {
 /* Shared memory of a block's sums: dbias, dweight and (colsum) the new
  * dinp's column sums, C floats each, then each group's per-warp row sums,
  * two slots (by row parity) of group_warps float2. */
-static inline size_t ln_bwd_sums_bytes(int C, int group_warps, int groups, bool colsum) {
+static inline __host__ __device__ size_t ln_bwd_sums_bytes(int C, int group_warps, int groups,
+                                                           bool colsum) {
     return (size_t)(colsum ? 3 : 2) * C * sizeof(float) + (size_t)groups * 2 * group_warps * 8;
 }
 

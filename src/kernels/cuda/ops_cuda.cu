@@ -356,6 +356,17 @@ static void cuda_fp8_gelu_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *sta
     fp8_gelu_cast_cuda(out, out_t, stats, pre, rows, cols, scale, format, g.stream);
 }
 
+static void cuda_layernorm_backward_fp8(void *dinp, void *dweight, void *dbias, const void *dout,
+                                        const void *inp, const void *weight, const float *mean,
+                                        const float *rstd, int N, int C, void *dinp_colsum,
+                                        uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
+                                        const float *scale, fp8_format format) {
+    const size_t bytes = layernorm_backward_cuda_workspace_bytes(N, C);
+    layernorm_backward_fp8_cuda(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                dinp_colsum, scratch(bytes), bytes, out, out_t, stats, scale,
+                                format, g.stream);
+}
+
 static void cuda_fp8_gelu_backward_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats,
                                         void *colsum, const void *d, const void *pre, int rows,
                                         int cols, const float *scale, fp8_format format) {
@@ -505,6 +516,7 @@ extern "C" const kernel_ops ops_cuda = {
     .layernorm_forward_fp8 = cuda_layernorm_forward_fp8,
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
+    .layernorm_backward_fp8 = cuda_layernorm_backward_fp8,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_residual_forward_fp8 = cuda_matmul_residual_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
