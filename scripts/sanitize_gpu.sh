@@ -17,7 +17,9 @@
 # is wgmma_linear_kernel.) The script fails (exit 1) on any error in our
 # kernels, on an error it cannot attribute, or on a tool that did not
 # finish.
-# usage: [SANITIZE_TIMEOUT=400] scripts/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
+# SANITIZE_ARGS adds trainer keys (e.g. "fp8=1": the FP8 casts, the fused
+# LayerNorm and GELU passes and the FP8 products instead of the bf16 ones).
+# usage: [SANITIZE_TIMEOUT=400] [SANITIZE_ARGS="k=v ..."] scripts/sanitize_gpu.sh [BUILD_DIR] [TOOL ...]
 #        (default tools: memcheck racecheck; exit 124 in the table: a tool ran out of time)
 set -uo pipefail
 build=${1:-build}; shift || true
@@ -33,7 +35,7 @@ for tool in $tools; do
   timeout "${SANITIZE_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --print-limit 100000 \
     "$build/gpt2_ddp" configs/tiny.ini device=cuda n_embd=128 n_head=2 micro_batch=4 seq_len=128 \
     total_batch=1024 max_steps=2 warmup_steps=1 eval_every=2 eval_batches=1 log_every=1 \
-    checkpoint_every=0 resume=none out_dir="$out" run_name="$tool" >"$log" 2>&1
+    checkpoint_every=0 resume=none out_dir="$out" run_name="$tool" ${SANITIZE_ARGS:-} >"$log" 2>&1
   rc=$?
   # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
   summary=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$log" | tail -1 | sed -E 's/^=+ //')
