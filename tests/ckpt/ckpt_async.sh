@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checkpoints saved in the background (checkpoint_async=true on CPU ranks,
-# tiny config, a save every 4 of 20 steps), each against an uninterrupted
+# tiny config at half width, a save every 4 of 20 steps), each against an uninterrupted
 # run of the same rank count whose saves waited (checkpoint_async=false):
 #  (1) np = 1, 2, 3: the run killed (SIGKILL, every rank) once step 8's
 #      save was published, then the same command again: it resumes from the
@@ -22,9 +22,11 @@ set -euo pipefail
 bin=$1 work=$2
 source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
-# total_batch divides into 1, 2 and 3 ranks of micro_batch 2 x seq_len 64
-run=(configs/tiny.ini max_steps=20 warmup_steps=2 eval_every=0 log_every=1 checkpoint_every=4
-     micro_batch=2 total_batch=768 out_dir="$work")
+# What is tested is the saves, not the steps: the tiny model at half its
+# width (a checkpoint of half the bytes), and total_batch divided into 1, 2
+# and 3 ranks of micro_batch 1 x seq_len 64 (6, 3 and 2 micro-steps).
+run=(configs/tiny.ini n_embd=32 max_steps=20 warmup_steps=2 eval_every=0 log_every=1 checkpoint_every=4
+     micro_batch=1 total_batch=384 out_dir="$work")
 check() { /usr/bin/python3 tests/lib/ckpt_check.py "$@"; }
 
 # equal_to_reference NAME NP RESUMED_LOG: the resumed run's losses after

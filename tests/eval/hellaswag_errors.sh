@@ -3,6 +3,7 @@
 # and gpt2_eval with exit code 2 and a message naming the file and line and
 # what is wrong there; so do hellaswag_data without evaluations and bad
 # gpt2_eval arguments. The malformed lines are tests/lib/hellaswag_data.py's.
+# The good file is evaluated by a run and by gpt2_eval.
 # usage: hellaswag_errors.sh GPT2_DDP GPT2_EVAL WORK_DIR
 set -uo pipefail
 bin=$1 eval=$2 work=$3
@@ -63,9 +64,15 @@ expect 2 "label_range\.jsonl:3: \"label\" = 4" \
 [ "$(grep -c 'error:' "$work/err")" -eq 1 ] || { echo "FAIL: 2 ranks printed the error $(grep -c 'error:' "$work/err") times"; failed=1; }
 ls "$work/runs/np2" 2>/dev/null | grep -q . && { echo "FAIL: a refused run wrote files: $(ls "$work/runs/np2")"; failed=1; }
 
+# The good file in a run (the one whose model.h5 gpt2_eval reads below):
+# the trainer's own HellaSwag evaluation, logged. Under the sanitizers this
+# is the run that reads a good file through the trainer's path.
+"$bin" "${run[@]}" run_name=weights eval_every=1 log_every=0 hellaswag_data="$work/good.jsonl" \
+  >"$work/weights.log" 2>&1 || { cat "$work/weights.log"; exit 1; }
+grep -q '^{"type":"hellaswag","step":1,.*"n":5,' "$work/runs/weights/metrics.jsonl" ||
+  { echo "FAIL: the run logged no HellaSwag record of the 5 examples"; cat "$work/weights.log"; failed=1; }
+
 # gpt2_eval: the same file errors, and its arguments.
-"$bin" "${run[@]}" run_name=weights eval_every=0 log_every=0 >"$work/weights.log" 2>&1 ||
-  { cat "$work/weights.log"; exit 1; }
 w="$work/runs/weights/model.h5"
 expect 2 "^gpt2_eval.*--hellaswag: .*not_json\.jsonl:3: not valid JSON" \
   "$eval" --weights "$w" --hellaswag "$work/not_json.jsonl"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Muon on CPU ranks (tiny config, optimizer=muon, global batch 3072 tokens,
-# micro-batch 4: grad_accum 12, 6 and 4 at 1, 2 and 3 ranks):
+# Muon on CPU ranks (tiny config, optimizer=muon, global batch 1536 tokens,
+# micro-batch 2: grad_accum 12, 6 and 4 at 1, 2 and 3 ranks):
 #  (1) 12 steps on 1, 2 and 3 ranks give the same losses within 1e-5
 #      relative (each matrix is orthogonalised whole on the rank that owns
 #      it; the sums of gradients run in another order at another rank
@@ -16,7 +16,7 @@ set -euo pipefail
 bin=$1 work=$2
 source "$(dirname "$0")/../lib/ckpt_lib.sh"
 fresh_dir "$work"
-run=(configs/tiny.ini optimizer=muon micro_batch=4 total_batch=3072 max_steps=12 warmup_steps=2
+run=(configs/tiny.ini optimizer=muon micro_batch=2 total_batch=1536 max_steps=12 warmup_steps=2
      eval_every=0 log_every=1 checkpoint_every=4 checkpoint_async=false out_dir="$work")
 
 for np in 1 2 3; do
