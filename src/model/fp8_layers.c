@@ -320,7 +320,7 @@ void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_lin
                             const void *weight, const float *mean, const float *rstd, int N, int C,
                             void *dinp_colsum) {
     const int i = linear_index(f, l, id), t = tensor_of(i, T_DOUT);
-    if (!ops->layernorm_backward_fp8 || !f->bootstrapped[t] || N % 16 != 0) {
+    if (!ops->layernorm_backward_fp8 || !f->bootstrapped[t]) {
         ops->layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
                                 dinp_colsum); /* the linear's backward casts (bootstraps) it */
         return;

@@ -133,6 +133,23 @@ static __global__ void __launch_bounds__(LN_THREADS)
  * 16-byte stores: one full sector. */
 static __host__ __device__ int fp8_row_words(int C) { return (C / 4 + 31) / 32 * 32; }
 
+/* Such a tile's first `rows` rows (N % 16 == 0) transposed into out_t from
+ * row row0 on, C columns, by the threads first, first + stride, ... (the
+ * forward's, and the FP8 backward's writer warps). */
+static __device__ __forceinline__ void fp8_tile_store_transposed(uint8_t *out_t, int N, int row0,
+                                                                 int rows, const uint32_t *tile,
+                                                                 int row_words, int C, int first,
+                                                                 int stride) {
+    const int halves = min(LN_FP8_ROWS, rows) / 16;
+    for (int t = first; t < C / 4 * 2; t += stride) {
+        const int w = t >> 1, h = t & 1;
+        if (h >= halves) continue;
+        fp8_store_transposed16(out_t, N, row0 + 16 * h, 4 * w, [&](int i) {
+            return tile[(size_t)(16 * h + i) * row_words + (w ^ (16 * h))];
+        });
+    }
+}
+
 template <int VPL, bool RESIDUAL, bool TRANSPOSE>
 static __global__ void __launch_bounds__(LN_THREADS)
     layernorm_forward_fp8_kernel(bf16 *residual, uint8_t *out, uint8_t *out_t,
@@ -163,15 +180,9 @@ static __global__ void __launch_bounds__(LN_THREADS)
         fp8_block_stats(seen, stats, block_stats);
     else if (TRANSPOSE)
         __syncthreads();
-    if (!TRANSPOSE) return;
-    const int halves = min(LN_FP8_ROWS, N - r0) / 16; /* N % 16 == 0 */
-    for (int t = threadIdx.x; t < C / 4 * 2; t += LN_THREADS) {
-        const int w = t >> 1, h = t & 1;
-        if (h >= halves) continue;
-        fp8_store_transposed16(out_t, N, r0 + 16 * h, 4 * w, [&](int i) {
-            return fp8_rows[(size_t)(16 * h + i) * row_words + (w ^ (16 * h))];
-        });
-    }
+    if (TRANSPOSE)
+        fp8_tile_store_transposed(out_t, N, r0, N - r0, fp8_rows, row_words, C, threadIdx.x,
+                                  LN_THREADS);
 }
 
 /* One row's inputs (ln_bwd_row) loaded into registers. */
@@ -314,14 +325,8 @@ static __global__ void __launch_bounds__(LN_BWD_FP8_THREADS, 1)
             const uint32_t *tile = tiles + (size_t)(k & 1) * LN_FP8_ROWS * row_words;
             named_bar_sync(TILE_FULL + (k & 1), blockDim.x);
             const int c0 = r0 + k * LN_FP8_ROWS;
-            const int halves = min(LN_FP8_ROWS, row1 - c0) / 16; /* N % 16 == 0 */
-            for (int t = threadIdx.x - producers; t < C / 4 * 2; t += writers) {
-                const int w = t >> 1, h = t & 1;
-                if (h >= halves) continue;
-                fp8_store_transposed16(out_t, N, c0 + 16 * h, 4 * w, [&](int i) {
-                    return tile[(size_t)(16 * h + i) * row_words + (w ^ (16 * h))];
-                });
-            }
+            fp8_tile_store_transposed(out_t, N, c0, row1 - c0, tile, row_words, C,
+                                      threadIdx.x - producers, writers);
             if (k + 2 < chunks) named_bar_arrive(TILE_FREE + (k & 1), blockDim.x);
         }
     }
