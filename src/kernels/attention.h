@@ -26,6 +26,9 @@ void attention_backward_cpu(float *dqkv, const float *dout, const float *qkv, co
  * `stream`. */
 #if (defined(GPT2_HAVE_CUDA) && GPT2_HAVE_CUDA) || defined(__CUDACC__)
 #include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fp8.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -66,6 +69,17 @@ void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, cons
                              const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
                              void *workspace, const attention_cuda_options *opt,
                              cudaStream_t stream);
+/* attention_backward_cuda followed by fp8_cast_cuda of dqkv (B*T rows of 3C)
+ * into out8 and out8_t (kernels/fp8.h: the same bytes and stats), in one
+ * pass fewer: dQ goes from the fp32 accumulator into the cast, and dqkv's
+ * q part (its first C columns) is left unwritten (out8 holds it). With T
+ * not a multiple of 64 the two run as they are (the q part written). The
+ * FP8 output gradient of the qkv projection, for its FP8 backward. */
+void attention_backward_fp8_cuda(void *dqkv, const void *dout, const void *qkv, const void *out,
+                                 const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
+                                 void *workspace, const attention_cuda_options *opt, uint8_t *out8,
+                                 uint8_t *out8_t, fp8_cast_stats *stats, const float *scale,
+                                 fp8_format f, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif

@@ -331,6 +331,19 @@ void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_lin
     f->dout_ready = i;
 }
 
+void fp8_attention_backward(fp8_layers *f, const kernel_ops *ops, int l, void *dqkv,
+                            const void *dout, const void *qkv, const void *out, const float *lse,
+                            int B, int T, int C, int NH, void *dqkv_colsum) {
+    const int i = linear_index(f, l, FP8_QKV), t = tensor_of(i, T_DOUT);
+    if (!ops->attention_backward_fp8 || !f->bootstrapped[t]) {
+        ops->attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum);
+        return; /* the linear's backward casts (bootstraps) it */
+    }
+    ops->attention_backward_fp8(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, f->g8, f->g8_t,
+                                f->s.stats + t, f->s.scale + (size_t)t * STRIDE, FP8_E5M2);
+    f->dout_ready = i;
+}
+
 /* The strided device array's n values into dense (host). */
 static void download_strided(const kernel_ops *ops, float *dense, const float *dev, int n) {
     float *all = xmalloc((size_t)n * STRIDE * sizeof(float));

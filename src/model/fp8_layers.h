@@ -138,6 +138,14 @@ void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_lin
                             void *dweight, void *dbias, const void *dout, const void *inp,
                             const void *weight, const float *mean, const float *rstd, int N, int C,
                             void *dinp_colsum);
+/* The attention backward of block l, as ops->attention_backward: its dqkv
+ * is attn.c_attn's output gradient, which goes into its FP8 copy in the
+ * same pass (where the backend has it and the tensor's scale is known
+ * after its first cast; dqkv's q part is then not written), for that
+ * linear's backward (next, with N = B * T). */
+void fp8_attention_backward(fp8_layers *f, const kernel_ops *ops, int l, void *dqkv,
+                            const void *dout, const void *qkv, const void *out, const float *lse,
+                            int B, int T, int C, int NH, void *dqkv_colsum);
 /* With recompute_gelu, before mlp.c_proj's backward in block l: casts
  * gelu(pre) (pre: mlp.c_fc's output, N tokens) again into that layer's
  * transposed FP8 input, the bytes its forward cast at the same scale. */

@@ -384,7 +384,12 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         linear_backward(m, l, FP8_ATTPROJ, m->dln, G(o->attproj_w), NULL, m->dres, a->atty,
                         P(o->attproj_w), NULL, N, C, C, NULL);
         /* c_attn's bias gradient (dqkv's column sums) comes with it */
-        ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH, G(o->qkv_b));
+        if (m->fp8) /* with attn.c_attn's FP8 output gradient cast on the way */
+            fp8_attention_backward(m->fp8, ops, l, m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T,
+                                   C, NH, G(o->qkv_b));
+        else
+            ops->attention_backward(m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T, C, NH,
+                                    G(o->qkv_b));
         linear_backward(m, l, FP8_QKV, m->dln, G(o->qkv_w), NULL, m->dqkv, a->ln1, P(o->qkv_w),
                         NULL, N, C, 3 * C, NULL);
         layernorm_backward_into(m, l - 1, FP8_FCPROJ, G(o->ln1_w), G(o->ln1_b), m->dln, a->res1,

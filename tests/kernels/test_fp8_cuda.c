@@ -25,6 +25,13 @@
  *   replace, bit for bit (bytes, transpose, amax and counts, the bias
  *   gradient, the residual and statistics, the LayerNorm backward's dinp;
  *   its weight, bias and column sums within a bf16 rounding);
+ * - the attention backward + cast of dqkv (attention_backward_fp8_cuda)
+ *   against attention_backward_cuda then fp8_cast_cuda: in the
+ *   deterministic mode bit for bit (bytes, transpose, amax, counts, dK and
+ *   dV, the bias gradient); in the default one, whose dQ sums in no fixed
+ *   order, dQ's bytes within one FP8 step and the rest as before; head
+ *   sizes 64 and 128, a length that is no multiple of 64 (the two passes
+ *   as they are), and on Hopper the mma.sync kernels too;
  * - fp8_scaling_update_cuda against fp8_scale_update, bit for bit, over
  *   steps whose amaxes include 0, NaN, infinity and an overflowing scale,
  *   with the counts added into the underflow totals.
@@ -38,6 +45,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "kernels/attention.h"
 #include "kernels/cuda_info.h"
 #include "kernels/fp8.h"
 #include "kernels/layernorm.h"
@@ -469,6 +477,105 @@ static void check_layernorm_backward_fp8(int N, int C, int colsum, cudaStream_t 
           what);
     free(x), free(d), free(old), free(sums), free(wb), free(hd), free(hg);
     void *dev[] = {d_x, d_d, d_wb, ln, mean, rstd, dinp[0], dinp[1], grads[0], grads[1], ws, scale};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
+/* FP8 bytes a and b within one step of each other: the same sign and
+ * magnitudes (the low 7 bits order like the values) at most 1 apart. */
+static int fp8_near(uint8_t a, uint8_t b) {
+    if (a == b) return 1;
+    if ((a ^ b) & 0x80u) return (a & 0x7fu) + (b & 0x7fu) <= 1; /* +-0 or the smallest */
+    return abs((int)(a & 0x7fu) - (int)(b & 0x7fu)) <= 1;
+}
+
+/* The attention backward with dqkv's FP8 copy written by its last pass
+ * (attention_backward_fp8_cuda) against attention_backward_cuda followed by
+ * fp8_cast_cuda. B x T tokens, NH heads of HS; opt chooses the kernels
+ * and the mode. In the deterministic mode every byte, the stats and the
+ * bias gradient are the same bits; otherwise dQ differs by its summation
+ * order, and its bytes may differ by one FP8 step, the amax and bias
+ * gradient by a bf16 rounding. dK and dV (dqkv's k and v parts) are the
+ * same bits in both; the q part is compared only where the fused path
+ * writes it (T not a multiple of 64). */
+static void check_attention_backward_fp8(int B, int T, int NH, int HS,
+                                         const attention_cuda_options *opt, cudaStream_t s) {
+    const int C = NH * HS, N = B * T;
+    const size_t n3 = (size_t)N * 3 * C, n = (size_t)N * C;
+    uint16_t *qkv = xmalloc(n3 * 2), *dout = xmalloc(n * 2), *sums = xmalloc((size_t)C * 6);
+    for (size_t i = 0; i < n3; i++) qkv[i] = bf16_bits((float)rng_normal(&rng));
+    for (size_t i = 0; i < n; i++) dout[i] = bf16_bits((float)rng_normal(&rng));
+    for (int j = 0; j < 3 * C; j++) sums[j] = bf16_bits((float)rng_normal(&rng));
+    void *d_qkv = dev_copy(qkv, n3 * 2), *d_dout = dev_copy(dout, n * 2), *out, *ws;
+    void *dqkv[2], *colsum[2];
+    float *lse;
+    CK(cudaMalloc(&out, n * 2));
+    CK(cudaMalloc((void **)&lse, (size_t)B * NH * T * 4));
+    const size_t ws_bytes = attention_backward_workspace_bytes(B, T, C, NH);
+    CK(cudaMalloc(&ws, ws_bytes));
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMalloc(&dqkv[k], n3 * 2));
+        CK(cudaMemset(dqkv[k], 0, n3 * 2));
+        colsum[k] = dev_copy(sums, (size_t)C * 6);
+    }
+    attention_forward_cuda(out, lse, d_qkv, B, T, C, NH, opt, s);
+    cast_pair p;
+    cast_pair_alloc(&p, n3, 1);
+    float *scale = dev_float(256.0f);
+    attention_backward_cuda(dqkv[0], d_dout, d_qkv, out, lse, B, T, C, NH, colsum[0], ws, opt, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], dqkv[0], N, 3 * C, scale, FP8_E5M2, s);
+    attention_backward_fp8_cuda(dqkv[1], d_dout, d_qkv, out, lse, B, T, C, NH, colsum[1], ws, opt,
+                                p.o[2], p.o[3], p.stats[1], scale, FP8_E5M2, s);
+    CK(cudaStreamSynchronize(s));
+    const int exact = opt->deterministic, q_written = T % 64 != 0;
+    uint8_t *h[4];
+    for (int k = 0; k < 4; k++) {
+        h[k] = xmalloc(n3);
+        CK(cudaMemcpy(h[k], p.o[k], n3, cudaMemcpyDeviceToHost));
+    }
+    /* bytes: dQ's (columns < C; rows < C of the transposed copy) within a
+     * step unless exact, the others the same */
+    size_t bad = 0, bad_t = 0, steps = 0;
+    for (size_t i = 0; i < n3; i++) {
+        const int q = (int)(i % (3 * C)) < C, q_t = (int)(i / N) < C;
+        bad += h[0][i] != h[2][i] && (exact || !q || !fp8_near(h[0][i], h[2][i]));
+        bad_t += h[1][i] != h[3][i] && (exact || !q_t || !fp8_near(h[1][i], h[3][i]));
+        steps += h[0][i] != h[2][i];
+    }
+    fp8_cast_stats a[2];
+    for (int k = 0; k < 2; k++) a[k] = host_stats(p.stats[k]);
+    const int stats_ok =
+        exact ? same_stats(a[0], a[1]) : fabsf(a[0].amax - a[1].amax) <= ldexpf(a[0].amax, -7);
+    uint16_t *hd = xmalloc(n3 * 4), *hs = xmalloc((size_t)C * 12);
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMemcpy(hd + k * n3, dqkv[k], n3 * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hs + k * 3 * (size_t)C, colsum[k], (size_t)C * 6, cudaMemcpyDeviceToHost));
+    }
+    size_t bad_dqkv = 0;
+    for (size_t i = 0; i < n3; i++)
+        bad_dqkv += ((int)(i % (3 * C)) >= C || q_written) && hd[i] != hd[n3 + i];
+    int sums_ok = 1;
+    double sq = 0.0;
+    for (int j = 0; j < 3 * C; j++) sq += (double)bf16_value(hs[j]) * bf16_value(hs[j]);
+    const double rms = sqrt(sq / (3 * C));
+    for (int j = 0; j < 3 * C; j++) {
+        const double a0 = bf16_value(hs[j]), b0 = bf16_value(hs[3 * C + j]);
+        if (exact ? hs[j] != hs[3 * C + j] : fabs(b0 - a0) > ldexp(fabs(a0), -7) + 1e-3 * rms)
+            sums_ok = 0;
+    }
+    char what[300];
+    snprintf(
+        what, sizeof what,
+        "attention backward + cast B=%d T=%d NH=%d HS=%d (%s%s): bytes %zu off, transposed %zu "
+        "off (%zu within a step), amax %g/%g, counts %llu/%llu, dk dv%s %zu differ, bias "
+        "gradient %s",
+        B, T, NH, HS, attention_cuda_kernels(HS, opt), exact ? ", deterministic" : "", bad, bad_t,
+        steps, a[0].amax, a[1].amax, a[0].nonzero, a[1].nonzero, q_written ? " dq" : "", bad_dqkv,
+        sums_ok ? "within" : "BEYOND");
+    check(!bad && !bad_t && stats_ok && !bad_dqkv && sums_ok && a[0].amax > 0.0f, what);
+    for (int k = 0; k < 4; k++) free(h[k]);
+    cast_pair_compare(&p, &(int){0}, &(int){0}, a); /* frees p */
+    free(qkv), free(dout), free(sums), free(hd), free(hs);
+    void *dev[] = {d_qkv, d_dout, out, lse, ws, dqkv[0], dqkv[1], colsum[0], colsum[1], scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
@@ -948,6 +1055,18 @@ int main(void) {
     check_layernorm_backward_fp8(4112, 1600, 1, s);
     check_layernorm_backward_fp8(2048, 64, 0, s);
     check_layernorm_backward_fp8(144, 200, 1, s);
+    { /* 124M's heads at T = 1024, head size 128, a length that is no
+       * multiple of 64; the default mode; the mma.sync kernels on Hopper */
+        const attention_cuda_options det = {true, true}, dflt = {true, false}, mma = {false, false};
+        if (attention_cuda_options_supported(&det)) {
+            check_attention_backward_fp8(4, 1024, 12, 64, &det, s);
+            check_attention_backward_fp8(2, 512, 8, 128, &det, s);
+            check_attention_backward_fp8(3, 80, 4, 64, &det, s);
+        }
+        check_attention_backward_fp8(4, 1024, 12, 64, &dflt, s);
+        check_attention_backward_fp8(2, 320, 4, 128, &dflt, s);
+        check_attention_backward_fp8(2, 256, 4, 64, &mma, s);
+    }
     check_scaling(4, 1, 1, s);
     check_scaling(1, 0, 1, s);
     check_scaling(8, 2, 4, s);

@@ -62,7 +62,10 @@ def calls(label):
 
 
 want(calls("attention_forward") == per_block, f"attention_forward {calls('attention_forward')}/step, want {per_block}")
-want(calls("attention_backward") == per_block, f"attention_backward {calls('attention_backward')}/step")
+# in FP8 (after each tensor's first cast) the backward also casts dqkv
+attn_bwd = (calls("attention_backward") or 0) + (calls("attention_backward_fp8") or 0)
+want(attn_bwd == per_block, f"attention_backward (+ _fp8) {attn_bwd}/step")
+want(a.fp8 or calls("attention_backward_fp8") is None, "attention_backward_fp8 without fp8")
 # in FP8 those whose new dinp is a projection's output gradient also cast it
 ln_bwd = (calls("layernorm_backward") or 0) + (calls("layernorm_backward_fp8") or 0)
 want(ln_bwd == (2 * L + 1) * M, f"layernorm_backward (+ _fp8) {ln_bwd}/step")

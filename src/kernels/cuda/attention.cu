@@ -34,6 +34,11 @@
  * The workspace holds the accumulator, D, the partial sums and the counters
  * (the deterministic mode's turns, the warp-specialized kernel's claims).
  *
+ * With FP8 output (attention_backward_fp8_cuda) step (3) is the cast of
+ * dqkv for the qkv projection's FP8 backward instead (fp8_dqkv_cast.cuh):
+ * it reads dQ from the accumulator and dK, dV from dqkv, and writes the
+ * FP8 copies and dQ's partial sums, not dqkv's bf16 dQ.
+ *
  * Tuning builds (src/kernels/cuda/tuning/) add the families' other tile shapes, run
  * by name in place of the production kernel (tuning/attention_variants.cu,
  * through the helpers below that attention_families.h declares). */
@@ -47,6 +52,7 @@
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dependent_launch.cuh"
+#include "kernels/cuda/fp8_dqkv_cast.cuh"
 #include "kernels/matmul.h" // bias_partials_add_cuda: the fixed-order sum of the partials
 
 namespace {
@@ -204,11 +210,12 @@ void attention_zero_dq_acc(const AttnBwdArgs &a, cudaStream_t stream) {
     CUDA_CHECK(cudaMemsetAsync(a.dq_acc, 0, sizeof(float) * a.B * a.T * a.NH * a.HS, stream));
 }
 
-// (1), the main kernel, (3), and with colsum (not NULL) the column sums.
-// wgmma_layout: main is a wgmma kernel, whose accumulator layout
-// (dq_wgmma_index) the conversion reads.
+// (1), the main kernel, (3) (or with fp8 the cast in its place), and with
+// colsum (not NULL) the column sums. wgmma_layout: main is a wgmma kernel,
+// whose accumulator layout (dq_wgmma_index) the conversion reads.
 void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main,
-                            bool wgmma_layout, void *colsum, cudaStream_t stream) {
+                            bool wgmma_layout, void *colsum, cudaStream_t stream,
+                            const AttnFp8Out *fp8) {
     const int C = a.NH * a.HS;
     const unsigned chunks = (unsigned)sum_chunks(a.B, a.T);
     const dim3 grid(chunks, (C + 255) / 256); // both passes: a chunk's 8-column groups
@@ -221,7 +228,11 @@ void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn m
     main(a, stream);
 
     const float scale = 1.f / sqrtf((float)a.HS);
-    if (wgmma_layout) // a Hopper kernel before it: launched under its last blocks
+    if (fp8) {
+        const fp8_dq_source dq = {a.dq_acc, scale, C, a.T, a.NH, wgmma_layout};
+        fp8_dqkv_cast_launch(fp8->out, fp8->out_t, fp8->stats, a.colsum_part, a.dqkv, dq, a.B * a.T,
+                             fp8->scale, fp8->format, stream);
+    } else if (wgmma_layout) // a Hopper kernel before it: launched under its last blocks
         launch_dependent("attn_dq_convert_kernel", attn_dq_convert_kernel<true>, grid, 256, 0,
                          stream, a.dqkv, a.colsum_part, a.dq_acc, C, scale, a.T, a.NH);
     else {
@@ -259,10 +270,11 @@ extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH
            dq_counters_bytes(B, T, NH) + ws_table_bytes(B, T, NH);
 }
 
-extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,
-                                        const void *out, const float *lse, int B, int T, int C,
-                                        int NH, void *dqkv_colsum, void *workspace,
-                                        const attention_cuda_options *opt, cudaStream_t stream) {
+// attention_backward_cuda, with fp8 (not NULL) the cast in place of (3).
+static void backward(void *dqkv, const void *dout, const void *qkv, const void *out,
+                     const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
+                     void *workspace, const attention_cuda_options *opt, const AttnFp8Out *fp8,
+                     cudaStream_t stream) {
     if (B <= 0 || T <= 0) return;
     const bool wgmma = use_wgmma(opt), deterministic = opt && opt->deterministic;
     if (deterministic && !wgmma)
@@ -273,5 +285,28 @@ extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void
     const AttnBwdArgs a = attention_backward_args(dqkv, dout, qkv, lse, B, T, C, NH, workspace,
                                                   deterministic, dqkv_colsum != nullptr);
     attention_run_backward(a, out, wgmma ? attention_wgmma_backward : attention_mma_backward, wgmma,
-                           dqkv_colsum, stream);
+                           dqkv_colsum, stream, fp8);
+}
+
+extern "C" void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv,
+                                        const void *out, const float *lse, int B, int T, int C,
+                                        int NH, void *dqkv_colsum, void *workspace,
+                                        const attention_cuda_options *opt, cudaStream_t stream) {
+    backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, workspace, opt, nullptr, stream);
+}
+
+extern "C" void attention_backward_fp8_cuda(void *dqkv, const void *dout, const void *qkv,
+                                            const void *out, const float *lse, int B, int T, int C,
+                                            int NH, void *dqkv_colsum, void *workspace,
+                                            const attention_cuda_options *opt, uint8_t *out8,
+                                            uint8_t *out8_t, fp8_cast_stats *stats,
+                                            const float *scale, fp8_format f, cudaStream_t stream) {
+    if (T % SUM_ROWS != 0) { // the cast's 64-row tiles would straddle two chunks of the sums
+        attention_backward_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, workspace, opt,
+                                stream);
+        fp8_cast_cuda(out8, out8_t, stats, dqkv, B * T, 3 * C, scale, f, stream);
+        return;
+    }
+    const AttnFp8Out fp8 = {out8, out8_t, stats, scale, f};
+    backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, workspace, opt, &fp8, stream);
 }

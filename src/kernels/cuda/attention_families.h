@@ -75,12 +75,22 @@ void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 // colsum); and the backward around the main kernel `main`: the pass before
 // it, it, the dQ conversion after it (wgmma_layout: main is a wgmma kernel,
 // whose dQ layout the conversion reads) and, with colsum (not NULL), the
-// column sums.
+// column sums. With fp8 (not NULL) the conversion is the cast of dqkv that
+// fp8_dqkv_cast.cuh describes instead (B * T and T multiples of 64).
 int attention_head_size(int C, int NH);
 AttnBwdArgs attention_backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse,
                                     int B, int T, int C, int NH, void *workspace,
                                     bool deterministic, bool colsum);
+// Where a backward whose last pass casts dqkv writes (fp8_cast_cuda's
+// out, out_t, stats, scale and format).
+struct AttnFp8Out {
+    uint8_t *out, *out_t;
+    fp8_cast_stats *stats;
+    const float *scale;
+    fp8_format format;
+};
 void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main,
-                            bool wgmma_layout, void *colsum, cudaStream_t stream);
+                            bool wgmma_layout, void *colsum, cudaStream_t stream,
+                            const AttnFp8Out *fp8 = nullptr);
 
 #endif

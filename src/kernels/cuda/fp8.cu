@@ -32,7 +32,16 @@
  * its tile over the tile's 64 rows in row order, the first half of the
  * deterministic column sum that matmul.cu's bias kernels take (the bias
  * gradient of the layer that produced pre), which bias_partials_add_cuda
- * finishes. */
+ * finishes.
+ *
+ * The attention backward's last pass with FP8 output (fp8_dqkv_cast_launch,
+ * fp8_dqkv_cast.cuh) casts dqkv, output gradient of the qkv projection,
+ * whose first C columns (dQ) it takes from the backward's fp32 accumulator
+ * instead: dq * scale rounded to bf16, the values attention.cu's conversion
+ * pass would store, so that the bytes are those of the conversion and then
+ * the cast; the bf16 dQ itself is not written. It also sums those columns
+ * per 64-position chunk in the conversion's order (attention_tiles.cuh's
+ * partials), so that the bias gradient is the same bits too. */
 #include "kernels/fp8.h"
 
 #include <cuda_bf16.h>
@@ -40,8 +49,12 @@
 #include <float.h>
 #include <stdint.h>
 
+#include "kernels/cuda/attention_tiles.cuh" // dq_wgmma_index, SUM_ROWS
+#include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fp8_convert.cuh"
+#include "kernels/cuda/fp8_dqkv_cast.cuh"
 #include "kernels/cuda/gelu.cuh"
 #include "kernels/matmul.h"
 
@@ -58,22 +71,44 @@ __device__ __forceinline__ int swizzled(int row, int word) {
     return row * CAST_WORDS + (word ^ (((row >> 4) & 3) << 3));
 }
 
-// What a cast casts: its input, gelu(input), or input * gelu'(pre) (the GELU
-// backward, with the column sums of the result).
-enum cast_mode { CAST_PLAIN, CAST_GELU, CAST_GELU_BWD };
+// What a cast casts: its input, gelu(input), input * gelu'(pre) (the GELU
+// backward, with the column sums of the result), or dqkv with dQ from the
+// attention backward's accumulator (with the column sums of dQ).
+enum cast_mode { CAST_PLAIN, CAST_GELU, CAST_GELU_BWD, CAST_DQKV };
+
+static_assert(attention_tiles::SUM_ROWS == CAST_ROWS, "a tile's rows are one chunk of dQ's sums");
+
+// dqkv's 8 columns (c, < dq.C) of row `row` from the accumulator: bf16(acc *
+// scale), as attention.cu's conversion pass stores them.
+__device__ __forceinline__ uint4 dq_load8(const fp8_dq_source &dq, int row, int c) {
+    const int b = row / dq.T, t = row - b * dq.T, HS = dq.C / dq.NH;
+    // 8 consecutive dims stay one 8-float chunk in either layout
+    const size_t at = dq.wgmma_layout
+                          ? attention_tiles::dq_wgmma_index(b, c / HS, t, c % HS, dq.NH, dq.T, HS)
+                          : (size_t)row * dq.C + c;
+    const float4 a = reinterpret_cast<const float4 *>(dq.acc + at)[0];
+    const float4 d = reinterpret_cast<const float4 *>(dq.acc + at)[1];
+    return make_uint4(
+        pack_bf16(a.x * dq.scale, a.y * dq.scale), pack_bf16(a.z * dq.scale, a.w * dq.scale),
+        pack_bf16(d.x * dq.scale, d.y * dq.scale), pack_bf16(d.z * dq.scale, d.w * dq.scale));
+}
 
 // The tile (tile_x, tile_y) of a cast, by the whole block. CAST_GELU_BWD:
 // also the sums of each of the tile's columns over its rows, in row order
-// from 0, into partials[tile_y * cols + column].
+// from 0, into partials[tile_y * cols + column]. CAST_DQKV: columns below
+// dq.C from dq, and the sums of those columns into the same place, in
+// attention.cu's order (rows r, r + 8, ... for each r < 8, then those 8
+// sums in order).
 template <bool TRANSPOSE, cast_mode MODE>
 __device__ __forceinline__ void
 cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
           fp8_cast_stats *__restrict__ stats, const __nv_bfloat16 *__restrict__ in, int rows,
           int cols, const float *__restrict__ scale_ptr, fp8_format f, int tile_x, int tile_y,
-          const __nv_bfloat16 *__restrict__ pre = nullptr, float *__restrict__ partials = nullptr) {
-    constexpr bool BWD = MODE == CAST_GELU_BWD;
+          const __nv_bfloat16 *__restrict__ pre = nullptr, float *__restrict__ partials = nullptr,
+          const fp8_dq_source dq = {}) {
+    constexpr bool BWD = MODE == CAST_GELU_BWD, DQ = MODE == CAST_DQKV, SUMS = BWD || DQ;
     __shared__ __align__(16) uint32_t tile[TRANSPOSE ? CAST_ROWS * CAST_WORDS : 1];
-    __shared__ __align__(16) uint32_t values[BWD ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
+    __shared__ __align__(16) uint32_t values[SUMS ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
     __shared__ fp8_block_scratch block_stats;
     const int r0 = tile_y * CAST_ROWS, c0 = tile_x * CAST_COLS;
     // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
@@ -84,7 +119,10 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
         const int u = threadIdx.x + k * CAST_THREADS, gr = r0 + u / 16, gc = c0 + (u % 16) * 8;
         const size_t at = (size_t)gr * cols + gc;
         inside[k] = gr < rows && gc < cols; // cols % 8 == 0: a vector is all in or all out
-        v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + at) : make_uint4(0, 0, 0, 0);
+        if (DQ && gc < dq.C)                // dq.C % 8 == 0: a vector is all dQ or none
+            v[k] = inside[k] ? dq_load8(dq, gr, gc) : make_uint4(0, 0, 0, 0);
+        else
+            v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + at) : make_uint4(0, 0, 0, 0);
         if (BWD)
             pv[BWD ? k : 0] =
                 inside[k] ? *reinterpret_cast<const uint4 *>(pre + at) : make_uint4(0, 0, 0, 0);
@@ -106,9 +144,9 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
             if (BWD) // d * gelu'(pre) rounded to bf16, as the unfused backward stores it
                 g = __floats2bfloat162_rn(lo * gelu_grad(__uint_as_float(pw[i] << 16)),
                                           hi * gelu_grad(__uint_as_float(pw[i] & 0xFFFF0000u)));
-            if (MODE != CAST_PLAIN) w[i] = *reinterpret_cast<const uint32_t *>(&g);
+            if (MODE == CAST_GELU || BWD) w[i] = *reinterpret_cast<const uint32_t *>(&g);
         }
-        if (BWD) // zeros outside
+        if (SUMS) // zeros outside
             *reinterpret_cast<uint4 *>(&values[r * (CAST_COLS / 2) + c / 2]) =
                 make_uint4(w[0], w[1], w[2], w[3]);
         // zeros outside (gelu(0) = 0), which count neither as nonzero nor as flushed
@@ -118,7 +156,7 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
     }
     if (stats)
         fp8_block_stats(seen, stats, block_stats);
-    else if (TRANSPOSE || BWD)
+    else if (TRANSPOSE || SUMS)
         __syncthreads();
     if (BWD && threadIdx.x < CAST_COLS && c0 + (int)threadIdx.x < cols) {
         const __nv_bfloat16 *column = reinterpret_cast<const __nv_bfloat16 *>(values) + threadIdx.x;
@@ -126,6 +164,19 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
         const int n = min(CAST_ROWS, rows - r0);
         for (int r = 0; r < n; r++) acc += __bfloat162float(column[r * CAST_COLS]);
         partials[(size_t)tile_y * cols + c0 + threadIdx.x] = acc;
+    }
+    if (DQ && partials && threadIdx.x < CAST_COLS && c0 + (int)threadIdx.x < dq.C) {
+        const __nv_bfloat16 *column = reinterpret_cast<const __nv_bfloat16 *>(values) + threadIdx.x;
+        float total = 0.f; // rows % 64 == 0 (fp8_dqkv_cast_launch): whole chunks
+#pragma unroll
+        for (int lane_row = 0; lane_row < 8; lane_row++) {
+            float acc = 0.f;
+#pragma unroll
+            for (int r = lane_row; r < CAST_ROWS; r += 8)
+                acc += __bfloat162float(column[r * CAST_COLS]);
+            total += acc;
+        }
+        partials[(size_t)tile_y * cols + c0 + threadIdx.x] = total;
     }
     if (!TRANSPOSE) return;
     // transposed: lane (group = lane % 4, sub = lane / 4) of warp w reads word w * 8 + sub
@@ -148,6 +199,18 @@ __global__ void __launch_bounds__(CAST_THREADS)
                     const __nv_bfloat16 *__restrict__ pre, float *__restrict__ partials) {
     cast_tile<TRANSPOSE, MODE>(out, out_t, stats, in, rows, cols, scale_ptr, f, blockIdx.x,
                                blockIdx.y, pre, partials);
+}
+
+// The attention backward's last pass with FP8 output: waits for its main
+// kernel (launched by launch_dependent).
+__global__ void __launch_bounds__(CAST_THREADS)
+    fp8_dqkv_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
+                         fp8_cast_stats *__restrict__ stats, const __nv_bfloat16 *__restrict__ dqkv,
+                         int rows, int cols, const float *__restrict__ scale_ptr, fp8_format f,
+                         float *__restrict__ partials, const fp8_dq_source dq) {
+    grid_dependency_wait();
+    cast_tile<true, CAST_DQKV>(out, out_t, stats, dqkv, rows, cols, scale_ptr, f, blockIdx.x,
+                               blockIdx.y, nullptr, partials, dq);
 }
 
 // Several casts in one grid: block b works on the job whose range of tiles
@@ -293,6 +356,23 @@ extern "C" void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_ca
     CUDA_CHECK_LAUNCH("fp8_cast_kernel (GELU backward)");
     if (colsum)
         bias_partials_add_cuda(colsum, partials, (rows + CAST_ROWS - 1) / CAST_ROWS, cols, stream);
+}
+
+void fp8_dqkv_cast_launch(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, float *partials,
+                          const void *dqkv, const fp8_dq_source &dq, int rows, const float *scale,
+                          fp8_format f, cudaStream_t stream) {
+    const int cols = 3 * dq.C;
+    if (rows % CAST_ROWS != 0 || dq.T % CAST_ROWS != 0 || dq.C % 8 != 0 || !out_t || !scale)
+        FAIL("fp8_dqkv_cast_launch: %d rows of T = %d, C = %d: rows and T must be multiples of "
+             "%d, C of 8, with the transposed copy and a scale",
+             rows, dq.T, dq.C, CAST_ROWS);
+    if (((uintptr_t)dqkv | (uintptr_t)out | (uintptr_t)out_t | (uintptr_t)dq.acc) & 15u)
+        FAIL("fp8_dqkv_cast_launch: tensors must be 16-byte aligned");
+    if (rows == 0) return;
+    const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS), (unsigned)(rows / CAST_ROWS));
+    launch_dependent("fp8_dqkv_cast_kernel", fp8_dqkv_cast_kernel, grid, CAST_THREADS, 0, stream,
+                     out, out_t, stats, static_cast<const __nv_bfloat16 *>(dqkv), rows, cols, scale,
+                     f, partials, dq);
 }
 
 extern "C" void fp8_scaling_update_cuda(const fp8_scaling *s, int64_t step, cudaStream_t stream) {

@@ -410,6 +410,16 @@ static void cuda_attention_backward(void *dqkv, const void *dout, const void *qk
                             &g.opt.attention, g.stream);
 }
 
+static void cuda_attention_backward_fp8(void *dqkv, const void *dout, const void *qkv,
+                                        const void *out, const float *lse, int B, int T, int C,
+                                        int NH, void *dqkv_colsum, uint8_t *out8, uint8_t *out8_t,
+                                        fp8_cast_stats *stats, const float *scale,
+                                        fp8_format format) {
+    const size_t bytes = attention_backward_workspace_bytes(B, T, C, NH);
+    attention_backward_fp8_cuda(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, scratch(bytes),
+                                &g.opt.attention, out8, out8_t, stats, scale, format, g.stream);
+}
+
 static void cuda_classifier(void *logits, float *losses, const int32_t *targets, int N, int V,
                             int Vp, float dloss) {
     classifier_forward_backward_cuda(logits, losses, targets, N, V, Vp, dloss, g.stream);
@@ -517,6 +527,7 @@ extern "C" const kernel_ops ops_cuda = {
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .layernorm_backward_fp8 = cuda_layernorm_backward_fp8,
+    .attention_backward_fp8 = cuda_attention_backward_fp8,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_residual_forward_fp8 = cuda_matmul_residual_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
