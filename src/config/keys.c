@@ -149,6 +149,10 @@ const config_key config_keys[] = {
     ENUM_KEY("train", fp8_fast_accum, "forward", fp8_fast_accum_names,
              "fp8: the products that use the FP8 tensor cores' fast, less precise accumulation: "
              "the forward (as Transformer Engine), all three, or none (docs/fp8.md)"),
+    BOOL_KEY("train", fp8_attn_proj, "true",
+             "fp8: attn.c_proj (attention's output projection, C x C) in FP8 too; false keeps "
+             "it bf16, where its products gain least and its input costs a cast of its own "
+             "(docs/fp8.md)"),
 
     PATH_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
              "glob of llm.c .bin token shards to train on"),

@@ -23,12 +23,16 @@ enum { T_INP, T_WEIGHT, T_DOUT, T_PER_LINEAR };
 enum { STRIDE = 4 };
 static int tensor_of(int i, int which) { return i * T_PER_LINEAR + which; }
 
-size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu) {
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu,
+                        bool attn_proj_bf16) {
     const size_t C = (size_t)lay->n_embd, L = (size_t)lay->n_layer, n = L * 12;
     const size_t big = (size_t)N * 4 * C;
     /* the inputs' transposes: C + C + C + 4 C per token, the GELU's one
-     * shared by all blocks with recompute_gelu */
-    const size_t per_block = (recompute_gelu ? 3 : 7) * C * (size_t)N + 2 * 12 * C * C;
+     * shared by all blocks with recompute_gelu, attn.c_proj's none when
+     * it is bf16; the weights and their transposes, 2 (3 + 1 + 4 + 4) C^2 */
+    const size_t inputs = (recompute_gelu ? 3 : 7) - (attn_proj_bf16 ? 1 : 0);
+    const size_t weights = attn_proj_bf16 ? 2 * 11 : 2 * 12;
+    const size_t per_block = inputs * C * (size_t)N + weights * C * C;
     const size_t scratch =
         3 * big + (big > 4 * C * C ? big : 4 * C * C) + (recompute_gelu ? big : 0);
     /* scale, dequant and clipped strided; the casts' stats; the underflow
@@ -40,7 +44,8 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompu
 }
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu) {
+                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu,
+                       bool attn_proj_bf16) {
     if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
         !ops->matmul_forward_fp8 || !ops->matmul_residual_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
@@ -60,6 +65,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     f->C = C;
     f->N = N;
     f->fast_accum = fast_accum;
+    f->attn_proj_bf16 = attn_proj_bf16;
     f->s.n = n;
     f->s.len = history;
     f->s.margin = margin;
@@ -95,6 +101,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     f->w8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
     f->x8_t = xcalloc((size_t)linears, sizeof(uint8_t *));
     for (int i = 0; i < linears; i++) {
+        if (attn_proj_bf16 && i % FP8_LINEARS == FP8_ATTPROJ) continue; /* NULL: no FP8 copies */
         int in, out;
         widths((fp8_linear)(i % FP8_LINEARS), C, &in, &out);
         f->w8[i] = ops->alloc((size_t)in * out);
@@ -111,6 +118,7 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
 void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
     const int linears = f->n_layer * FP8_LINEARS;
     for (int i = 0; i < linears; i++) {
+        if (!f->w8[i]) continue; /* a bf16 linear */
         ops->release(f->w8[i]);
         ops->release(f->w8_t[i]);
         if (f->x8_t[i] != f->gelu_t_shared) ops->release(f->x8_t[i]);
@@ -181,6 +189,8 @@ static const float *dequant(const fp8_layers *f, int t) {
 static int linear_index(const fp8_layers *f, int l, fp8_linear id) {
     if (l < 0 || l >= f->n_layer || id < 0 || id >= FP8_LINEARS)
         FAIL("fp8: linear %d of block %d does not exist", (int)id, l);
+    if (id == FP8_ATTPROJ && f->attn_proj_bf16)
+        FAIL("fp8: block %d's attn.c_proj is bf16 (created with attn_proj_bf16)", l);
     return l * FP8_LINEARS + id;
 }
 
@@ -248,20 +258,22 @@ void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
     if (!ops->fp8_cast_batch) return;
     const int C = f->C;
     fp8_cast_job jobs[FP8_LINEARS];
+    int n = 0;
     for (int id = 0; id < FP8_LINEARS; id++) {
+        if (id == FP8_ATTPROJ && f->attn_proj_bf16) continue;
         const int i = linear_index(f, l, (fp8_linear)id), t = tensor_of(i, T_WEIGHT);
         if (!f->bootstrapped[t]) return; /* the linears cast (and bootstrap) their own */
         int in, out;
         widths((fp8_linear)id, C, &in, &out);
-        jobs[id] = (fp8_cast_job){f->w8[i],
-                                  f->w8_t[i],
-                                  f->s.stats + t,
-                                  weights[id],
-                                  out,
-                                  in,
-                                  f->s.scale + (size_t)t * STRIDE};
+        jobs[n++] = (fp8_cast_job){f->w8[i],
+                                   f->w8_t[i],
+                                   f->s.stats + t,
+                                   weights[id],
+                                   out,
+                                   in,
+                                   f->s.scale + (size_t)t * STRIDE};
     }
-    ops->fp8_cast_batch(jobs, FP8_LINEARS, FP8_E4M3);
+    ops->fp8_cast_batch(jobs, n, FP8_E4M3);
     f->weights_ready = l;
 }
 
@@ -428,6 +440,11 @@ static int by_key_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+/* The scaled tensors of the FP8 linears (a bf16 attn.c_proj has none). */
+static int tensors_in_use(const fp8_layers *f) {
+    return f->s.n - (f->attn_proj_bf16 ? f->n_layer * T_PER_LINEAR : 0);
+}
+
 static void print_clipping(const fp8_layers *f, const kernel_ops *ops, report_row *rows,
                            FILE *out) {
     const int n = f->s.n;
@@ -442,7 +459,7 @@ static void print_clipping(const fp8_layers *f, const kernel_ops *ops, report_ro
     fprintf(out,
             "fp8 clipping: %d of %d tensors had values beyond their format's range at their "
             "scale (saturated) in some of the %lld scale updates\n",
-            hit, n, (long long)(f->forwards > 0 ? f->forwards - 1 : 0));
+            hit, tensors_in_use(f), (long long)(f->forwards > 0 ? f->forwards - 1 : 0));
     if (hit > 0) fprintf(out, "%-44s %8s %18s\n", "tensor", "updates", "max amax*scale/max");
     for (int k = 0; k < hit && k < REPORT_ROWS; k++) {
         char name[64];
@@ -477,7 +494,7 @@ static void print_underflow(const fp8_layers *f, const kernel_ops *ops, report_r
     fprintf(out,
             "fp8 underflow: %d of %d tensors had nonzero values flushed to zero at their scale; "
             "%llu of %llu nonzero values cast (%.4g%%) in all\n",
-            hit, n, all_flushed, all_nonzero,
+            hit, tensors_in_use(f), all_flushed, all_nonzero,
             all_nonzero ? 100.0 * (double)all_flushed / (double)all_nonzero : 0.0);
     if (hit > 0)
         fprintf(out, "%-44s %16s %14s %10s\n", "tensor", "nonzero values", "flushed", "share");

@@ -54,6 +54,7 @@ typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linea
 typedef struct fp8_layers_s {
     int n_layer, C, N; /* N: capacity, tokens per forward */
     fp8_fast_accum fast_accum;
+    bool attn_proj_bf16; /* attn.c_proj is bf16: its w8, w8_t, x8_t are NULL, its tensors unused */
     uint8_t *gelu_t_shared; /* recompute_gelu: mlp.c_proj's transposed input, every block's */
     int64_t forwards;
     fp8_scaling s;                /* backend arrays: 3 tensors (inp, weight, dout) per linear */
@@ -71,14 +72,17 @@ typedef struct fp8_layers_s {
 /* Allocates the state for up to N tokens per forward; history and margin
  * are the recipe's (fp8_amax_history, fp8_margin), fast_accum the products
  * that accumulate fast (fp8_fast_accum); recompute_gelu: no block keeps
- * mlp.c_proj's transposed input (fp8_recompute_gelu_input). Fails unless
- * the backend has FP8 ops and N is a multiple of 16 (the transposed
- * copies). */
+ * mlp.c_proj's transposed input (fp8_recompute_gelu_input); attn_proj_bf16:
+ * attn.c_proj is not one of the FP8 layers (no copies of its operands; the
+ * functions below fail if asked for it). Fails unless the backend has FP8
+ * ops and N is a multiple of 16 (the transposed copies). */
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
-                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu);
+                       int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu,
+                       bool attn_proj_bf16);
 void fp8_layers_free(fp8_layers *f, const kernel_ops *ops);
 /* The backend bytes fp8_layers_create allocates. */
-size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu);
+size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompute_gelu,
+                        bool attn_proj_bf16);
 
 /* The scaling state on the host, for checkpoints: n tensors (three per
  * linear layer, block by block: input, weight, output gradient), each

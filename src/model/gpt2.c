@@ -80,18 +80,19 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     m->dfch = alloc_acts(ops, N * 4 * C);
     m->dqkv = alloc_acts(ops, N * 3 * C);
     if (m->opt.fp8) {
-        m->attproj_out = alloc_acts(ops, N * C);
+        if (!m->opt.fp8_attn_proj_bf16) m->attproj_out = alloc_acts(ops, N * C);
         m->fp8 = xmalloc(sizeof *m->fp8);
         fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin,
-                          m->opt.fp8_fast_accum, m->opt.recompute_gelu);
+                          m->opt.fp8_fast_accum, m->opt.recompute_gelu, m->opt.fp8_attn_proj_bf16);
     }
 }
 
 size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
-                            bool recompute_gelu) {
+                            bool recompute_gelu, bool attn_proj_bf16) {
     const size_t C = (size_t)lay->n_embd, N = (size_t)B * T, L = (size_t)lay->n_layer;
     /* ln1, ln2 and gelu(fch) of every block, less attproj_out */
-    return (L * 2 * N * C + (recompute_gelu ? 1 : L) * N * 4 * C - N * C) * elem_bytes;
+    return (L * 2 * N * C + (recompute_gelu ? 1 : L) * N * 4 * C - (attn_proj_bf16 ? 0 : N * C)) *
+           elem_bytes;
 }
 
 void gpt2_free(gpt2_model *m) {
@@ -202,14 +203,20 @@ double gpt2_loss_take(gpt2_model *m) {
     return mean;
 }
 
+/* Whether linear `id` runs in FP8: all four with opt.fp8, less attn.c_proj
+ * with opt.fp8_attn_proj_bf16. */
+static bool in_fp8(const gpt2_model *m, fp8_linear id) {
+    return m->fp8 && !(id == FP8_ATTPROJ && m->opt.fp8_attn_proj_bf16);
+}
+
 /* A block's linear layer forward (pre: with the GELU, its input is kept
  * there; residual: added to the output, the layers whose output joins the
- * residual stream): bf16, or FP8 operands with opt.fp8. */
+ * residual stream): bf16, or FP8 operands (in_fp8). */
 static void linear_forward(gpt2_model *m, int l, fp8_linear id, void *out, const void *residual,
                            void *pre, const void *inp, const void *weight, const void *bias, int N,
                            int C, int OC, bool for_backward) {
     const kernel_ops *ops = m->ops;
-    if (m->fp8)
+    if (in_fp8(m, id))
         fp8_linear_forward(m->fp8, ops, l, id, out, residual, pre, inp, weight, bias, N, C, OC,
                            for_backward);
     else if (pre)
@@ -242,7 +249,7 @@ static void linear_backward(gpt2_model *m, int l, fp8_linear id, void *dinp, voi
                             void *dbias, const void *dout, const void *inp, const void *weight,
                             const void *pre, int N, int C, int OC, void *dpre_colsum) {
     const kernel_ops *ops = m->ops;
-    if (m->fp8)
+    if (in_fp8(m, id))
         fp8_linear_backward(m->fp8, ops, l, id, dinp, dweight, dbias, dout, pre, N, C, OC,
                             dpre_colsum);
     else if (pre)
@@ -254,13 +261,13 @@ static void linear_backward(gpt2_model *m, int l, fp8_linear id, void *dinp, voi
 
 /* A LayerNorm's backward into dres, which is then the output gradient of
  * linear `id` of block l, the projection that wrote the stream before it
- * (l < 0: none, ln_1 of the first block): with opt.fp8 its FP8 copy for
- * that linear's backward is cast on the way. */
+ * (l < 0: none, ln_1 of the first block): where that linear is in FP8
+ * (in_fp8) its FP8 copy for the linear's backward is cast on the way. */
 static void layernorm_backward_into(gpt2_model *m, int l, fp8_linear id, void *dweight, void *dbias,
                                     const void *dout, const void *inp, const void *weight,
                                     const float *mean, const float *rstd, int N, int C,
                                     void *dinp_colsum) {
-    if (m->fp8 && l >= 0)
+    if (l >= 0 && in_fp8(m, id))
         fp8_layernorm_backward(m->fp8, m->ops, l, id, m->dres, dweight, dbias, dout, inp, weight,
                                mean, rstd, N, C, dinp_colsum);
     else
@@ -310,7 +317,7 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
          * LayerNorm after each reads the stream alone; but in FP8 cuBLASLt's
          * 768-wide product with an added C took twice its time
          * (docs/gpu-training.md), so there attn.c_proj's add stays the
-         * LayerNorm's. */
+         * LayerNorm's (attproj_out; none with attn.c_proj in bf16). */
         if (m->attproj_out) {
             linear_forward(m, l, FP8_ATTPROJ, m->attproj_out, NULL, NULL, a->atty, P(o->attproj_w),
                            P(o->attproj_b), N, C, C, for_backward);

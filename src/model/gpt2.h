@@ -45,6 +45,8 @@ typedef struct {
     bool fp8;
     int fp8_history, fp8_margin;
     fp8_fast_accum fp8_fast_accum;
+    /* With fp8: attn.c_proj stays bf16 (the other three in FP8). */
+    bool fp8_attn_proj_bf16;
 } gpt2_options;
 
 typedef struct {
@@ -81,11 +83,11 @@ void gpt2_create(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, i
 void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *ops, int B, int T,
                       const gpt2_options *opt);
 /* The bytes of the bf16 activations (ln_1's and ln_2's outputs, the GELU's)
- * that a model with opt.fp8 does not allocate, less its attproj_out, against
- * the same model without it: what a memory estimate laid out without FP8
- * subtracts. */
+ * that a model with opt.fp8 does not allocate, less its attproj_out (none
+ * with attn_proj_bf16), against the same model without it: what a memory
+ * estimate laid out without FP8 subtracts. */
 size_t gpt2_fp8_saved_bytes(const gpt2_layout *lay, size_t elem_bytes, int B, int T,
-                            bool recompute_gelu);
+                            bool recompute_gelu, bool attn_proj_bf16);
 void gpt2_free(gpt2_model *m);
 /* Every later forward tells fn (may be NULL) which parameters it is about to read. */
 void gpt2_set_params_needed(gpt2_model *m, params_needed_fn fn, void *ctx);

@@ -26,8 +26,8 @@
  *
  * On a GPU with FP8 tensor cores also: the FP8 layers allocate what
  * fp8_layers_bytes (the memory estimate's term) says, with and without
- * recompute_gelu, and recompute_gelu keeps (L - 1) x 4 C bytes per token
- * fewer. */
+ * recompute_gelu and attn_proj_bf16; recompute_gelu keeps (L - 1) x 4 C
+ * bytes per token fewer, a bf16 attn.c_proj L x (C per token + 2 C^2). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,24 +163,33 @@ static void check_fp8_bytes(void) {
     const int L = 3, C = 128, N = 4 * 64, history = 16;
     gpt2_layout lay;
     layout_build(&lay, L, C, 2, 50257, 50304, 64);
-    size_t got[2];
-    for (int recompute = 0; recompute < 2; recompute++) {
+    size_t got[2][2]; /* [recompute_gelu][attn_proj_bf16] */
+    for (int variant = 0; variant < 4; variant++) {
+        const int recompute = variant & 1, bf16_proj = variant >> 1;
         kernel_ops counting = ops_cuda;
         counting.alloc = fp8_count_alloc;
         fp8_counted = 0;
         fp8_layers f;
-        fp8_layers_create(&f, &counting, &lay, N, history, 0, FP8_FAST_ACCUM_FORWARD, recompute);
-        got[recompute] = fp8_counted;
-        const size_t want = fp8_layers_bytes(&lay, N, history, recompute);
-        printf("CHECK %-14s recompute_gelu=%d allocated=%zu fp8_layers_bytes=%zu %s\n", "fp8_bytes",
-               recompute, got[recompute], want, got[recompute] == want ? "PASS" : "FAIL");
-        verdict(got[recompute] == want);
+        fp8_layers_create(&f, &counting, &lay, N, history, 0, FP8_FAST_ACCUM_FORWARD, recompute,
+                          bf16_proj);
+        got[recompute][bf16_proj] = fp8_counted;
+        const size_t want = fp8_layers_bytes(&lay, N, history, recompute, bf16_proj);
+        printf("CHECK %-14s recompute_gelu=%d attn_proj_bf16=%d allocated=%zu "
+               "fp8_layers_bytes=%zu %s\n",
+               "fp8_bytes", recompute, bf16_proj, fp8_counted, want,
+               fp8_counted == want ? "PASS" : "FAIL");
+        verdict(fp8_counted == want);
         fp8_layers_free(&f, &counting);
     }
     const size_t saved = (size_t)(L - 1) * N * 4 * C;
     printf("CHECK %-14s recompute_gelu keeps %zu bytes fewer, expected %zu %s\n", "fp8_bytes",
-           got[0] - got[1], saved, got[0] - got[1] == saved ? "PASS" : "FAIL");
-    verdict(got[0] - got[1] == saved);
+           got[0][0] - got[1][0], saved, got[0][0] - got[1][0] == saved ? "PASS" : "FAIL");
+    verdict(got[0][0] - got[1][0] == saved);
+    /* a bf16 attn.c_proj: no transposed input (N C) nor weight copies (2 C^2) per block */
+    const size_t proj = (size_t)L * ((size_t)N * C + 2 * (size_t)C * C);
+    printf("CHECK %-14s attn_proj_bf16 keeps %zu bytes fewer, expected %zu %s\n", "fp8_bytes",
+           got[0][0] - got[0][1], proj, got[0][0] - got[0][1] == proj ? "PASS" : "FAIL");
+    verdict(got[0][0] - got[0][1] == proj);
     layout_free(&lay);
 }
 

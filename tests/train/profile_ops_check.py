@@ -13,6 +13,7 @@ p.add_argument("--tokens", type=int, required=True, help="tokens per micro-step"
 p.add_argument("--steps", type=int, required=True, help="the run's max_steps")
 p.add_argument("--floors", action="store_true", help="the GPU's floors columns")
 p.add_argument("--fp8", action="store_true", help="fp8=1: FP8 products and clipping")
+p.add_argument("--attn-proj-bf16", action="store_true", help="fp8_attn_proj=false: attn.c_proj in bf16")
 p.add_argument("--stream", action="store_true", help="profile_ops_timing=stream: ops timed on the stream")
 a = p.parse_args()
 
@@ -71,15 +72,16 @@ ln_bwd = (calls("layernorm_backward") or 0) + (calls("layernorm_backward_fp8") o
 want(ln_bwd == (2 * L + 1) * M, f"layernorm_backward (+ _fp8) {ln_bwd}/step")
 want(a.fp8 or calls("layernorm_backward_fp8") is None, "layernorm_backward_fp8 without fp8")
 sfx = "_fp8" if a.fp8 else ""
+proj_fp8 = a.fp8 and not a.attn_proj_bf16  # attn.c_proj in FP8
 forward = {
     f"matmul_forward{sfx} {N}x{C}->{3 * C}": per_block,  # attn.c_attn
     # attn.c_proj, its residual add in the epilogue (in FP8 the LayerNorm's)
-    (f"matmul_forward_fp8 {N}x{C}->{C}" if a.fp8 else f"matmul_residual_forward {N}x{C}->{C}"): per_block,
+    (f"matmul_forward_fp8 {N}x{C}->{C}" if proj_fp8 else f"matmul_residual_forward {N}x{C}->{C}"): per_block,
     f"matmul_residual_forward{sfx} {N}x{4 * C}->{C}": per_block,  # mlp.c_proj
     # mlp.c_fc: with its GELU epilogue in bf16; in FP8 its product writes pre
     (f"matmul_forward_fp8 {N}x{C}->{4 * C}" if a.fp8 else f"matmul_gelu_forward {N}x{C}->{4 * C}"): per_block,
     f"matmul_backward{sfx} {N}x{C}->{3 * C}": per_block,
-    f"matmul_backward{sfx} {N}x{C}->{C}": per_block,
+    f"matmul_backward{'_fp8' if proj_fp8 else ''} {N}x{C}->{C}": per_block,
     f"matmul_backward{sfx} {N}x{C}->{4 * C}": per_block,
     # mlp.c_proj through the GELU (in FP8 the GELU backward is fused into a cast)
     (f"matmul_backward_fp8 {N}x{4 * C}->{C}" if a.fp8 else f"matmul_backward_gelu {N}x{4 * C}->{C}"): per_block,
@@ -114,7 +116,8 @@ if a.fp8:
     want(m is not None, f"the clipping line does not parse: {head!r}")
     if m:
         hit, n, updates = map(int, m.groups())
-        want(n == 12 * L, f"{n} scaled tensors, want {12 * L}")
+        n_tensors = (9 if a.attn_proj_bf16 else 12) * L  # 3 a linear in FP8
+        want(n == n_tensors, f"{n} scaled tensors, want {n_tensors}")
         want(updates == a.steps * M - 1,
              f"{updates} scale updates, want {a.steps * M - 1} (one per forward after the first)")
         i = text.index(head)
@@ -138,6 +141,8 @@ if a.fp8:
     # cast per forward, the first scale's extra pass not counted)
     C, T, forwards = a.embd, a.tokens, a.steps * M
     widths = {"attn.c_attn": (C, 3 * C), "attn.c_proj": (C, C), "mlp.c_fc": (C, 4 * C), "mlp.c_proj": (4 * C, C)}
+    if a.attn_proj_bf16:
+        del widths["attn.c_proj"]
     def size(layer, operand):
         i, o = widths[layer]
         return {"input": T * i, "weight": i * o, "output gradient": T * o}[operand]
@@ -148,7 +153,7 @@ if a.fp8:
     want(m is not None, f"the underflow line does not parse: {head!r}")
     if m:
         hit, n, flushed, nonzero = map(int, m.groups()[:4])
-        want(n == 12 * L, f"{n} tensors in the underflow line, want {12 * L}")
+        want(n == n_tensors, f"{n} tensors in the underflow line, want {n_tensors}")
         want(all_values // 2 < nonzero <= all_values,
              f"{nonzero} nonzero values counted of the {all_values} that the casts saw")
         want(flushed <= nonzero, f"{flushed} flushed of {nonzero} nonzero")

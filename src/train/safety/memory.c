@@ -87,9 +87,9 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     /* counted apart: the counting backend has no FP8 kernels to create them with */
     if (cfg->fp8) {
         m.fp8 = fp8_layers_bytes(lay, cfg->micro_batch * cfg->seq_len, cfg->fp8_amax_history,
-                                 cfg->recompute_gelu);
+                                 cfg->recompute_gelu, !cfg->fp8_attn_proj);
         m.activations -= gpt2_fp8_saved_bytes(lay, m.elem_bytes, cfg->micro_batch, cfg->seq_len,
-                                              cfg->recompute_gelu);
+                                              cfg->recompute_gelu, !cfg->fp8_attn_proj);
     }
     /* The copy engines' inboxes: two bucket slots per other rank (dist/copy_engines.h). */
     const bool copy_engines =
