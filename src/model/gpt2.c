@@ -391,7 +391,7 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
         linear_backward(m, l, FP8_ATTPROJ, m->dln, G(o->attproj_w), NULL, m->dres, a->atty,
                         P(o->attproj_w), NULL, N, C, C, NULL);
         /* c_attn's bias gradient (dqkv's column sums) comes with it */
-        if (m->fp8) /* with attn.c_attn's FP8 output gradient cast on the way */
+        if (in_fp8(m, FP8_QKV)) /* with attn.c_attn's FP8 output gradient cast on the way */
             fp8_attention_backward(m->fp8, ops, l, m->dqkv, m->dln, a->qkv, a->atty, a->lse, B, T,
                                    C, NH, G(o->qkv_b));
         else

@@ -281,6 +281,14 @@ static void cast_pair_alloc(cast_pair *p, size_t n, int transpose) {
     p->stats[0] = dev_stats(0.0f, 0, 0), p->stats[1] = dev_stats(0.0f, 0, 0);
 }
 
+/* Releases p's device buffers. */
+static void cast_pair_free(cast_pair *p) {
+    for (int k = 0; k < 4; k++)
+        if (p->o[k]) CK(cudaFree(p->o[k]));
+    CK(cudaFree(p->stats[0]));
+    CK(cudaFree(p->stats[1]));
+}
+
 /* After the stream is done: *same (the bytes agree), *same_t (the
  * transposed copies agree, or were not asked), a[2] (the stats); frees p. */
 static void cast_pair_compare(cast_pair *p, int *same, int *same_t, fp8_cast_stats a[2]) {
@@ -293,12 +301,8 @@ static void cast_pair_compare(cast_pair *p, int *same, int *same_t, fp8_cast_sta
     *same = !memcmp(h[0], h[2], p->n);
     *same_t = !p->transpose || !memcmp(h[1], h[3], p->n);
     for (int k = 0; k < 2; k++) a[k] = host_stats(p->stats[k]);
-    for (int k = 0; k < 4; k++) {
-        free(h[k]);
-        if (p->o[k]) CK(cudaFree(p->o[k]));
-    }
-    CK(cudaFree(p->stats[0]));
-    CK(cudaFree(p->stats[1]));
+    for (int k = 0; k < 4; k++) free(h[k]);
+    cast_pair_free(p);
 }
 
 /* The fused GELU forward + cast (fp8_gelu_cast_cuda) against the separate
@@ -573,7 +577,7 @@ static void check_attention_backward_fp8(int B, int T, int NH, int HS,
         sums_ok ? "within" : "BEYOND");
     check(!bad && !bad_t && stats_ok && !bad_dqkv && sums_ok && a[0].amax > 0.0f, what);
     for (int k = 0; k < 4; k++) free(h[k]);
-    cast_pair_compare(&p, &(int){0}, &(int){0}, a); /* frees p */
+    cast_pair_free(&p);
     free(qkv), free(dout), free(sums), free(hd), free(hs);
     void *dev[] = {d_qkv, d_dout, out, lse, ws, dqkv[0], dqkv[1], colsum[0], colsum[1], scale};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
