@@ -55,6 +55,16 @@ bool attention_cuda_options_supported(const attention_cuda_options *opt);
 /* out (B,T,C) bf16, lse (B,NH,T) fp32, from qkv (B,T,3C) bf16. */
 void attention_forward_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
                             const attention_cuda_options *opt, cudaStream_t stream);
+/* attention_forward_cuda followed by fp8_cast_cuda of out (B*T rows of C)
+ * into out8 and out8_t (out8_t may be NULL; kernels/fp8.h: the same bytes
+ * and stats), in one pass fewer where the kernels allow: on the wgmma
+ * kernels at head size 64 with T a multiple of 64 the forward's epilogue
+ * casts O as it stores it; elsewhere the two run as they are. The FP8
+ * input of the attention projection (attn.c_proj), for its FP8 forward. */
+void attention_forward_fp8_cuda(void *out, float *lse, const void *qkv, int B, int T, int C, int NH,
+                                const attention_cuda_options *opt, uint8_t *out8, uint8_t *out8_t,
+                                fp8_cast_stats *stats, const float *scale, fp8_format f,
+                                cudaStream_t stream);
 /* Device scratch the backward needs: an fp32 dq accumulator (B,T,C), the
  * row sums D = rowsum(dout * out) (B,NH,T), partial column sums of dqkv
  * (11 C floats per 64 positions) and the deterministic mode's counters (4 per 64

@@ -190,6 +190,12 @@ typedef struct kernel_ops {
                                    const float *rstd, int N, int C, void *dinp_colsum, uint8_t *out,
                                    uint8_t *out_t, fp8_cast_stats *stats, const float *scale,
                                    fp8_format format);
+    /* attention_forward whose out is also cast (fp8_cast of B * T rows,
+     * out_t may be NULL), as attention_forward_fp8_cuda. NULL where the
+     * backend has no such fusion. */
+    void (*attention_forward_fp8)(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                  int NH, uint8_t *out8, uint8_t *out8_t, fp8_cast_stats *stats,
+                                  const float *scale, fp8_format format);
     /* attention_backward whose dqkv is also cast (fp8_cast with out_t, of
      * B * T rows), as attention_backward_fp8_cuda: dqkv's q part (its first
      * C columns) may be left unwritten, its FP8 copy holding it. NULL where

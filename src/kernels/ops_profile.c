@@ -301,6 +301,17 @@ static void p_layernorm_backward_fp8(void *dinp, void *dweight, void *dbias, con
                                                   format));
 }
 
+static void p_attention_forward_fp8(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                    int NH, uint8_t *out8, uint8_t *out8_t, fp8_cast_stats *stats,
+                                    const float *scale, fp8_format format) {
+    /* attention_forward's products and bytes, and the FP8 copy (and its
+     * transpose) written */
+    TIMED_COST("attention_forward_fp8", 2.0 * B * (double)T * T * C,
+               st(4.0 * B * T * C) + 4.0 * B * NH * T + (out8_t ? 2.0 : 1.0) * B * T * C,
+               prof.inner->attention_forward_fp8(out, lse, qkv, B, T, C, NH, out8, out8_t, stats,
+                                                 scale, format));
+}
+
 static void p_attention_backward_fp8(void *dqkv, const void *dout, const void *qkv, const void *out,
                                      const float *lse, int B, int T, int C, int NH,
                                      void *dqkv_colsum, uint8_t *out8, uint8_t *out8_t,
@@ -474,6 +485,7 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
         t->fp8_gelu_cast = p_fp8_gelu_cast;
         t->fp8_gelu_backward_cast = p_fp8_gelu_backward_cast;
         if (inner->layernorm_backward_fp8) t->layernorm_backward_fp8 = p_layernorm_backward_fp8;
+        if (inner->attention_forward_fp8) t->attention_forward_fp8 = p_attention_forward_fp8;
         if (inner->attention_backward_fp8) t->attention_backward_fp8 = p_attention_backward_fp8;
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
         t->matmul_residual_forward_fp8 = p_matmul_residual_forward_fp8;

@@ -343,6 +343,19 @@ void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_lin
     f->dout_ready = i;
 }
 
+void fp8_attention_forward(fp8_layers *f, const kernel_ops *ops, int l, void *out, float *lse,
+                           const void *qkv, int B, int T, int C, int NH, bool for_backward) {
+    const int i = linear_index(f, l, FP8_ATTPROJ), t = tensor_of(i, T_INP);
+    if (B * T > f->N) FAIL("fp8: a forward of %d tokens exceeds the capacity of %d", B * T, f->N);
+    if (!ops->attention_forward_fp8 || !f->bootstrapped[t]) {
+        ops->attention_forward(out, lse, qkv, B, T, C, NH);
+        return; /* the linear's forward casts (bootstraps) it */
+    }
+    ops->attention_forward_fp8(out, lse, qkv, B, T, C, NH, f->x8, for_backward ? f->x8_t[i] : NULL,
+                               f->s.stats + t, f->s.scale + (size_t)t * STRIDE, FP8_E4M3);
+    f->inp_ready = i;
+}
+
 void fp8_attention_backward(fp8_layers *f, const kernel_ops *ops, int l, void *dqkv,
                             const void *dout, const void *qkv, const void *out, const float *lse,
                             int B, int T, int C, int NH, void *dqkv_colsum) {

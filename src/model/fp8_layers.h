@@ -142,6 +142,13 @@ void fp8_layernorm_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_lin
                             void *dweight, void *dbias, const void *dout, const void *inp,
                             const void *weight, const float *mean, const float *rstd, int N, int C,
                             void *dinp_colsum);
+/* The attention forward of block l, as ops->attention_forward: its out is
+ * attn.c_proj's input, which goes into its FP8 copy (x8, and x8_t with
+ * for_backward) in the same pass where the backend has it and the tensor's
+ * scale is known after its first cast, for that linear's forward (next,
+ * with N = B * T), which then casts nothing. */
+void fp8_attention_forward(fp8_layers *f, const kernel_ops *ops, int l, void *out, float *lse,
+                           const void *qkv, int B, int T, int C, int NH, bool for_backward);
 /* The attention backward of block l, as ops->attention_backward: its dqkv
  * is attn.c_attn's output gradient, which goes into its FP8 copy in the
  * same pass (where the backend has it and the tensor's scale is known

@@ -312,7 +312,11 @@ void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *tar
         }
         linear_forward(m, l, FP8_QKV, a->qkv, NULL, NULL, a->ln1, P(o->qkv_w), P(o->qkv_b), N, C,
                        3 * C, for_backward);
-        ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
+        if (in_fp8(m, FP8_ATTPROJ)) /* with attn.c_proj's FP8 input cast on the way */
+            fp8_attention_forward(m->fp8, ops, l, a->atty, a->lse, a->qkv, B, T, C, NH,
+                                  for_backward);
+        else
+            ops->attention_forward(a->atty, a->lse, a->qkv, B, T, C, NH);
         /* The residual adds are the projections' epilogues, so that the
          * LayerNorm after each reads the stream alone; but in FP8 cuBLASLt's
          * 768-wide product with an added C took twice its time

@@ -25,6 +25,9 @@
  *   replace, bit for bit (bytes, transpose, amax and counts, the bias
  *   gradient, the residual and statistics, the LayerNorm backward's dinp;
  *   its weight, bias and column sums within a bf16 rounding);
+ * - the attention forward + cast of O (attention_forward_fp8_cuda) against
+ *   attention_forward_cuda then fp8_cast_cuda, bit for bit (O, lse, bytes,
+ *   transpose, amax, counts), fused (Hopper, head size 64) and not;
  * - the attention backward + cast of dqkv (attention_backward_fp8_cuda)
  *   against attention_backward_cuda then fp8_cast_cuda: in the
  *   deterministic mode bit for bit (bytes, transpose, amax, counts, dK and
@@ -490,6 +493,59 @@ static int fp8_near(uint8_t a, uint8_t b) {
     if (a == b) return 1;
     if ((a ^ b) & 0x80u) return (a & 0x7fu) + (b & 0x7fu) <= 1; /* +-0 or the smallest */
     return abs((int)(a & 0x7fu) - (int)(b & 0x7fu)) <= 1;
+}
+
+/* The attention forward with O's FP8 copy written by its epilogue
+ * (attention_forward_fp8_cuda) against attention_forward_cuda followed by
+ * fp8_cast_cuda: the same bits everywhere (O, lse, bytes, transposed bytes
+ * when asked, amax, counts). B x T tokens, NH heads of HS; opt chooses the
+ * kernels. The fused path runs on the wgmma kernels at head size 64 and T
+ * a multiple of 64; the other cases check the two passes it falls back
+ * to. */
+static void check_attention_forward_fp8(int B, int T, int NH, int HS, int transpose,
+                                        const attention_cuda_options *opt, cudaStream_t s) {
+    const int C = NH * HS, N = B * T;
+    const size_t n3 = (size_t)N * 3 * C, n = (size_t)N * C, nl = (size_t)B * NH * T;
+    uint16_t *qkv = xmalloc(n3 * 2);
+    for (size_t i = 0; i < n3; i++) qkv[i] = bf16_bits((float)(2.0 * rng_normal(&rng)));
+    void *d_qkv = dev_copy(qkv, n3 * 2), *out[2];
+    float *lse[2];
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMalloc(&out[k], n * 2));
+        CK(cudaMalloc((void **)&lse[k], nl * 4));
+    }
+    cast_pair p;
+    cast_pair_alloc(&p, n, transpose);
+    float *scale = dev_float(32.0f);
+    attention_forward_cuda(out[0], lse[0], d_qkv, B, T, C, NH, opt, s);
+    fp8_cast_cuda(p.o[0], p.o[1], p.stats[0], out[0], N, C, scale, FP8_E4M3, s);
+    attention_forward_fp8_cuda(out[1], lse[1], d_qkv, B, T, C, NH, opt, p.o[2], p.o[3], p.stats[1],
+                               scale, FP8_E4M3, s);
+    CK(cudaStreamSynchronize(s));
+    void *h = xmalloc(2 * (n * 2 + nl * 4));
+    uint8_t *ho = h, *hl = ho + 2 * n * 2;
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMemcpy(ho + k * n * 2, out[k], n * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hl + k * nl * 4, lse[k], nl * 4, cudaMemcpyDeviceToHost));
+    }
+    const int same_out = !memcmp(ho, ho + n * 2, n * 2),
+              same_lse = !memcmp(hl, hl + nl * 4, nl * 4);
+    int same, same_t;
+    fp8_cast_stats a[2];
+    cast_pair_compare(&p, &same, &same_t, a);
+    char what[240];
+    snprintf(what, sizeof what,
+             "attention forward + cast B=%d T=%d NH=%d HS=%d%s (%s): out %s, lse %s, bytes %s, "
+             "transposed %s, amax %g/%g, counts %llu/%llu, %llu/%llu",
+             B, T, NH, HS, transpose ? "" : " (no transpose)", attention_cuda_kernels(HS, opt),
+             same_out ? "same" : "DIFFER", same_lse ? "same" : "DIFFER", same ? "same" : "DIFFER",
+             same_t ? "same" : "DIFFER", a[0].amax, a[1].amax, a[0].nonzero, a[1].nonzero,
+             a[0].flushed, a[1].flushed);
+    check(same_out && same_lse && same && same_t && same_stats(a[0], a[1]) && a[0].amax > 0.0f,
+          what);
+    free(qkv), free(h);
+    void *dev[] = {d_qkv, out[0], out[1], lse[0], lse[1], scale};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
 }
 
 /* The attention backward with dqkv's FP8 copy written by its last pass
@@ -1063,6 +1119,18 @@ int main(void) {
     check_layernorm_backward_fp8(4112, 1600, 1, s);
     check_layernorm_backward_fp8(2048, 64, 0, s);
     check_layernorm_backward_fp8(144, 200, 1, s);
+    { /* the forward: 124M's heads at T = 1024 (fused on Hopper), without
+       * the transposed copy, T = 320 (the last query tile's second
+       * warpgroup past T), a length that is no multiple of 64, head size
+       * 128 and the mma.sync kernels (the two passes) */
+        const attention_cuda_options dflt = {true, false}, mma = {false, false};
+        check_attention_forward_fp8(4, 1024, 12, 64, 1, &dflt, s);
+        check_attention_forward_fp8(2, 256, 4, 64, 0, &dflt, s);
+        check_attention_forward_fp8(3, 320, 4, 64, 1, &dflt, s);
+        check_attention_forward_fp8(2, 80, 4, 64, 1, &dflt, s);
+        check_attention_forward_fp8(2, 256, 2, 128, 1, &dflt, s);
+        check_attention_forward_fp8(2, 256, 4, 64, 1, &mma, s);
+    }
     { /* 124M's heads at T = 1024, head size 128, a length that is no
        * multiple of 64; the default mode; the mma.sync kernels on Hopper */
         const attention_cuda_options det = {true, true}, dflt = {true, false}, mma = {false, false};

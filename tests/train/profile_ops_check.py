@@ -62,11 +62,15 @@ def calls(label):
     return rows[label][0] if label in rows else None
 
 
-want(calls("attention_forward") == per_block, f"attention_forward {calls('attention_forward')}/step, want {per_block}")
+# in FP8 with attn.c_proj in FP8 (after its input's first cast) the forward also casts O
+attn_fwd = (calls("attention_forward") or 0) + (calls("attention_forward_fp8") or 0)
+want(attn_fwd == per_block, f"attention_forward (+ _fp8) {attn_fwd}/step, want {per_block}")
 # in FP8 (after each tensor's first cast) the backward also casts dqkv
 attn_bwd = (calls("attention_backward") or 0) + (calls("attention_backward_fp8") or 0)
 want(attn_bwd == per_block, f"attention_backward (+ _fp8) {attn_bwd}/step")
 want(a.fp8 or calls("attention_backward_fp8") is None, "attention_backward_fp8 without fp8")
+want((a.fp8 and not a.attn_proj_bf16) or calls("attention_forward_fp8") is None,
+     "attention_forward_fp8 without attn.c_proj in fp8")
 # in FP8 those whose new dinp is a projection's output gradient also cast it
 ln_bwd = (calls("layernorm_backward") or 0) + (calls("layernorm_backward_fp8") or 0)
 want(ln_bwd == (2 * L + 1) * M, f"layernorm_backward (+ _fp8) {ln_bwd}/step")

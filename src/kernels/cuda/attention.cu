@@ -34,10 +34,14 @@
  * The workspace holds the accumulator, D, the partial sums and the counters
  * (the deterministic mode's turns, the warp-specialized kernel's claims).
  *
- * With FP8 output (attention_backward_fp8_cuda) step (3) is the cast of
- * dqkv for the qkv projection's FP8 backward instead (fp8_dqkv_cast.cuh):
- * it reads dQ from the accumulator and dK, dV from dqkv, and writes the
- * FP8 copies and dQ's partial sums, not dqkv's bf16 dQ.
+ * The forward with FP8 output (attention_forward_fp8_cuda, for an FP8
+ * attn.c_proj) casts O in the wgmma forward's epilogue as it stores it
+ * (head size 64, T a multiple of 64); elsewhere a cast pass follows.
+ *
+ * The backward with FP8 output (attention_backward_fp8_cuda): step (3) is
+ * the cast of dqkv for the qkv projection's FP8 backward instead
+ * (fp8_dqkv_cast.cuh): it reads dQ from the accumulator and dK, dV from
+ * dqkv, and writes the FP8 copies and dQ's partial sums, not dqkv's bf16 dQ.
  *
  * Tuning builds (src/kernels/cuda/tuning/) add the families' other tile shapes, run
  * by name in place of the production kernel (tuning/attention_variants.cu,
@@ -262,6 +266,22 @@ extern "C" void attention_forward_cuda(void *out, float *lse, const void *qkv, i
         attention_wgmma_forward(o, lse, x, B, T, NH, HS, stream);
     else
         attention_mma_forward(o, lse, x, B, T, NH, HS, stream);
+}
+
+extern "C" void attention_forward_fp8_cuda(void *out, float *lse, const void *qkv, int B, int T,
+                                           int C, int NH, const attention_cuda_options *opt,
+                                           uint8_t *out8, uint8_t *out8_t, fp8_cast_stats *stats,
+                                           const float *scale, fp8_format f, cudaStream_t stream) {
+    if (B <= 0 || T <= 0) return;
+    // the epilogue's cast: a warpgroup's 64 rows all below T, one 64-column atom
+    if (use_wgmma(opt) && attention_head_size(C, NH) == 64 && T % 64 == 0) {
+        const AttnFp8Out fp8 = {out8, out8_t, stats, scale, f};
+        attention_wgmma_forward_fp8(static_cast<bf16 *>(out), lse, static_cast<const bf16 *>(qkv),
+                                    B, T, NH, fp8, stream);
+        return;
+    }
+    attention_forward_cuda(out, lse, qkv, B, T, C, NH, opt, stream);
+    fp8_cast_cuda(out8, out8_t, stats, out, B * T, C, scale, f, stream);
 }
 
 extern "C" size_t attention_backward_workspace_bytes(int B, int T, int C, int NH) {

@@ -59,12 +59,25 @@ void attention_mma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *
                            int NH, int HS, cudaStream_t stream);
 void attention_mma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 
+// Where a kernel that casts its output also writes it in FP8 (fp8_cast_cuda's
+// out, out_t, stats, scale and format): the forward's O, the backward's dqkv.
+struct AttnFp8Out {
+    uint8_t *out, *out_t;
+    fp8_cast_stats *stats;
+    const float *scale;
+    fp8_format format;
+};
+
 // wgmma (attention_wgmma.cu): true when this build has sm_90a code and the
-// current device runs it (compute capability 9.0); only then may the two
+// current device runs it (compute capability 9.0); only then may the ones
 // below be called.
 bool attention_wgmma_supported();
 void attention_wgmma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
                              int NH, int HS, cudaStream_t stream);
+// The same at head size 64 with T a multiple of 64, out also cast into fp8
+// (fp8_cast_cuda of out's B * T rows of NH * 64) by the forward's epilogue.
+void attention_wgmma_forward_fp8(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B,
+                                 int T, int NH, const AttnFp8Out &fp8, cudaStream_t stream);
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream);
 
 // The dispatcher's steps (attention.cu), for what runs a kernel of the
@@ -81,14 +94,6 @@ int attention_head_size(int C, int NH);
 AttnBwdArgs attention_backward_args(void *dqkv, const void *dout, const void *qkv, const float *lse,
                                     int B, int T, int C, int NH, void *workspace,
                                     bool deterministic, bool colsum);
-// Where a backward whose last pass casts dqkv writes (fp8_cast_cuda's
-// out, out_t, stats, scale and format).
-struct AttnFp8Out {
-    uint8_t *out, *out_t;
-    fp8_cast_stats *stats;
-    const float *scale;
-    fp8_format format;
-};
 void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn main,
                             bool wgmma_layout, void *colsum, cudaStream_t stream,
                             const AttnFp8Out *fp8 = nullptr);

@@ -89,6 +89,11 @@ void attention_wgmma_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int 
         launch_fwd_wgmma<WgmmaFwd128>(out, lse, qkv, B, T, NH, stream);
 }
 
+void attention_wgmma_forward_fp8(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
+                                 const AttnFp8Out &fp8, cudaStream_t stream) {
+    run_fwd_wgmma<WgmmaFwd64, true>(out, lse, qkv, B, T, NH, stream, &fp8);
+}
+
 void attention_wgmma_backward(const AttnBwdArgs &a, cudaStream_t stream) {
     if (a.HS == 64)
         launch_bwd_ws<WsBwd64>(a, stream);

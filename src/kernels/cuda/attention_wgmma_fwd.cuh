@@ -3,7 +3,8 @@
  * software-pipelined walk over TMA stages, with a producer warpgroup and
  * ping-pong at head size 128, and the unpipelined one with cp.async loads
  * where no tensor map can be made), with the online softmax and the causal
- * mask of each key tile and the lse and O stores at the end of an item.
+ * mask of each key tile and the lse and O stores at the end of an item
+ * (with, at head size 64, O's FP8 copy for an FP8 attn.c_proj).
  * attention_wgmma.cu has the family's design; attention_tile_shapes.cuh the
  * shapes; attention_wgmma_launch.cuh its launcher. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_WGMMA_FWD_CUH
@@ -14,9 +15,11 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/cuda/attention_families.h" // AttnFp8Out
 #include "kernels/cuda/attention_tile_scheduler.cuh"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/attention_wgmma_tiles.cuh"
+#include "kernels/cuda/fp8_convert.cuh"
 #include "kernels/cuda/hopper.cuh"
 #include "kernels/cuda/wgmma.cuh"
 
@@ -56,12 +59,17 @@ template <class Shape> constexpr int fwd_block_threads() {
 // Shape: WgmmaFwd64's members (below). qkv_map (TMA_STAGES > 0): qkv as a
 // 4-D tensor (head dim, 3 x NH, T, B) with 64 x 1 x 64 x 1 boxes, 128-byte
 // swizzled (make_head_map). wk: the blocks' items (ws_schedule's, over
-// query tiles; PERSISTENT: several a block, else one).
-template <class Shape>
+// query tiles; PERSISTENT: several a block, else one). FP8: out is also
+// cast into fp8 (fp8_cast_cuda's bytes, transposed copy and stats, of the
+// B * T = rows rows of out), from the bf16 values stored; head size 64,
+// one item a block, T a multiple of 64 (every row of an active warpgroup
+// is then below T).
+template <class Shape, bool FP8 = false>
 static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_BLOCKS)
     attn_fwd_wgmma_kernel(bf16 *__restrict__ out, float *__restrict__ lse,
                           const bf16 *__restrict__ qkv, int T, int NH, float scale_log2,
-                          const WsWork wk, const __grid_constant__ CUtensorMap qkv_map) {
+                          const WsWork wk, const __grid_constant__ CUtensorMap qkv_map,
+                          const AttnFp8Out fp8, int rows) {
     // the shape under the body's names (unused where the body is __trap())
     [[maybe_unused]] constexpr int HS = Shape::HS, NWG = Shape::WARPGROUPS, BN = Shape::KEYS,
                                    STAGES = Shape::TMA_STAGES;
@@ -76,6 +84,8 @@ static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_
                   "ping-pong: two warpgroups, key tiles as tall as the block");
     static_assert(!PERSIST || PROD, "the producer walks a persistent block's items ahead");
     static_assert(!PREFETCH_Q || PERSIST, "the next item's Q: persistent blocks have one");
+    // the cast stages a warp's 16 rows in its 2 KB of sQ: one atom, one item
+    static_assert(!FP8 || (HS == 64 && !PERSIST), "the FP8 output: head size 64, one item a block");
     typedef FwdCfgOf<Shape> Cfg;
     constexpr int BM = Cfg::BM, NTH = Cfg::NTH, NS = BN / 8, NO = HS / 8, NA = HS / 64;
     constexpr int NBUF = Cfg::NBUF;
@@ -209,6 +219,10 @@ static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_
     };
     if (PING && wg == 0) named_bar_arrive(1, 256);
 
+    // FP8: what this thread's casts saw, and the tensor's scale
+    [[maybe_unused]] fp8_thread_stats seen = {0, 0, 0};
+    [[maybe_unused]] float fp8_scale = 0.f;
+    if constexpr (FP8) fp8_scale = *fp8.scale;
     int bh, qt;
     // gt: the block's key tiles before the item (the buffers' parities); qc: its items
     for (int ic = 0, gt = 0, qc = 0; ic < MOST_ITEMS && item(ic, bh, qt); ic++) {
@@ -463,18 +477,53 @@ static __global__ void __launch_bounds__(fwd_block_threads<Shape>(), Shape::MIN_
         }
         if constexpr (!PERSIST) {
             __syncwarp();
-            constexpr int CH = HS / 8;
+            constexpr int CH = HS / 8, K = 16 * CH / 32;
+            [[maybe_unused]] uint2 o8[K]; // FP8: the lane's 8-value pieces, cast
 #pragma unroll
-            for (int k = 0; k < 16 * CH / 32; k++) {
+            for (int k = 0; k < K; k++) {
                 const int i = lane + 32 * k, r = i / CH, c = i % CH;
                 const int row = wrow0 + r;
-                if (row < T)
-                    *reinterpret_cast<uint4 *>(og + (size_t)row * C + c * 8) =
+                if (row < T) { // FP8: always (T a multiple of 64)
+                    const uint4 v =
                         *reinterpret_cast<const uint4 *>(sQ + atom_off<BM>(wl0 + r, c * 8));
+                    *reinterpret_cast<uint4 *>(og + (size_t)row * C + c * 8) = v;
+                    if constexpr (FP8) {
+                        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+                        o8[k] = fp8_cast8(w, fp8_scale, fp8.format, seen);
+                        *reinterpret_cast<uint2 *>(fp8.out + ((size_t)b * T + row) * C + h * HS +
+                                                   c * 8) = o8[k];
+                    }
+                }
+            }
+            if constexpr (FP8) {
+                if (fp8.out_t) {
+                    // the warp's 16 x 64 bytes, row-major, over its bf16 rows
+                    // (all read above), then 16 bytes a column: the
+                    // transposed copy's 16 positions of each of the head's
+                    // 64 columns
+                    unsigned char *stage = reinterpret_cast<unsigned char *>(sQ + wl0 * HS);
+                    __syncwarp();
+#pragma unroll
+                    for (int k = 0; k < K; k++) {
+                        const int i = lane + 32 * k;
+                        *reinterpret_cast<uint2 *>(stage + (i / CH) * HS + (i % CH) * 8) = o8[k];
+                    }
+                    __syncwarp();
+                    if (lane < HS / 4)
+                        fp8_store_transposed16(fp8.out_t + (size_t)h * HS * rows, rows,
+                                               b * T + wrow0, 4 * lane, [&](int i) {
+                                                   return *reinterpret_cast<const uint32_t *>(
+                                                       stage + i * HS + 4 * lane);
+                                               });
+                }
             }
         }
     }
     if (PING && wg == 0) my_turn(); // warpgroup 1's last pass
+    if constexpr (FP8) {
+        __shared__ fp8_block_scratch block_stats;
+        if (fp8.stats) fp8_block_stats(seen, fp8.stats, block_stats); // every thread: one item
+    }
 #else
     __trap(); // built without sm_90a code: attention_wgmma_forward never launches this
 #endif

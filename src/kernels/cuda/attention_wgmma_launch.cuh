@@ -1,9 +1,9 @@
 /* The wgmma family's launchers, templates over a tile shape (as
  * FlashAttention-3's launch templates): the TMA tensor maps, the shared-memory
- * limit, the schedule and the launch of the forward (launch_fwd_wgmma), the
- * one-warpgroup backward (launch_bwd_wgmma) and the warp-specialized
- * backward (launch_bwd_ws), each falling back to its cp.async shape where no
- * tensor map can be made. attention_wgmma.cu instantiates them for the
+ * limit, the schedule and the launch of the forward (launch_fwd_wgmma; with
+ * O's FP8 copy, run_fwd_wgmma), the one-warpgroup backward
+ * (launch_bwd_wgmma) and the warp-specialized backward (launch_bwd_ws), each
+ * falling back to its cp.async shape where no tensor map can be made. attention_wgmma.cu instantiates them for the
  * production shapes, tuning/attention_wgmma_variants.cu for the others. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_WGMMA_LAUNCH_CUH
 #define GPT2_KERNELS_CUDA_ATTENTION_WGMMA_LAUNCH_CUH
@@ -49,19 +49,22 @@ inline int make_head_map(CUtensorMap *map, const bf16 *x, int B, int T, int HEAD
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <class Shape>
-void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
-                      cudaStream_t stream) {
+// The forward of shape Shape; FP8: out is also cast into fp8's buffers
+// (attn_fwd_wgmma_kernel's FP8; fp8 not NULL).
+template <class Shape, bool FP8>
+void run_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
+                   cudaStream_t stream, const AttnFp8Out *fp8) {
     constexpr int HS = Shape::HS;
     static_assert(!Shape::PIPELINED || Shape::TMA_STAGES > 0,
                   "the pipelined walk waits on the TMA stages");
     CUtensorMap map = {};
     if constexpr (Shape::TMA_STAGES > 0) {
         if (!make_head_map(&map, qkv, B, T, 3 * NH, HS))
-            return launch_fwd_wgmma<typename Shape::Fallback>(out, lse, qkv, B, T, NH, stream);
+            return run_fwd_wgmma<typename Shape::Fallback, FP8>(out, lse, qkv, B, T, NH, stream,
+                                                                fp8);
     }
     typedef FwdCfgOf<Shape> Cfg;
-    auto kernel = attn_fwd_wgmma_kernel<Shape>;
+    auto kernel = attn_fwd_wgmma_kernel<Shape, FP8>;
     static unsigned long long smem_done = 0;
     raise_smem_limit(kernel, Cfg::SMEM, smem_done);
     const int n_qt = (T + Cfg::BM - 1) / Cfg::BM, group = Shape::GROUP ? Shape::GROUP : B * NH;
@@ -80,9 +83,16 @@ void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int 
             last.wk = ws_schedule(B * NH, n_qt, sms, 0, 0, 0, group, &last.grid);
     }
     const float scale_log2 = LOG2E / sqrtf((float)HS);
-    kernel<<<last.grid, fwd_block_threads<Shape>(), Cfg::SMEM, stream>>>(out, lse, qkv, T, NH,
-                                                                         scale_log2, last.wk, map);
+    const AttnFp8Out f8 = FP8 ? *fp8 : AttnFp8Out{};
+    kernel<<<last.grid, fwd_block_threads<Shape>(), Cfg::SMEM, stream>>>(
+        out, lse, qkv, T, NH, scale_log2, last.wk, map, f8, B * T);
     CUDA_CHECK_LAUNCH("attn_fwd_wgmma_kernel");
+}
+// The forward alone (attn_fwd_fn)
+template <class Shape>
+void launch_fwd_wgmma(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
+                      cudaStream_t stream) {
+    run_fwd_wgmma<Shape, false>(out, lse, qkv, B, T, NH, stream, nullptr);
 }
 
 template <class Shape> void launch_bwd_wgmma(const AttnBwdArgs &a, cudaStream_t stream) {

@@ -402,6 +402,14 @@ static void cuda_attention_forward(void *out, float *lse, const void *qkv, int B
     attention_forward_cuda(out, lse, qkv, B, T, C, NH, &g.opt.attention, g.stream);
 }
 
+static void cuda_attention_forward_fp8(void *out, float *lse, const void *qkv, int B, int T, int C,
+                                       int NH, uint8_t *out8, uint8_t *out8_t,
+                                       fp8_cast_stats *stats, const float *scale,
+                                       fp8_format format) {
+    attention_forward_fp8_cuda(out, lse, qkv, B, T, C, NH, &g.opt.attention, out8, out8_t, stats,
+                               scale, format, g.stream);
+}
+
 static void cuda_attention_backward(void *dqkv, const void *dout, const void *qkv, const void *out,
                                     const float *lse, int B, int T, int C, int NH,
                                     void *dqkv_colsum) {
@@ -527,6 +535,7 @@ extern "C" const kernel_ops ops_cuda = {
     .fp8_gelu_cast = cuda_fp8_gelu_cast,
     .fp8_gelu_backward_cast = cuda_fp8_gelu_backward_cast,
     .layernorm_backward_fp8 = cuda_layernorm_backward_fp8,
+    .attention_forward_fp8 = cuda_attention_forward_fp8,
     .attention_backward_fp8 = cuda_attention_backward_fp8,
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_residual_forward_fp8 = cuda_matmul_residual_forward_fp8,
