@@ -275,6 +275,13 @@ extern "C" void attention_forward_fp8_cuda(void *out, float *lse, const void *qk
     if (B <= 0 || T <= 0) return;
     // the epilogue's cast: a warpgroup's 64 rows all below T, one 64-column atom
     if (use_wgmma(opt) && attention_head_size(C, NH) == 64 && T % 64 == 0) {
+        // fp8_cast_cuda's checks, which this path does not reach
+        if (!out8 || !scale)
+            fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                    "attention_forward_fp8_cuda: no FP8 output or no scale");
+        if (((uintptr_t)out8 | (uintptr_t)out8_t) & 15u)
+            fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                    "attention_forward_fp8_cuda: FP8 outputs must be 16-byte aligned");
         const AttnFp8Out fp8 = {out8, out8_t, stats, scale, f};
         attention_wgmma_forward_fp8(static_cast<bf16 *>(out), lse, static_cast<const bf16 *>(qkv),
                                     B, T, NH, fp8, stream);

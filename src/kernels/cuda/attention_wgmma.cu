@@ -91,6 +91,9 @@ void attention_wgmma_forward(bf16 *out, float *lse, const bf16 *qkv, int B, int 
 
 void attention_wgmma_forward_fp8(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int NH,
                                  const AttnFp8Out &fp8, cudaStream_t stream) {
+    if (T % 64 != 0) // the epilogue casts every row of an active warpgroup
+        fail_at(__FILE__, __LINE__, EXIT_FATAL,
+                "attention_wgmma_forward_fp8: T = %d is no multiple of 64", T);
     run_fwd_wgmma<WgmmaFwd64, true>(out, lse, qkv, B, T, NH, stream, &fp8);
 }
 
