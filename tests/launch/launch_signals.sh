@@ -5,10 +5,11 @@
 # group (what Ctrl-C in a terminal does: the test runs with job control, so
 # the script has a group of its own and SIGINT is not ignored); SIGTERM to
 # its mpirun (which itself exits 1: the script reads the trainer's recorded
-# 3; or 1 when the ranks were killed before they saved, Open MPI giving them
-# 1-2 s); SIGTERM and SIGINT to one rank. Then: SIGKILL to the script leaves no
-# mpirun or rank behind; plain mpirun signalled itself exits 1 (Open MPI
-# 4.1: it kills its ranks a second or two later), as the docs say.
+# 3; or 1 when the ranks were killed before they said so, Open MPI giving
+# them 1-2 s, with latest then absent or complete); SIGTERM and SIGINT to
+# one rank. Then: SIGKILL to the script leaves no mpirun or rank behind;
+# plain mpirun signalled itself exits 1 (Open MPI 4.1: it kills its ranks
+# a second or two later), as the docs say.
 # usage: launch_signals.sh GPT2_DDP WORK_DIR
 set -euo pipefail
 bin=$1 work=$2
@@ -49,10 +50,13 @@ stop_case() {
   set +e; wait "$script"; rc=$?; set -e
   if [ "$target" = mpirun ] && [ $rc -eq 1 ] && ! grep -q "^stopped by" "$log"; then
     # Open MPI sent the ranks SIGTERM 1 s after, SIGKILL 2 s after the
-    # signal: the step and the save did not fit (a loaded machine).
+    # signal: the step and the save did not fit (a loaded machine), or the
+    # save did and the kill came before the stop message. Either way latest
+    # is absent or a complete checkpoint, never a torn one.
     latest=$(readlink "$work/$name/latest" || true)
-    [ -z "$latest" ] || fail "killed mid-run, but latest -> $latest" "$log"
-    echo "SIG$sig to the mpirun: the ranks were killed before they saved (Open MPI's 1-2 s): exit 1"
+    [ -z "$latest" ] || complete_latest "$work/$name" >/dev/null ||
+      fail "killed mid-run, and latest -> $latest is not a complete checkpoint" "$log"
+    echo "SIG$sig to the mpirun: the ranks were killed before they could report (Open MPI's 1-2 s): exit 1, latest -> ${latest:-none}"
     return
   fi
   [ $rc -eq 3 ] || fail "SIG$sig to the $target ($pid): launch/local.sh exit $rc, expected 3" "$log"
