@@ -3,8 +3,9 @@
  * limit, the schedule and the launch of the forward (launch_fwd_wgmma; with
  * O's FP8 copy, run_fwd_wgmma), the one-warpgroup backward
  * (launch_bwd_wgmma) and the warp-specialized backward (launch_bwd_ws), each
- * falling back to its cp.async shape where no tensor map can be made. attention_wgmma.cu instantiates them for the
- * production shapes, tuning/attention_wgmma_variants.cu for the others. */
+ * falling back to its cp.async shape where no tensor map can be made.
+ * attention_wgmma.cu instantiates them for the production shapes,
+ * tuning/attention_wgmma_variants.cu for the others. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_WGMMA_LAUNCH_CUH
 #define GPT2_KERNELS_CUDA_ATTENTION_WGMMA_LAUNCH_CUH
 
