@@ -82,9 +82,11 @@ void attention_backward_cuda(void *dqkv, const void *dout, const void *qkv, cons
 /* attention_backward_cuda followed by fp8_cast_cuda of dqkv (B*T rows of 3C)
  * into out8 and out8_t (kernels/fp8.h: the same bytes and stats), in one
  * pass fewer: dQ goes from the fp32 accumulator into the cast, and dqkv's
- * q part (its first C columns) is left unwritten (out8 holds it). With T
- * not a multiple of 64 the two run as they are (the q part written). The
- * FP8 output gradient of the qkv projection, for its FP8 backward. */
+ * q part (its first C columns) is left unwritten (out8 holds it); on the
+ * wgmma kernels at head size 64 the main kernel casts dK and dV as it
+ * stages them, and dqkv's k and v parts are left unwritten too. With T not
+ * a multiple of 64 the two run as they are (dqkv written). The FP8 output
+ * gradient of the qkv projection, for its FP8 backward. */
 void attention_backward_fp8_cuda(void *dqkv, const void *dout, const void *qkv, const void *out,
                                  const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
                                  void *workspace, const attention_cuda_options *opt, uint8_t *out8,

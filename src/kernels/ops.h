@@ -197,9 +197,9 @@ typedef struct kernel_ops {
                                   int NH, uint8_t *out8, uint8_t *out8_t, fp8_cast_stats *stats,
                                   const float *scale, fp8_format format);
     /* attention_backward whose dqkv is also cast (fp8_cast with out_t, of
-     * B * T rows), as attention_backward_fp8_cuda: dqkv's q part (its first
-     * C columns) may be left unwritten, its FP8 copy holding it. NULL where
-     * the backend has no such fusion. */
+     * B * T rows), as attention_backward_fp8_cuda: dqkv may be left
+     * unwritten (its q part, or all of it), its FP8 copy holding it. NULL
+     * where the backend has no such fusion. */
     void (*attention_backward_fp8)(void *dqkv, const void *dout, const void *qkv, const void *out,
                                    const float *lse, int B, int T, int C, int NH, void *dqkv_colsum,
                                    uint8_t *out8, uint8_t *out8_t, fp8_cast_stats *stats,

@@ -42,6 +42,9 @@
  * the cast of dqkv for the qkv projection's FP8 backward instead
  * (fp8_dqkv_cast.cuh): it reads dQ from the accumulator and dK, dV from
  * dqkv, and writes the FP8 copies and dQ's partial sums, not dqkv's bf16 dQ.
+ * The warp-specialized wgmma kernel at head size 64 casts dK and dV itself
+ * as it stages them (AttnBwdArgs::fp8) and writes no bf16 copy of them;
+ * step (3) then casts dQ alone.
  *
  * Tuning builds (src/kernels/cuda/tuning/) add the families' other tile shapes, run
  * by name in place of the production kernel (tuning/attention_variants.cu,
@@ -207,6 +210,7 @@ AttnBwdArgs attention_backward_args(void *dqkv, const void *dout, const void *qk
     a.dq_order = deterministic ? a.dq_counters : nullptr;
     a.ws_table =
         reinterpret_cast<int *>(a.dq_counters + dq_counters_bytes(B, T, NH) / sizeof(unsigned));
+    a.fp8 = nullptr, a.fp8_kv_cast = nullptr;
     return a;
 }
 
@@ -229,11 +233,15 @@ void attention_run_backward(const AttnBwdArgs &a, const void *out, attn_bwd_fn m
                                    static_cast<const bf16 *>(out), a.T, a.NH);
     CUDA_CHECK_LAUNCH("attn_bwd_prep_kernel");
 
-    main(a, stream);
+    // with fp8, the main kernel may cast dK and dV itself (AttnBwdArgs::fp8)
+    bool kv_cast = false;
+    AttnBwdArgs m = a;
+    m.fp8 = fp8, m.fp8_kv_cast = &kv_cast;
+    main(m, stream);
 
     const float scale = 1.f / sqrtf((float)a.HS);
     if (fp8) {
-        const fp8_dq_source dq = {a.dq_acc, scale, C, a.T, a.NH, wgmma_layout};
+        const fp8_dq_source dq = {a.dq_acc, scale, C, a.T, a.NH, wgmma_layout, kv_cast};
         fp8_dqkv_cast_launch(fp8->out, fp8->out_t, fp8->stats, a.colsum_part, a.dqkv, dq, a.B * a.T,
                              fp8->scale, fp8->format, stream);
     } else if (wgmma_layout) // a Hopper kernel before it: launched under its last blocks

@@ -19,6 +19,15 @@
 #define ATTN_FAMILY_MMA "mma.sync (sm_80)"
 #define ATTN_FAMILY_WGMMA "wgmma (sm_90a)"
 
+// Where a kernel that casts its output also writes it in FP8 (fp8_cast_cuda's
+// out, out_t, stats, scale and format): the forward's O, the backward's dqkv.
+struct AttnFp8Out {
+    uint8_t *out, *out_t;
+    fp8_cast_stats *stats;
+    const float *scale;
+    fp8_format format;
+};
+
 // A backward main kernel's arguments. Before it runs, the dispatcher has
 // written dsum and zeroed dq_counters; after, it converts dq_acc into
 // dqkv's q part. The main kernel writes dqkv's k and v parts and sums dQ
@@ -44,6 +53,14 @@ struct AttnBwdArgs {
     // ws_table_entries of attention_block_order.h), which it writes itself
     // where its blocks' rows outgrow their shared memory
     int *ws_table;
+    // The backward with FP8 output (B * T and T multiples of 64): dqkv's
+    // FP8 copies, or NULL. A main kernel that casts dK and dV itself (the
+    // warp-specialized one at head size 64) writes their bytes of fp8's
+    // outputs and stats instead of dqkv's k and v parts, and sets
+    // *fp8_kv_cast, so that the pass after it casts dQ only; the others
+    // leave both alone.
+    const AttnFp8Out *fp8;
+    bool *fp8_kv_cast;
 };
 
 // dq_acc zeroed (the dispatcher's, for the main kernels that add every
@@ -58,15 +75,6 @@ typedef void (*attn_bwd_fn)(const AttnBwdArgs &a, cudaStream_t stream);
 void attention_mma_forward(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T,
                            int NH, int HS, cudaStream_t stream);
 void attention_mma_backward(const AttnBwdArgs &a, cudaStream_t stream);
-
-// Where a kernel that casts its output also writes it in FP8 (fp8_cast_cuda's
-// out, out_t, stats, scale and format): the forward's O, the backward's dqkv.
-struct AttnFp8Out {
-    uint8_t *out, *out_t;
-    fp8_cast_stats *stats;
-    const float *scale;
-    fp8_format format;
-};
 
 // wgmma (attention_wgmma.cu): true when this build has sm_90a code and the
 // current device runs it (compute capability 9.0); only then may the ones

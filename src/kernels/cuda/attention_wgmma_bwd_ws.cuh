@@ -69,13 +69,16 @@ using namespace attention_tiles;
 // two 64 x 64 boxes in shared memory of their own, and one of its threads
 // stores them with TMA: the warps go on to the next key block while the copy
 // engine writes the rows out (head size 64; at 128, below, the warps store
-// them from registers).
+// them from registers). FP8 (head size 64, T a multiple of 64): each warp
+// casts its staged rows into dqkv's FP8 copies instead (fp8, rows = B * T;
+// cast_warp_dkv), and dqkv's k and v parts are not written; the casts'
+// stats go into fp8.stats from each consumer warp at the end.
 // The dq_acc layout is dq_wgmma_index's: a slab (64 rows of one 64-dim
 // atom) is one contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row
 // slice in the order of the key blocks, as the one-warpgroup kernel's warps
 // do, key block 0 storing.
 
-template <class W, bool DET>
+template <class W, bool DET, bool FP8 = false>
 static __global__ void __launch_bounds__(W::NTH, 1)
     attn_bwd_ws_kernel(bf16 *__restrict__ dqkv, float *__restrict__ dq_acc,
                        const bf16 *__restrict__ dout, const bf16 *__restrict__ qkv,
@@ -83,8 +86,10 @@ static __global__ void __launch_bounds__(W::NTH, 1)
                        float scale, float scale_log2, unsigned *__restrict__ dq_counters,
                        const WsWork wk, int *ws_table, const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map,
-                       const __grid_constant__ CUtensorMap dqkv_map) {
+                       const __grid_constant__ CUtensorMap dqkv_map, const AttnFp8Out fp8,
+                       int rows) {
 #ifdef ATTN_WGMMA_DEVICE
+    static_assert(!FP8 || W::BOXES, "FP8: the casts read the staged boxes (head size 64)");
     constexpr int BM = W::BM, BN = W::BN, HS = W::HS, NA = W::NA, QN = BM / 8;
     // a tile's 64-row dQ slices (each with its counters) and the slab of each
     constexpr int SLICES = BM / 64;
@@ -255,6 +260,9 @@ static __global__ void __launch_bounds__(W::NTH, 1)
         const int t = tile_of(x.k0, it) * BM + (c & (BM - 1));
         return has_stat && t < T ? (c < BM ? lse : dsum) + (size_t)x.bh * T + t : nullptr;
     };
+    // FP8: the scale of dqkv's casts, and what they saw
+    [[maybe_unused]] const float fp8_scale = FP8 ? *fp8.scale : 0.f;
+    [[maybe_unused]] fp8_thread_stats seen = {0, 0, 0};
     WsItem x;
     item(0, x); // every block has a unit, and a unit's first item has tiles
     {
@@ -407,7 +415,18 @@ static __global__ void __launch_bounds__(W::NTH, 1)
         gt += n_it;
         kc++;
         const BwdBlock blk = bwd_block_for<HS>(x.bh, k0, qkv, dout, lse, dsum, T, NH);
-        if constexpr (W::BOXES) {
+        if constexpr (FP8) {
+            // each warp casts its own rows of the boxes: no copy engine, no
+            // barrier (the last item's casts read these rows: this warp's)
+            unsigned char *boxes = sm + W::DKV + 2 * w * W::BOX;
+            if (k0 + 64 * w < T) { // T % 64 == 0: all 64 keys or none
+                __syncwarp();
+                stage_warp_dkv(dk, dv, boxes, warp, lane, scale);
+                __syncwarp();
+                cast_warp_dkv(boxes, warp, lane, fp8, fp8_scale, rows, NH * HS, blk.b * T + kw0,
+                              (NH + blk.h) * HS, seen);
+            }
+        } else if constexpr (W::BOXES) {
             // dK and dV go out as the warpgroup's two boxes, stored by its
             // first thread with TMA once every warp has staged its rows (and
             // the last item's boxes have been read out)
@@ -433,7 +452,11 @@ static __global__ void __launch_bounds__(W::NTH, 1)
         ic = jc;
         item(ic, x);
     }
-    if (W::BOXES && (tid & 127) == 0) bulk_wait_done(); // the last boxes stored before the end
+    if constexpr (FP8) {
+        if (fp8.stats) fp8_warp_stats(seen, fp8.stats);
+    } else if (W::BOXES && (tid & 127) == 0) {
+        bulk_wait_done(); // the last boxes stored before the end
+    }
 #else
     __trap(); // built without sm_90a code: attention_wgmma_backward never launches it
 #endif

@@ -4,7 +4,8 @@
  * engine's reduction into dq_acc, with the deterministic mode's turns on
  * their counters, and a key block's dK and dV: stored from registers into
  * dqkv, or staged as TMA boxes (the warp-specialized kernel at head size
- * 64). */
+ * 64), or, with FP8 output, cast from the staged rows into dqkv's FP8
+ * copies. */
 #ifndef GPT2_KERNELS_CUDA_ATTENTION_WGMMA_EPILOGUE_CUH
 #define GPT2_KERNELS_CUDA_ATTENTION_WGMMA_EPILOGUE_CUH
 
@@ -12,8 +13,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kernels/cuda/attention_families.h"      // AttnFp8Out
 #include "kernels/cuda/attention_tile_shapes.cuh" // WsBwd64's boxes
 #include "kernels/cuda/attention_wgmma_tiles.cuh"
+#include "kernels/cuda/fp8_convert.cuh"
 
 namespace {
 
@@ -129,6 +132,49 @@ __device__ __forceinline__ void stage_warp_dkv(const float (&dk)[32], const floa
             k32[at] = pack_bf16(dk[4 * n + 2 * r] * scale, dk[4 * n + 2 * r + 1] * scale);
             v32[at] = pack_bf16(dv[4 * n + 2 * r], dv[4 * n + 2 * r + 1]);
         }
+}
+
+// The FP8 copies of one consumer warp's 16 keys of dK and dV (the backward
+// with FP8 output), from the bf16 rows stage_warp_dkv left in the warp's
+// rows of the boxes: read back 16 bytes at a time (the values the bf16
+// path stores, so that the bytes are fp8_cast_cuda's of them), cast with
+// fp8_scale, and stored row-major (8 bytes a piece: fp8.out is rows x 3C,
+// dK's columns from col_k, dV's C further); then, as 64-byte FP8 rows over
+// the same shared memory, the transposed copy (fp8.out_t, 3C x rows), 16
+// keys of a column in one 16-byte store. key0: the warp's first key as a
+// row of the B * T = rows; seen: what the casts saw.
+__device__ __forceinline__ void cast_warp_dkv(unsigned char *boxes, int warp, int lane,
+                                              const AttnFp8Out &fp8, float fp8_scale, int rows,
+                                              int C, int key0, int col_k, fp8_thread_stats &seen) {
+    const size_t ld = 3 * (size_t)C;
+#pragma unroll
+    for (int e = 0; e < 2; e++) { // dK, dV
+        unsigned char *wrows = boxes + e * WsBwd64::BOX + warp * 16 * 128;
+        const int col = col_k + e * C;
+        uint2 o8[4]; // piece i = lane + 32 k: row i / 8, 8-column chunk i % 8
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int i = lane + 32 * k, r = i >> 3, c = i & 7;
+            const uint4 v =
+                *reinterpret_cast<const uint4 *>(wrows + r * 128 + ((c ^ (r & 7)) << 4));
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+            o8[k] = fp8_cast8(w, fp8_scale, fp8.format, seen);
+            *reinterpret_cast<uint2 *>(fp8.out + (size_t)(key0 + r) * ld + col + 8 * c) = o8[k];
+        }
+        if (!fp8.out_t) continue;
+        __syncwarp(); // every lane's bf16 read before the FP8 rows go over them
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int i = lane + 32 * k;
+            *reinterpret_cast<uint2 *>(wrows + (i >> 3) * 64 + 8 * (i & 7)) = o8[k];
+        }
+        __syncwarp();
+        if (lane < 16)
+            fp8_store_transposed16(
+                fp8.out_t + (size_t)col * rows, rows, key0, 4 * lane, [&](int i) {
+                    return *reinterpret_cast<const uint32_t *>(wrows + i * 64 + 4 * lane);
+                });
+    }
 }
 #endif
 

@@ -132,9 +132,15 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
             return launch_bwd_wgmma<CpAsyncBwd128>(a, stream);
     }
     const bool det = a.dq_order != nullptr;
+    // FP8 output: the kernel casts dK and dV itself where it stages them in
+    // boxes (head size 64) and a warpgroup's keys are all below T or none
+    const bool fp8 = W::BOXES && a.fp8 && a.T % 64 == 0;
     auto kernel = det ? attn_bwd_ws_kernel<W, true> : attn_bwd_ws_kernel<W, false>;
-    static unsigned long long smem_done[2] = {0, 0};
-    raise_smem_limit(kernel, W::SMEM, smem_done[det]);
+    if constexpr (W::BOXES)
+        if (fp8)
+            kernel = det ? attn_bwd_ws_kernel<W, true, true> : attn_bwd_ws_kernel<W, false, true>;
+    static unsigned long long smem_done[4] = {0, 0, 0, 0};
+    raise_smem_limit(kernel, W::SMEM, smem_done[2 * fp8 + det]);
     const int n_kb = (a.T + W::BN - 1) / W::BN;
     // the schedule of the last shape (the model behind the tail's choice
     // walks every item, so a step's layers reuse it)
@@ -161,9 +167,11 @@ void launch_bwd_ws(const AttnBwdArgs &a, cudaStream_t stream) {
     const WsWork wk = last.wk;
     const int grid = last.grid;
     const float scale = 1.f / sqrtf((float)W::HS);
+    const AttnFp8Out no_fp8 = {};
     launch_dependent("attn_bwd_ws_kernel", kernel, grid, W::NTH, W::SMEM, stream, a.dqkv, a.dq_acc,
                      a.dout, a.qkv, a.lse, a.dsum, a.T, a.NH, scale, scale * LOG2E, a.dq_counters,
-                     wk, a.ws_table, qkv_map, dout_map, dqkv_map);
+                     wk, a.ws_table, qkv_map, dout_map, dqkv_map, fp8 ? *a.fp8 : no_fp8, a.B * a.T);
+    if (fp8 && a.fp8_kv_cast) *a.fp8_kv_cast = true;
 }
 
 } // namespace

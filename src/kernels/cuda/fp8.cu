@@ -111,6 +111,7 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
     __shared__ __align__(16) uint32_t values[SUMS ? CAST_ROWS * CAST_COLS / 2 : 1]; // bf16 pairs
     __shared__ fp8_block_scratch block_stats;
     const int r0 = tile_y * CAST_ROWS, c0 = tile_x * CAST_COLS;
+    const int col_end = DQ && dq.dq_only ? dq.C : cols; // the columns cast (cols: the row length)
     // vector u: row u / 16, columns (u % 16) * 8: a warp reads two rows of 256 bytes
     uint4 v[CAST_UNITS], pv[BWD ? CAST_UNITS : 1];
     bool inside[CAST_UNITS];
@@ -118,8 +119,8 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
     for (int k = 0; k < CAST_UNITS; k++) {
         const int u = threadIdx.x + k * CAST_THREADS, gr = r0 + u / 16, gc = c0 + (u % 16) * 8;
         const size_t at = (size_t)gr * cols + gc;
-        inside[k] = gr < rows && gc < cols; // cols % 8 == 0: a vector is all in or all out
-        if (DQ && gc < dq.C)                // dq.C % 8 == 0: a vector is all dQ or none
+        inside[k] = gr < rows && gc < col_end; // % 8 == 0: a vector is all in or all out
+        if (DQ && gc < dq.C)                   // dq.C % 8 == 0: a vector is all dQ or none
             v[k] = inside[k] ? dq_load8(dq, gr, gc) : make_uint4(0, 0, 0, 0);
         else
             v[k] = inside[k] ? *reinterpret_cast<const uint4 *>(in + at) : make_uint4(0, 0, 0, 0);
@@ -186,7 +187,7 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
     const int group = lane & 3, word = warp * 8 + (lane >> 2);
     if (warp >= CAST_WORDS / 8) return;
     const int gr = r0 + group * 16, gc = c0 + word * 4;
-    if (gr >= rows || gc >= cols) return; // rows % 16 == 0, cols % 8 == 0: all in or all out
+    if (gr >= rows || gc >= col_end) return; // rows % 16 == 0, col_end % 8 == 0: all or none
     fp8_store_transposed16(out_t, rows, gr, gc,
                            [&](int i) { return tile[swizzled(group * 16 + i, word)]; });
 }
@@ -369,7 +370,9 @@ void fp8_dqkv_cast_launch(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, f
     if (((uintptr_t)dqkv | (uintptr_t)out | (uintptr_t)out_t | (uintptr_t)dq.acc) & 15u)
         FAIL("fp8_dqkv_cast_launch: tensors must be 16-byte aligned");
     if (rows == 0) return;
-    const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS), (unsigned)(rows / CAST_ROWS));
+    const int col_end = dq.dq_only ? dq.C : cols;
+    const dim3 grid((unsigned)((col_end + CAST_COLS - 1) / CAST_COLS),
+                    (unsigned)(rows / CAST_ROWS));
     launch_dependent("fp8_dqkv_cast_kernel", fp8_dqkv_cast_kernel, grid, CAST_THREADS, 0, stream,
                      out, out_t, stats, static_cast<const __nv_bfloat16 *>(dqkv), rows, cols, scale,
                      f, partials, dq);

@@ -60,16 +60,37 @@ struct fp8_block_scratch {
     unsigned amax_bits[32], nonzero[32], flushed[32];
 };
 
-/* The block's threads' stats added into *stats with one thread's atomics.
- * Synchronises the block. */
-static __device__ __forceinline__ void fp8_block_stats(fp8_thread_stats t, fp8_cast_stats *stats,
-                                                       fp8_block_scratch &shared) {
+/* The warp's threads' stats, combined (every lane gets them). */
+static __device__ __forceinline__ fp8_thread_stats fp8_warp_stats_sum(fp8_thread_stats t) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         t.amax_bits = max(t.amax_bits, __shfl_xor_sync(0xffffffffu, t.amax_bits, o));
         t.nonzero += __shfl_xor_sync(0xffffffffu, t.nonzero, o);
         t.flushed += __shfl_xor_sync(0xffffffffu, t.flushed, o);
     }
+    return t;
+}
+
+/* The stats of one thread (lane 0's, say) added into *stats by its atomics. */
+static __device__ __forceinline__ void fp8_stats_add(fp8_thread_stats t, fp8_cast_stats *stats) {
+    atomicMax(reinterpret_cast<unsigned *>(&stats->amax), t.amax_bits);
+    if (t.nonzero) atomicAdd(&stats->nonzero, (unsigned long long)t.nonzero);
+    if (t.flushed) atomicAdd(&stats->flushed, (unsigned long long)t.flushed);
+}
+
+/* The warp's threads' stats added into *stats by lane 0: for kernels whose
+ * warps cannot meet at a block barrier at their end (warp-specialized, a
+ * role returning early). */
+static __device__ __forceinline__ void fp8_warp_stats(fp8_thread_stats t, fp8_cast_stats *stats) {
+    t = fp8_warp_stats_sum(t);
+    if ((threadIdx.x & 31) == 0) fp8_stats_add(t, stats);
+}
+
+/* The block's threads' stats added into *stats with one thread's atomics.
+ * Synchronises the block. */
+static __device__ __forceinline__ void fp8_block_stats(fp8_thread_stats t, fp8_cast_stats *stats,
+                                                       fp8_block_scratch &shared) {
+    t = fp8_warp_stats_sum(t);
     const unsigned warp = threadIdx.x >> 5;
     if ((threadIdx.x & 31) == 0)
         shared.amax_bits[warp] = t.amax_bits, shared.nonzero[warp] = t.nonzero,
@@ -79,9 +100,7 @@ static __device__ __forceinline__ void fp8_block_stats(fp8_thread_stats t, fp8_c
     unsigned m = 0, nonzero = 0, flushed = 0; /* a block casts far fewer than 2^32 values */
     for (unsigned w = 0; w < blockDim.x / 32; w++)
         m = max(m, shared.amax_bits[w]), nonzero += shared.nonzero[w], flushed += shared.flushed[w];
-    atomicMax(reinterpret_cast<unsigned *>(&stats->amax), m);
-    if (nonzero) atomicAdd(&stats->nonzero, (unsigned long long)nonzero);
-    if (flushed) atomicAdd(&stats->flushed, (unsigned long long)flushed);
+    fp8_stats_add({m, nonzero, flushed}, stats);
 }
 
 /* a[i]: 4 bytes (columns 0-3) of row i; col[j] (out): column j's 4 bytes,
