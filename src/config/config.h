@@ -98,8 +98,9 @@ typedef struct {
     int fp8_margin;         /* fp8: binades of headroom under the format's largest value */
     char fp8_fast_accum[8]; /* fp8: none | forward | all: products with fast accumulation */
     bool fp8_attn_proj;     /* fp8: attn.c_proj in FP8 too (false: bf16) */
-    bool memory_preflight;  /* GPUs: refuse a run whose estimate does not fit the free memory */
-    bool profile_ops; /* time every kernel-table op; rank 0 prints a per-op table at the end */
+    bool fp8_lm_head;      /* fp8: the tied lm head's products in FP8 too (training; false: bf16) */
+    bool memory_preflight; /* GPUs: refuse a run whose estimate does not fit the free memory */
+    bool profile_ops;      /* time every kernel-table op; rank 0 prints a per-op table at the end */
     char profile_ops_timing[8];   /* sync | stream: how profile_ops times an op */
     bool matmul_autotune;         /* device=cuda: GEMM algorithms chosen by timing the candidates */
     bool attention_hopper;        /* device=cuda: wgmma attention where the build and GPU have it */

@@ -153,6 +153,10 @@ const config_key config_keys[] = {
              "fp8: attn.c_proj (attention's output projection, C x C) in FP8 too; false keeps "
              "it bf16, where its products gain least and its input costs a cast of its own "
              "(docs/fp8.md)"),
+    BOOL_KEY("train", fp8_lm_head, "true",
+             "fp8: the tied lm head's three products in FP8 too in training steps (x and wte "
+             "scaled by their own amax each step, dlogits by a fixed power of two; evaluation "
+             "stays bf16); false keeps them bf16 (docs/fp8.md)"),
 
     PATH_KEY("data", train_data, "data/nlp-corpus/nlp_train_*.bin",
              "glob of llm.c .bin token shards to train on"),

@@ -22,6 +22,15 @@ extern "C" {
  * target outside [0, V) gives a NaN loss. */
 void classifier_forward_backward_cuda(void *logits, float *losses, const int32_t *targets, int N,
                                       int V, int Vp, float dloss, cudaStream_t stream);
+/* The same with dloss != 0, for an FP8 lm head: dlogits go into out8 (N,Vp
+ * row-major) as FP8 E5M2, fp8(bf16(dlogits) * *scale) with fp8_cast_cuda's
+ * encoding (the bytes fp8_cast_cuda makes of the plain kernel's dlogits),
+ * and the logits are not written. No stats: with |dlogits| <= |dloss| a
+ * scale can be chosen that never saturates (gpt2's FP8 lm head takes a
+ * power of two). Vp a multiple of 8, out8 8-byte aligned. */
+void classifier_forward_backward_fp8_cuda(void *logits, float *losses, const int32_t *targets,
+                                          int N, int V, int Vp, float dloss, uint8_t *out8,
+                                          const float *scale, cudaStream_t stream);
 /* acc[i] += losses[i] for i < N (fp32, device): losses summed over
  * micro-steps on the GPU, downloaded only when a step is logged. */
 void loss_accumulate_cuda(float *acc, const float *losses, int N, cudaStream_t stream);

@@ -170,6 +170,11 @@ void fp8_gelu_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, con
 void fp8_gelu_backward_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, void *colsum,
                                  float *partials, const void *d, const void *pre, int rows,
                                  int cols, const float *scale, fp8_format f, cudaStream_t stream);
+/* out_t (cols, rows) = in (rows, cols) transposed, bytes: the transposed
+ * copy of an FP8 tensor written without one (the FP8 lm head's dlogits),
+ * the bytes fp8_cast_cuda's out_t would hold. rows and cols multiples of
+ * 16, both 16-byte aligned. */
+void fp8_transpose_cuda(uint8_t *out_t, const uint8_t *in, int rows, int cols, cudaStream_t stream);
 /* One step of fp8_scale_update for every tensor (bit for bit the CPU's):
  * amax into the history at `step`, the clipping count (fp8_clipped at the
  * old scale), the counts into the underflow totals, the new scale and

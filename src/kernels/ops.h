@@ -211,6 +211,15 @@ typedef struct kernel_ops {
     void (*matmul_backward_fp8)(void *dinp, void *dweight, void *dbias, const void *dout,
                                 const void *pre, int N, int C, int OC, void *dpre_colsum,
                                 const fp8_linear_operands *q);
+    /* For an FP8 lm head: classifier_forward_backward (dloss != 0) whose
+     * dlogits go into out8 as E5M2 at *scale instead of over the logits,
+     * as classifier_forward_backward_fp8_cuda; and the transposed copy of
+     * such a byte tensor (rows, cols multiples of 16), as
+     * fp8_transpose_cuda. NULL where the backend has none. */
+    void (*classifier_forward_backward_fp8)(void *logits, float *losses, const int32_t *targets,
+                                            int N, int V, int Vp, float dloss, uint8_t *out8,
+                                            const float *scale);
+    void (*fp8_transpose)(uint8_t *out_t, const uint8_t *in, int rows, int cols);
 } kernel_ops;
 
 extern const kernel_ops ops_cpu;

@@ -253,6 +253,20 @@ static void p_fp8_cast(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stats, cons
                prof.inner->fp8_cast(out, out_t, stats, in, rows, cols, scale, format));
 }
 
+static void p_classifier_forward_backward_fp8(void *logits, float *losses, const int32_t *targets,
+                                              int N, int V, int Vp, float dloss, uint8_t *out8,
+                                              const float *scale) {
+    /* the logits read, dlogits written as one byte each */
+    TIMED_COST("classifier_forward_backward_fp8", 0, 8.0 * N + st((double)N * Vp) + (double)N * Vp,
+               prof.inner->classifier_forward_backward_fp8(logits, losses, targets, N, V, Vp, dloss,
+                                                           out8, scale));
+}
+
+static void p_fp8_transpose(uint8_t *out_t, const uint8_t *in, int rows, int cols) {
+    TIMED_COST("fp8_transpose", 0, 2.0 * rows * cols,
+               prof.inner->fp8_transpose(out_t, in, rows, cols));
+}
+
 static void p_fp8_cast_batch(const fp8_cast_job *jobs, int n, fp8_format format) {
     double bytes = 0;
     for (int j = 0; j < n; j++) {
@@ -490,6 +504,9 @@ const kernel_ops *ops_profile_wrap(const kernel_ops *inner, bool on_stream) {
         t->matmul_forward_fp8 = p_matmul_forward_fp8;
         t->matmul_residual_forward_fp8 = p_matmul_residual_forward_fp8;
         t->matmul_backward_fp8 = p_matmul_backward_fp8;
+        if (inner->classifier_forward_backward_fp8)
+            t->classifier_forward_backward_fp8 = p_classifier_forward_backward_fp8;
+        if (inner->fp8_transpose) t->fp8_transpose = p_fp8_transpose;
     }
     return t;
 }

@@ -2,6 +2,7 @@
  * state, the casts around each product and the scale updates. */
 #include "model/fp8_layers.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,13 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
                     f->s.history, f->s.clipped,        f->x8,          f->g8,
                     f->g8_t,      (void *)f->s.format, f->amax_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
+    if (f->lm.rows) {
+        fp8_lm_head *h = &f->lm;
+        void *lm[] = {h->s.scale, h->s.dequant, h->s.stats, h->s.history, (void *)h->s.format,
+                      h->g_scale, h->w8,        h->w8_t,    h->x8,        h->x8_t,
+                      h->g8,      h->g8_t};
+        for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++) ops->release(lm[i]);
+    }
     free(f->bootstrapped);
     memset(f, 0, sizeof *f);
 }
@@ -367,6 +375,112 @@ void fp8_attention_backward(fp8_layers *f, const kernel_ops *ops, int l, void *d
     ops->attention_backward_fp8(dqkv, dout, qkv, out, lse, B, T, C, NH, dqkv_colsum, f->g8, f->g8_t,
                                 f->s.stats + t, f->s.scale + (size_t)t * STRIDE, FP8_E5M2);
     f->dout_ready = i;
+}
+
+/* ---------------------------------------------------------------- lm head */
+
+enum { LM_X, LM_W, LM_TENSORS }; /* the lm head's current-scaled tensors */
+
+size_t fp8_lm_head_bytes(const gpt2_layout *lay, int N, int rows) {
+    (void)N; /* x's amax pass writes into the layers' amax_scratch */
+    const size_t C = (size_t)lay->n_embd, Vp = (size_t)lay->padded_vocab_size, r = (size_t)rows;
+    const size_t scaling =
+        LM_TENSORS * (2 * STRIDE * sizeof(float) + sizeof(fp8_cast_stats) + sizeof(float) + 1) +
+        2 * STRIDE * sizeof(float);
+    return 2 * Vp * C + 2 * r * C + 2 * r * Vp + scaling;
+}
+
+void fp8_lm_head_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int rows) {
+    if (!ops->classifier_forward_backward_fp8 || !ops->fp8_transpose || !ops->matmul_backward_fp8)
+        FAIL("fp8_lm_head = true: the %s backend has no FP8 classifier", ops->name);
+    if (rows <= 0 || rows % 16 != 0)
+        FAIL("fp8_lm_head: chunks of %d rows (a positive multiple of 16 is needed)", rows);
+    fp8_lm_head *h = &f->lm;
+    memset(h, 0, sizeof *h);
+    h->rows = rows;
+    h->C = lay->n_embd;
+    h->Vp = lay->padded_vocab_size;
+    const size_t C = (size_t)h->C, Vp = (size_t)h->Vp, r = (size_t)rows;
+    h->s.n = LM_TENSORS;
+    h->s.len = 1;
+    h->s.margin = f->s.margin;
+    h->s.stride = STRIDE;
+    const size_t strided = LM_TENSORS * STRIDE * sizeof(float);
+    h->s.scale = ops->alloc(strided);
+    h->s.dequant = ops->alloc(strided);
+    h->s.stats = ops->alloc(LM_TENSORS * sizeof(fp8_cast_stats));
+    h->s.history = ops->alloc(LM_TENSORS * sizeof(float));
+    float ones[LM_TENSORS * STRIDE];
+    for (int i = 0; i < LM_TENSORS * STRIDE; i++) ones[i] = 1.0f;
+    ops->upload(h->s.scale, ones, strided); /* the amax passes' scale, before any update */
+    ops->upload(h->s.dequant, ones, strided);
+    ops->zero(h->s.stats, LM_TENSORS * sizeof(fp8_cast_stats));
+    ops->zero(h->s.history, LM_TENSORS * sizeof(float));
+    const uint8_t format[LM_TENSORS] = {FP8_E4M3, FP8_E4M3};
+    uint8_t *format_dev = ops->alloc(LM_TENSORS);
+    ops->upload(format_dev, format, LM_TENSORS);
+    h->s.format = format_dev;
+    h->g_scale = ops->alloc(2 * STRIDE * sizeof(float));
+    h->w8 = ops->alloc(Vp * C);
+    h->w8_t = ops->alloc(Vp * C);
+    h->x8 = ops->alloc(r * C);
+    h->x8_t = ops->alloc(r * C);
+    h->g8 = ops->alloc(r * Vp);
+    h->g8_t = ops->alloc(r * Vp);
+}
+
+void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, const void *x, int N,
+                       float dloss) {
+    fp8_lm_head *h = &f->lm;
+    if (!h->rows) FAIL("fp8: the lm head is bf16 (no fp8_lm_head_create)");
+    if (N > f->N || N % 16 != 0)
+        FAIL("fp8: an lm head of %d rows (at most %d, a multiple of 16)", N, f->N);
+    if (dloss == 0.0f) FAIL("fp8: the FP8 lm head runs in training forwards (dloss != 0)");
+    /* the amaxes (the outputs thrown away), then both scales, then the
+     * copies at them (no stats: the next forward measures again) */
+    float *scale_x = h->s.scale + LM_X * STRIDE, *scale_w = h->s.scale + LM_W * STRIDE;
+    ops->fp8_cast(f->amax_scratch, NULL, h->s.stats + LM_X, x, N, h->C, scale_x, FP8_E4M3);
+    ops->fp8_cast(h->w8, NULL, h->s.stats + LM_W, wte, h->Vp, h->C, scale_w, FP8_E4M3);
+    ops->fp8_scaling_update(&h->s, 0);
+    ops->fp8_cast(h->w8, h->w8_t, NULL, wte, h->Vp, h->C, scale_w, FP8_E4M3);
+    h->x = x;
+    if (dloss != h->g_dloss) { /* |dlogits| <= |dloss| -> at most 2^15 */
+        int e;
+        frexpf(fabsf(dloss), &e); /* |dloss| = m 2^e, 0.5 <= m < 1: |dloss| <= 2^e */
+        const float scale = ldexpf(1.0f, 15 - e);
+        float both[2 * STRIDE] = {0};
+        both[0] = scale;
+        both[STRIDE] = 1.0f / scale;
+        ops->upload(h->g_scale, both, sizeof both);
+        h->g_dloss = dloss;
+    }
+}
+
+void fp8_lm_head_chunk(fp8_layers *f, const kernel_ops *ops, void *logits, float *losses,
+                       const int32_t *targets, void *dx, void *dwte, int r0, int n, int V,
+                       float dloss) {
+    fp8_lm_head *h = &f->lm;
+    if (!h->x) FAIL("fp8: an lm head chunk before fp8_lm_head_begin");
+    if (n > h->rows || n % 16 != 0)
+        FAIL("fp8: an lm head chunk of %d rows (at most %d, a multiple of 16)", n, h->rows);
+    const int C = h->C, Vp = h->Vp;
+    ops->fp8_cast(h->x8, h->x8_t, NULL, (const char *)h->x + (size_t)r0 * C * ops->elem_bytes, n, C,
+                  h->s.scale + LM_X * STRIDE, FP8_E4M3);
+    const fp8_linear_operands q = {h->x8,
+                                   h->x8_t,
+                                   h->w8,
+                                   h->w8_t,
+                                   h->g8,
+                                   h->g8_t,
+                                   h->s.dequant + LM_X * STRIDE,
+                                   h->s.dequant + LM_W * STRIDE,
+                                   h->g_scale + STRIDE,
+                                   f->fast_accum};
+    ops->matmul_forward_fp8(logits, NULL, n, C, Vp, &q);
+    ops->classifier_forward_backward_fp8(logits, losses, targets, n, V, Vp, dloss, h->g8,
+                                         h->g_scale);
+    ops->fp8_transpose(h->g8_t, h->g8, n, Vp);
+    ops->matmul_backward_fp8(dx, dwte, NULL, NULL, NULL, n, C, Vp, NULL, &q);
 }
 
 /* The strided device array's n values into dense (host). */

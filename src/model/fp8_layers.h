@@ -51,6 +51,26 @@ bool fp8_fast_accum_named(const char *name, fp8_fast_accum *out);
 /* A block's linear layers, in forward order. */
 typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linear;
 
+/* The tied lm head in FP8 (gpt2_options.fp8_lm_head): its three products
+ * over each chunk of the classifier's rows, logits = x wte^T, dx =
+ * dlogits wte and dwte += dlogits^T x, read E4M3 copies of x (ln_f's
+ * output) and wte, and an E5M2 copy of dlogits that the classifier writes
+ * itself. x and wte are scaled by their own amax in every forward
+ * (current scaling: one pass over each for its amax first), so the state
+ * is not carried from step to step nor checkpointed; dlogits, which is
+ * at most |dloss| in size, by a fixed power of two that puts |dloss| at
+ * 2^15 (E5M2 goes to 57344, and down to 2^-31 of that). */
+typedef struct {
+    int rows, C, Vp;    /* rows: the classifier's chunk, a multiple of 16; 0: no FP8 lm head */
+    fp8_scaling s;      /* backend arrays: x and wte, history of one */
+    float *g_scale;     /* backend: dlogits' scale and dequant (STRIDE floats apart) */
+    float g_dloss;      /* the dloss g_scale is for (0: none yet) */
+    uint8_t *w8, *w8_t; /* wte (Vp, C) and its transpose */
+    uint8_t *x8, *x8_t; /* a chunk of x (rows, C) and its transpose */
+    uint8_t *g8, *g8_t; /* a chunk of dlogits (rows, Vp) and its transpose */
+    const void *x;      /* this forward's x (N rows), for the chunks */
+} fp8_lm_head;
+
 typedef struct fp8_layers_s {
     int n_layer, C, N; /* N: capacity, tokens per forward */
     fp8_fast_accum fast_accum;
@@ -67,6 +87,7 @@ typedef struct fp8_layers_s {
     int inp_ready;     /* the linear whose input x8 (and x8_t) already hold (cast fused into
                        the LayerNorm or GELU before it), or -1 */
     int weights_ready; /* the block whose weights w8, w8_t hold this forward, or -1 */
+    fp8_lm_head lm;    /* the lm head's products (fp8_lm_head_create), or lm.rows == 0 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -170,6 +191,26 @@ void fp8_recompute_gelu_input(fp8_layers *f, const kernel_ops *ops, int l, const
 void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id, void *dinp,
                          void *dweight, void *dbias, const void *dout, const void *pre, int N,
                          int C, int OC, void *dpre_colsum);
+
+/* The FP8 lm head (fp8_lm_head, above) for chunks of up to `rows` (a
+ * multiple of 16) of N tokens and a vocabulary padded to Vp; fails where
+ * the backend lacks its kernels. fp8_lm_head_bytes: what it allocates. */
+void fp8_lm_head_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int rows);
+size_t fp8_lm_head_bytes(const gpt2_layout *lay, int N, int rows);
+/* Once per training forward, before its chunks: wte's copies (Vp x C, its
+ * transpose) at the scale of its own amax, and x's scale (all N rows of
+ * ln_f's output, which the chunks then cast) from its amax; dlogits' scale
+ * for dloss. */
+void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, const void *x, int N,
+                       float dloss);
+/* One chunk of the classifier, rows r0.. (n of them, a multiple of 16)
+ * of the x given to fp8_lm_head_begin, as gpt2's classifier_chunks does it
+ * in bf16: logits (n x Vp) = x wte^T, the classifier's losses and FP8
+ * dlogits (ops->classifier_forward_backward_fp8), then dx (n x C, rows r0..
+ * of d(ln_f's output)) = dlogits wte and dwte += dlogits^T x. */
+void fp8_lm_head_chunk(fp8_layers *f, const kernel_ops *ops, void *logits, float *losses,
+                       const int32_t *targets, void *dx, void *dwte, int r0, int n, int V,
+                       float dloss);
 
 /* Where the tensors left their format's range since this process began:
  * which clipped (fp8_clipped at the scale of their casts), how often and

@@ -66,7 +66,8 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
     size_t max_rows = ops->logits_chunk_bytes / (Vp * ops->elem_bytes);
     if (max_rows < 1) max_rows = 1;
     const size_t n_chunks = (N + max_rows - 1) / max_rows;
-    const size_t chunk = (N + n_chunks - 1) / n_chunks;
+    size_t chunk = (N + n_chunks - 1) / n_chunks;
+    if (m->opt.fp8_lm_head) chunk = (chunk + 15) / 16 * 16; /* the FP8 copies' transposes */
     m->classifier_chunk = (int)chunk;
     m->logits = alloc_acts(ops, chunk * Vp);
     m->losses = alloc_f32(ops, N);
@@ -84,6 +85,7 @@ void gpt2_create_with(gpt2_model *m, const gpt2_layout *lay, const kernel_ops *o
         m->fp8 = xmalloc(sizeof *m->fp8);
         fp8_layers_create(m->fp8, ops, lay, (int)N, m->opt.fp8_history, m->opt.fp8_margin,
                           m->opt.fp8_fast_accum, m->opt.recompute_gelu, m->opt.fp8_attn_proj_bf16);
+        if (m->opt.fp8_lm_head) fp8_lm_head_create(m->fp8, ops, lay, m->classifier_chunk);
     }
 }
 
@@ -167,6 +169,15 @@ static void classifier_chunks(gpt2_model *m, int N, float dloss) {
     const kernel_ops *ops = m->ops;
     const gpt2_layout *lay = &m->lay;
     const int C = lay->n_embd, V = lay->vocab_size, Vp = lay->padded_vocab_size;
+    if (m->opt.fp8_lm_head && m->fp8 && dloss != 0.0f) { /* training: the FP8 products */
+        fp8_lm_head_begin(m->fp8, ops, P(lay->wte), m->lnf, N, dloss);
+        for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
+            const int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
+            fp8_lm_head_chunk(m->fp8, ops, m->logits, m->losses + r0, m->targets + r0,
+                              ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), r0, n, V, dloss);
+        }
+        return;
+    }
     for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
         int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
         const void *x = ops_at(ops, m->lnf, (size_t)r0 * C);

@@ -47,6 +47,9 @@ typedef struct {
     fp8_fast_accum fp8_fast_accum;
     /* With fp8: attn.c_proj stays bf16 (the other three in FP8). */
     bool fp8_attn_proj_bf16;
+    /* With fp8: the tied lm head's products in FP8 too in training forwards
+     * (fp8_layers.h's fp8_lm_head; evaluation keeps them bf16). */
+    bool fp8_lm_head;
 } gpt2_options;
 
 typedef struct {

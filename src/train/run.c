@@ -242,7 +242,8 @@ static void run_build_model(run_state *r) {
                                     .fp8_history = cfg->fp8_amax_history,
                                     .fp8_margin = cfg->fp8_margin,
                                     .fp8_fast_accum = fast_accum,
-                                    .fp8_attn_proj_bf16 = cfg->fp8 && !cfg->fp8_attn_proj};
+                                    .fp8_attn_proj_bf16 = cfg->fp8 && !cfg->fp8_attn_proj,
+                                    .fp8_lm_head = cfg->fp8 && cfg->fp8_lm_head};
     gpt2_create_with(&r->model, &r->lay, r->ops, cfg->micro_batch, cfg->seq_len, &model_opt);
     if (cfg->save_init && !r->resuming && r->dist->rank == 0) save_initial_weights(r);
     r->ops->upload_f32(r->model.params, r->host_params, r->lay.n_elements);

@@ -49,6 +49,7 @@
 
 #include "base/alloc.h"
 #include "kernels/attention.h"
+#include "kernels/classifier.h"
 #include "kernels/cuda_info.h"
 #include "kernels/fp8.h"
 #include "kernels/layernorm.h"
@@ -718,6 +719,108 @@ static void check_gelu_backward_cast(int rows, int cols, cudaStream_t s) {
  * stats reset; with stride >= 2 also the clipping counts and overshoots
  * against fp8_clipped (the random amaxes clip in some steps and not in
  * others) and the underflow totals (counts beyond 32 bits). */
+/* The classifier with FP8 dlogits (classifier_forward_backward_fp8_cuda)
+ * against the plain classifier followed by fp8_cast_cuda (E5M2) of the
+ * dlogits it wrote: every byte (padding columns too), the losses bit for
+ * bit, and the logits left as they were. N rows of a vocabulary V padded
+ * to Vp (a row of Vp over 57K takes the global-memory path); the logits
+ * spread (N(0, 9)) so that some probabilities fall into E5M2's subnormals
+ * at the scale and many flush, and every eighth row confident, its
+ * largest value near the format's top. */
+static void check_classifier_fp8(int N, int V, int Vp, cudaStream_t s) {
+    const size_t n = (size_t)N * Vp;
+    uint16_t *logits = xmalloc(n * 2);
+    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
+    for (size_t i = 0; i < n; i++) logits[i] = bf16_bits((float)(3.0 * rng_normal(&rng)));
+    for (int r = 0; r < N; r++) {
+        targets[r] = (int32_t)(rng_next(&rng) % (uint64_t)V);
+        if (r % 8 == 0) logits[(size_t)r * Vp + (r % V)] = bf16_bits(30.0f); /* p near 1 */
+    }
+    const float dloss = 1.0f / (float)(N * 3);
+    int e;
+    frexpf(dloss, &e);
+    float *scale = dev_float(ldexpf(1.0f, 15 - e)); /* fp8_layers' lm head choice */
+    void *d_logits[2] = {dev_copy(logits, n * 2), dev_copy(logits, n * 2)};
+    int32_t *d_targets = dev_copy(targets, (size_t)N * sizeof(int32_t));
+    float *losses[2];
+    uint8_t *out[2];
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMalloc((void **)&losses[k], (size_t)N * 4));
+        CK(cudaMalloc((void **)&out[k], n));
+        CK(cudaMemset(out[k], 0x5A, n));
+    }
+    classifier_forward_backward_cuda(d_logits[0], losses[0], d_targets, N, V, Vp, dloss, s);
+    fp8_cast_cuda(out[0], NULL, NULL, d_logits[0], N, Vp, scale, FP8_E5M2, s);
+    classifier_forward_backward_fp8_cuda(d_logits[1], losses[1], d_targets, N, V, Vp, dloss, out[1],
+                                         scale, s);
+    CK(cudaStreamSynchronize(s));
+    uint8_t *h[2];
+    float *hl = xmalloc((size_t)N * 8);
+    uint16_t *after = xmalloc(n * 2);
+    for (int k = 0; k < 2; k++) {
+        h[k] = xmalloc(n);
+        CK(cudaMemcpy(h[k], out[k], n, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(hl + (size_t)k * N, losses[k], (size_t)N * 4, cudaMemcpyDeviceToHost));
+    }
+    CK(cudaMemcpy(after, d_logits[1], n * 2, cudaMemcpyDeviceToHost));
+    size_t bad = 0, zero = 0, subnormal = 0;
+    for (size_t i = 0; i < n; i++) {
+        bad += h[0][i] != h[1][i];
+        zero += (h[1][i] & 0x7F) == 0;
+        subnormal += (h[1][i] & 0x7C) == 0 && (h[1][i] & 0x03) != 0; /* E5M2: exponent 0 */
+    }
+    const int losses_same = memcmp(hl, hl + N, (size_t)N * 4) == 0;
+    const int untouched = memcmp(after, logits, n * 2) == 0;
+    char what[200];
+    snprintf(what, sizeof what,
+             "classifier with FP8 dlogits N=%d V=%d Vp=%d: %zu bytes of %zu differ (%zu zero, %zu "
+             "subnormal), losses %s, logits %s",
+             N, V, Vp, bad, n, zero, subnormal, losses_same ? "equal" : "DIFFER",
+             untouched ? "untouched" : "WRITTEN");
+    check(!bad && losses_same && untouched && subnormal > 0, what);
+    for (int k = 0; k < 2; k++) {
+        free(h[k]);
+        CK(cudaFree(d_logits[k]));
+        CK(cudaFree(losses[k]));
+        CK(cudaFree(out[k]));
+    }
+    free(logits), free(targets), free(hl), free(after);
+    CK(cudaFree(d_targets));
+    CK(cudaFree(scale));
+}
+
+/* fp8_transpose_cuda of fp8_cast_cuda's out against the cast's own out_t,
+ * every byte: a rows x cols tensor (multiples of 16; partial 64 x 128
+ * tiles where they are not multiples of those). */
+static void check_transpose(int rows, int cols, cudaStream_t s) {
+    const size_t n = (size_t)rows * cols;
+    uint16_t *x = xmalloc(n * 2);
+    for (size_t i = 0; i < n; i++) x[i] = bf16_bits((float)rng_normal(&rng));
+    void *d_x = dev_copy(x, n * 2);
+    float *scale = dev_float(64.0f);
+    uint8_t *out, *out_t, *t;
+    CK(cudaMalloc((void **)&out, n));
+    CK(cudaMalloc((void **)&out_t, n));
+    CK(cudaMalloc((void **)&t, n));
+    CK(cudaMemset(t, 0x5A, n));
+    fp8_cast_cuda(out, out_t, NULL, d_x, rows, cols, scale, FP8_E4M3, s);
+    fp8_transpose_cuda(t, out, rows, cols, s);
+    CK(cudaStreamSynchronize(s));
+    uint8_t *a = xmalloc(n), *b = xmalloc(n);
+    CK(cudaMemcpy(a, out_t, n, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b, t, n, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += a[i] != b[i];
+    char what[120];
+    snprintf(what, sizeof what,
+             "fp8_transpose %d x %d against the cast's transposed copy: %zu of %zu bytes differ",
+             rows, cols, bad, n);
+    check(!bad, what);
+    free(x), free(a), free(b);
+    void *dev[] = {d_x, scale, out, out_t, t};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CK(cudaFree(dev[i]));
+}
+
 static void check_scaling(int len, int margin, int stride, cudaStream_t s) {
     enum { NT = 6, STEPS = 14, MAXS = 4 };
     const uint8_t format[NT] = {FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E5M2, FP8_E4M3, FP8_E4M3};
@@ -1155,6 +1258,13 @@ int main(void) {
         check_attention_backward_fp8(2, 320, 4, 128, &dflt, s);
         check_attention_backward_fp8(2, 256, 4, 64, &mma, s);
     }
+    /* the FP8 lm head's passes: GPT-2's vocabulary (its rows in shared
+     * memory on Hopper) and a vocabulary whose rows are not */
+    check_classifier_fp8(64, 50257, 50304, s);
+    check_classifier_fp8(16, 70000, 70016, s);
+    check_transpose(64, 128, s);
+    check_transpose(80, 208, s);
+    check_transpose(1024, 50304, s);
     check_scaling(4, 1, 1, s);
     check_scaling(1, 0, 1, s);
     check_scaling(8, 2, 4, s);

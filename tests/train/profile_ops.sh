@@ -18,9 +18,10 @@
 #         format's rounding limit, 464 / 448 at least) and the underflow
 #         table (the nonzero values counted against the values the casts
 #         saw; each row's counts within its tensor's size times the
-#         forwards, ordered by share, adding up to the total); then the
-#         same with fp8_attn_proj=false (attn.c_proj's bf16 labels, 18
-#         tensors).
+#         forwards, ordered by share, adding up to the total), and the
+#         lm head's FP8 classifier and dlogits transpose once a chunk; then
+#         the same with fp8_attn_proj=false and fp8_lm_head=false
+#         (attn.c_proj's bf16 labels, 18 tensors, the bf16 classifier).
 # usage: profile_ops.sh cpu|cuda GPT2_DDP WORK_DIR
 set -euo pipefail
 mode=$1 bin=$(realpath "$2") work=$3
@@ -61,10 +62,10 @@ if [ "$mode" = cuda ]; then
     sed -n '/^per-op profile/,$p' "$work/fp8.log" | grep -v "^peak GPU\|^saved\|^step "
     check "$work/fp8.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 --floors --fp8 \
       || fail "the fp8 tables" "$work/fp8.log"
-    "$bin" "${args[@]}" fp8=1 fp8_attn_proj=false fp8_amax_history=1 run_name=fp8_proj_bf16 \
-      >"$work/fp8_proj_bf16.log" 2>&1 || fail "profile_ops=1 fp8=1 fp8_attn_proj=false run" "$work/fp8_proj_bf16.log"
+    "$bin" "${args[@]}" fp8=1 fp8_attn_proj=false fp8_lm_head=false fp8_amax_history=1 run_name=fp8_proj_bf16 \
+      >"$work/fp8_proj_bf16.log" 2>&1 || fail "profile_ops=1 fp8=1 fp8_attn_proj=false fp8_lm_head=false run" "$work/fp8_proj_bf16.log"
     check "$work/fp8_proj_bf16.log" --layers 2 --micro-steps 2 --embd 64 --tokens 512 --steps 4 --floors \
-      --fp8 --attn-proj-bf16 || fail "the fp8 tables with attn.c_proj in bf16" "$work/fp8_proj_bf16.log"
+      --fp8 --attn-proj-bf16 --lm-head-bf16 || fail "the fp8 tables with attn.c_proj and the lm head in bf16" "$work/fp8_proj_bf16.log"
   else
     echo "(compute capability $cc: no FP8 run)"
   fi

@@ -14,6 +14,7 @@ p.add_argument("--steps", type=int, required=True, help="the run's max_steps")
 p.add_argument("--floors", action="store_true", help="the GPU's floors columns")
 p.add_argument("--fp8", action="store_true", help="fp8=1: FP8 products and clipping")
 p.add_argument("--attn-proj-bf16", action="store_true", help="fp8_attn_proj=false: attn.c_proj in bf16")
+p.add_argument("--lm-head-bf16", action="store_true", help="fp8_lm_head=false: the lm head in bf16")
 p.add_argument("--stream", action="store_true", help="profile_ops_timing=stream: ops timed on the stream")
 a = p.parse_args()
 
@@ -92,6 +93,16 @@ forward = {
 }
 for label, n in forward.items():
     want(calls(label) == n, f"{label}: {calls(label)} calls/step, want {n}")
+# the lm head: with fp8 (unless fp8_lm_head=false) the classifier writes FP8
+# dlogits and a transpose of them follows, a call each per chunk
+lm_fp8 = a.fp8 and not a.lm_head_bf16
+cls = calls("classifier_forward_backward_fp8" if lm_fp8 else "classifier_forward_backward")
+want(cls is not None and cls >= M and cls == int(cls),
+     f"the classifier{' (FP8 dlogits)' if lm_fp8 else ''}: {cls} calls/step, want a chunk or more a micro-step")
+want(calls("fp8_transpose") == (cls if lm_fp8 else None),
+     f"fp8_transpose {calls('fp8_transpose')}/step, want {cls if lm_fp8 else None}")
+want(calls("classifier_forward_backward_fp8" if not lm_fp8 else "classifier_forward_backward") is None,
+     "the other classifier ran too")
 if a.fp8:
     want(calls("fp8_gelu_cast") == per_block, f"fp8_gelu_cast {calls('fp8_gelu_cast')}/step")
     want(calls("fp8_gelu_backward_cast") == per_block, f"fp8_gelu_backward_cast {calls('fp8_gelu_backward_cast')}/step")

@@ -16,8 +16,10 @@ Modes:
   cuda: the bf16 CUDA backend against PyTorch with float32 weights and bf16
         autocast, 4 layers x 256 wide (heads of 64, as our flash attention
         needs), B=8, T=256, 200 steps: max |ours - torch| / torch < 1%.
-  cuda-fp8: the same with fp8=1 (the blocks' linear layers in FP8, docs/fp8.md)
-        against the same bf16 PyTorch: < 2% (FP8's coarser operands).
+  cuda-fp8: the same with fp8=1 (the blocks' linear layers and the tied lm
+        head in FP8, docs/fp8.md) against the same bf16 PyTorch: < 2% (FP8's
+        coarser operands).
+  cuda-fp8-bf16-head: the same with the lm head in bf16 (fp8_lm_head=0): < 2%.
   cpu:  the fp32 CPU backend against float64 PyTorch, 2 layers x 64, B=2,
         T=32, gradient accumulation 2, 10 steps: < 1e-4.
   cpu-muon: optimizer=muon, the fp32 CPU backend against float64 PyTorch
@@ -29,7 +31,7 @@ Modes:
         steps, against PyTorch (bf16 autocast, Newton-Schulz in bf16 as
         published): < 3% (BF16 noise over a longer, larger run).
 
-usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cpu]
+usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cuda-fp8-bf16-head|cpu]
 Exit 0 pass, 1 fail, 77 skipped (no GPU for cuda mode)."""
 import argparse
 import contextlib
@@ -53,6 +55,9 @@ MODES = {
                  max_steps=200, warmup_steps=20, lr=1e-3, tol=1e-2),
     "cuda-fp8": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=8, seq_len=256, grad_accum=1,
                      max_steps=200, warmup_steps=20, lr=1e-3, tol=2e-2, extra=["fp8=1"]),
+    "cuda-fp8-bf16-head": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=8, seq_len=256,
+                               grad_accum=1, max_steps=200, warmup_steps=20, lr=1e-3, tol=2e-2,
+                               extra=["fp8=1", "fp8_lm_head=0"]),
     "cpu": dict(n_layer=2, n_embd=64, n_head=2, micro_batch=2, seq_len=32, grad_accum=2,
                 max_steps=10, warmup_steps=2, lr=3e-3, tol=1e-4),
     "cpu-muon": dict(n_layer=2, n_embd=64, n_head=2, micro_batch=2, seq_len=32, grad_accum=2,
@@ -156,7 +161,7 @@ def run_trainer(binary, work, device, m):
 
 
 def torch_device(mode):
-    """The device a mode runs on: cuda-fp8 and cuda-muon are cuda."""
+    """The device a mode runs on: the cuda-fp8 modes and cuda-muon are cuda."""
     return "cpu" if mode.startswith("cpu") else "cuda"
 
 

@@ -21,13 +21,16 @@
  * loss = log(sum) + max - logit[target]. Pass 2 (only when dloss != 0)
  * reads the row again and writes (softmax - onehot) * dloss rounded to
  * bf16, and zeros for the padding columns [V, Vp). With dloss == 0 the
- * logits are not written. */
+ * logits are not written. The FP8 variant (an FP8 lm head) casts each
+ * rounded vector of 8 into 8 bytes of E5M2 and writes those to a buffer of
+ * its own instead, half the bytes. */
 #include "kernels/classifier.h"
 
 #include <math.h>
 
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/fp8_convert.cuh"
 #include "kernels/cuda/ptx.cuh"
 
 enum { CLS_THREADS = 1024, CLS_WARPS = CLS_THREADS / 32 };
@@ -59,11 +62,12 @@ static __device__ __forceinline__ void add_columns(float &m, float &s, const flo
 /* IN_SMEM: the row is copied into shared memory first (Vp * 2 bytes of
  * dynamic shared memory), every 16-byte copy of it in flight at once, and
  * both passes read it there; else they read global memory (L2, for pass 2),
- * for vocabularies whose row does not fit. */
-template <bool IN_SMEM>
+ * for vocabularies whose row does not fit. FP8: dlogits go into out8 as
+ * E5M2 at *fp8_scale, the logits are left alone. */
+template <bool IN_SMEM, bool FP8 = false>
 static __global__ void __launch_bounds__(CLS_THREADS)
     classifier_kernel(bf16 *logits, float *losses, const int32_t *targets, int V, int Vp,
-                      float dloss) {
+                      float dloss, uint8_t *out8 = nullptr, const float *fp8_scale = nullptr) {
     __shared__ float sh_m[CLS_WARPS], sh_s[CLS_WARPS];
     extern __shared__ uint4 row_smem[];
     const int row = blockIdx.x;
@@ -138,6 +142,8 @@ static __global__ void __launch_bounds__(CLS_THREADS)
     /* dlogits = (softmax - onehot) * dloss = e^(x - M) * (dloss / S) - dloss at the target */
     const float M_l = M * LOG2E, scale = dloss / S;
     const int target_v = target_ok ? target / 8 : -1;
+    [[maybe_unused]] const float s8 = FP8 ? *fp8_scale : 0.f;
+    [[maybe_unused]] fp8_thread_stats seen = {0, 0, 0}; // not kept: no stats
     auto write_vector = [&](int v, float *f, bool checked) {
         const int c0 = v * 8;
 #pragma unroll
@@ -150,7 +156,15 @@ static __global__ void __launch_bounds__(CLS_THREADS)
             for (int i = 0; i < 8; i++)
                 if (c0 + i == target) f[i] -= dloss;
         }
-        store8(x + (size_t)c0, f);
+        if constexpr (FP8) { // the bf16 values store8 would write, cast
+            uint32_t w[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) w[i] = pack_bf16(f[2 * i], f[2 * i + 1]);
+            *reinterpret_cast<uint2 *>(out8 + (size_t)row * Vp + c0) =
+                fp8_cast8(w, s8, FP8_E5M2, seen);
+        } else {
+            store8(x + (size_t)c0, f);
+        }
     };
     for (v = threadIdx.x; v + CLS_THREADS < V8_full; v += 2 * CLS_THREADS) {
         float f[8], g[8];
@@ -170,7 +184,7 @@ static __global__ void __launch_bounds__(CLS_THREADS)
  * device: two blocks of 1024 threads with their rows must fit in one SM
  * (up to 113 KB a row on H100, a vocabulary of 57K). The first call per
  * device raises the kernel's dynamic shared memory limit. */
-static bool row_fits_smem(size_t row_bytes) {
+template <bool FP8> static bool row_fits_smem(size_t row_bytes) {
     enum { MAX_DEVICES = 64 };
     static int smem_per_sm[MAX_DEVICES]; /* 0: not asked yet */
     static size_t raised[MAX_DEVICES];
@@ -183,8 +197,9 @@ static bool row_fits_smem(size_t row_bytes) {
     /* 1 KB the system reserves per block, and the block's static arrays */
     if (2 * (row_bytes + 1024 + CLS_WARPS * 8) > (size_t)smem_per_sm[dev]) return false;
     if (row_bytes > raised[dev]) {
-        CUDA_CHECK(cudaFuncSetAttribute(
-            classifier_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)row_bytes));
+        CUDA_CHECK(cudaFuncSetAttribute(classifier_kernel<true, FP8>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)row_bytes));
         raised[dev] = row_bytes;
     }
     return true;
@@ -199,13 +214,33 @@ extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
              Vp, V);
     if (N <= 0) return;
     const size_t row_bytes = (size_t)Vp * sizeof(bf16);
-    if (row_fits_smem(row_bytes))
+    if (row_fits_smem<false>(row_bytes))
         classifier_kernel<true>
             <<<N, CLS_THREADS, row_bytes, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
     else
         classifier_kernel<false>
             <<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
     CUDA_CHECK_LAUNCH("classifier_kernel");
+}
+
+extern "C" void classifier_forward_backward_fp8_cuda(void *logits, float *losses,
+                                                     const int32_t *targets, int N, int V, int Vp,
+                                                     float dloss, uint8_t *out8, const float *scale,
+                                                     cudaStream_t stream) {
+    if (Vp % 8 != 0 || V > Vp || V <= 0 || !is_aligned16(logits) || (uintptr_t)out8 % 8 || !scale ||
+        dloss == 0.0f)
+        FAIL("classifier_forward_backward_fp8_cuda: Vp=%d must be a multiple of 8, 0 < V=%d <= "
+             "Vp, logits 16-byte and out8 8-byte aligned, a scale, dloss != 0",
+             Vp, V);
+    if (N <= 0) return;
+    const size_t row_bytes = (size_t)Vp * sizeof(bf16);
+    if (row_fits_smem<true>(row_bytes))
+        classifier_kernel<true, true><<<N, CLS_THREADS, row_bytes, stream>>>(
+            (bf16 *)logits, losses, targets, V, Vp, dloss, out8, scale);
+    else
+        classifier_kernel<false, true><<<N, CLS_THREADS, 0, stream>>>(
+            (bf16 *)logits, losses, targets, V, Vp, dloss, out8, scale);
+    CUDA_CHECK_LAUNCH("classifier_kernel (FP8 dlogits)");
 }
 
 static __global__ void loss_accumulate_kernel(float *acc, const float *losses, int N) {

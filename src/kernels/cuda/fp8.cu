@@ -192,6 +192,35 @@ cast_tile(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
                            [&](int i) { return tile[swizzled(group * 16 + i, word)]; });
 }
 
+// The transposed copy of a 64 x 128 tile of bytes, by the whole block:
+// loaded 16 bytes a thread into the casts' swizzled tile, then written as
+// cast_tile writes its out_t. rows and cols multiples of 16.
+__global__ void __launch_bounds__(CAST_THREADS)
+    fp8_transpose_kernel(uint8_t *__restrict__ out_t, const uint8_t *__restrict__ in, int rows,
+                         int cols) {
+    __shared__ __align__(16) uint32_t tile[CAST_ROWS * CAST_WORDS];
+    const int r0 = blockIdx.y * CAST_ROWS, c0 = blockIdx.x * CAST_COLS;
+    constexpr int CHUNKS = CAST_COLS / 16; // 16-byte chunks per tile row
+#pragma unroll
+    for (int k = 0; k < CAST_ROWS * CHUNKS / CAST_THREADS; k++) {
+        const int u = threadIdx.x + k * CAST_THREADS, r = u / CHUNKS, c = (u % CHUNKS) * 16;
+        const bool inside = r0 + r < rows && c0 + c < cols;
+        const uint4 v =
+            inside ? *reinterpret_cast<const uint4 *>(in + (size_t)(r0 + r) * cols + c0 + c)
+                   : make_uint4(0, 0, 0, 0);
+        // 4 words of one 8-word group: contiguous after the swizzle
+        *reinterpret_cast<uint4 *>(&tile[swizzled(r, c / 4)]) = v;
+    }
+    __syncthreads();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int group = lane & 3, word = warp * 8 + (lane >> 2);
+    if (warp >= CAST_WORDS / 8) return; // the tile's words are the first warps'
+    const int gr = r0 + group * 16, gc = c0 + word * 4;
+    if (gr >= rows || gc >= cols) return; // rows and cols % 16 == 0: all in or all out
+    fp8_store_transposed16(out_t, rows, gr, gc,
+                           [&](int i) { return tile[swizzled(group * 16 + i, word)]; });
+}
+
 template <bool TRANSPOSE, cast_mode MODE>
 __global__ void __launch_bounds__(CAST_THREADS)
     fp8_cast_kernel(uint8_t *__restrict__ out, uint8_t *__restrict__ out_t,
@@ -297,6 +326,19 @@ extern "C" void fp8_cast_cuda(uint8_t *out, uint8_t *out_t, fp8_cast_stats *stat
                               int rows, int cols, const float *scale, fp8_format f,
                               cudaStream_t stream) {
     cast("fp8_cast_cuda", false, out, out_t, stats, in, rows, cols, scale, f, stream);
+}
+
+extern "C" void fp8_transpose_cuda(uint8_t *out_t, const uint8_t *in, int rows, int cols,
+                                   cudaStream_t stream) {
+    if (rows < 0 || cols < 0 || rows % 16 || cols % 16 || ((uintptr_t)out_t | (uintptr_t)in) & 15u)
+        FAIL("fp8_transpose_cuda: %d x %d bytes: rows and cols must be multiples of 16, both "
+             "tensors 16-byte aligned",
+             rows, cols);
+    if (rows == 0 || cols == 0) return;
+    const dim3 grid((unsigned)((cols + CAST_COLS - 1) / CAST_COLS),
+                    (unsigned)((rows + CAST_ROWS - 1) / CAST_ROWS));
+    fp8_transpose_kernel<<<grid, CAST_THREADS, 0, stream>>>(out_t, in, rows, cols);
+    CUDA_CHECK_LAUNCH("fp8_transpose_kernel");
 }
 
 extern "C" void fp8_cast_batch_cuda(const fp8_cast_job *jobs, int n, fp8_format f,

@@ -433,6 +433,16 @@ static void cuda_classifier(void *logits, float *losses, const int32_t *targets,
     classifier_forward_backward_cuda(logits, losses, targets, N, V, Vp, dloss, g.stream);
 }
 
+static void cuda_classifier_fp8(void *logits, float *losses, const int32_t *targets, int N, int V,
+                                int Vp, float dloss, uint8_t *out8, const float *scale) {
+    classifier_forward_backward_fp8_cuda(logits, losses, targets, N, V, Vp, dloss, out8, scale,
+                                         g.stream);
+}
+
+static void cuda_fp8_transpose(uint8_t *out_t, const uint8_t *in, int rows, int cols) {
+    fp8_transpose_cuda(out_t, in, rows, cols, g.stream);
+}
+
 static void cuda_loss_accumulate(float *acc, const float *losses, int N) {
     loss_accumulate_cuda(acc, losses, N, g.stream);
 }
@@ -540,4 +550,6 @@ extern "C" const kernel_ops ops_cuda = {
     .matmul_forward_fp8 = cuda_matmul_forward_fp8,
     .matmul_residual_forward_fp8 = cuda_matmul_residual_forward_fp8,
     .matmul_backward_fp8 = cuda_matmul_backward_fp8,
+    .classifier_forward_backward_fp8 = cuda_classifier_fp8,
+    .fp8_transpose = cuda_fp8_transpose,
 };

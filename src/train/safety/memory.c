@@ -80,14 +80,18 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     counting.zero = count_zero;
     counted_bytes = 0;
     gpt2_model model;
-    const gpt2_options opt = {.recompute_gelu = cfg->recompute_gelu};
+    const gpt2_options opt = {.recompute_gelu = cfg->recompute_gelu,
+                              .fp8_lm_head = cfg->fp8 && cfg->fp8_lm_head};
     gpt2_create_with(&model, lay, &counting, cfg->micro_batch, cfg->seq_len, &opt);
+    const int classifier_rows = model.classifier_chunk;
     gpt2_free(&model);
     m.activations = counted_bytes - m.params - m.grads;
     /* counted apart: the counting backend has no FP8 kernels to create them with */
     if (cfg->fp8) {
         m.fp8 = fp8_layers_bytes(lay, cfg->micro_batch * cfg->seq_len, cfg->fp8_amax_history,
                                  cfg->recompute_gelu, !cfg->fp8_attn_proj);
+        if (cfg->fp8_lm_head)
+            m.fp8 += fp8_lm_head_bytes(lay, cfg->micro_batch * cfg->seq_len, classifier_rows);
         m.activations -= gpt2_fp8_saved_bytes(lay, m.elem_bytes, cfg->micro_batch, cfg->seq_len,
                                               cfg->recompute_gelu, !cfg->fp8_attn_proj);
     }
