@@ -27,7 +27,8 @@
  * On a GPU with FP8 tensor cores also: the FP8 layers allocate what
  * fp8_layers_bytes (the memory estimate's term) says, with and without
  * recompute_gelu and attn_proj_bf16; recompute_gelu keeps (L - 1) x 4 C
- * bytes per token fewer, a bf16 attn.c_proj L x (C per token + 2 C^2). */
+ * bytes per token fewer, a bf16 attn.c_proj L x (C per token + 2 C^2);
+ * the FP8 lm head allocates what fp8_lm_head_bytes says. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,6 +191,19 @@ static void check_fp8_bytes(void) {
     printf("CHECK %-14s attn_proj_bf16 keeps %zu bytes fewer, expected %zu %s\n", "fp8_bytes",
            got[0][0] - got[0][1], proj, got[0][0] - got[0][1] == proj ? "PASS" : "FAIL");
     verdict(got[0][0] - got[0][1] == proj);
+    { /* the FP8 lm head's buffers, chunks of 64 rows */
+        kernel_ops counting = ops_cuda;
+        counting.alloc = fp8_count_alloc;
+        fp8_layers f;
+        fp8_layers_create(&f, &counting, &lay, N, history, 0, FP8_FAST_ACCUM_FORWARD, 0, 0);
+        fp8_counted = 0;
+        fp8_lm_head_create(&f, &counting, &lay, 64);
+        const size_t want = fp8_lm_head_bytes(&lay, N, 64);
+        printf("CHECK %-14s lm head of 64-row chunks allocated=%zu fp8_lm_head_bytes=%zu %s\n",
+               "fp8_bytes", fp8_counted, want, fp8_counted == want ? "PASS" : "FAIL");
+        verdict(fp8_counted == want);
+        fp8_layers_free(&f, &counting);
+    }
     layout_free(&lay);
 }
 
