@@ -15,6 +15,11 @@
 #include "kernels/muon.h"
 
 enum { OPS_MARKS = 4096 }; /* kernel_ops.mark_record's marks */
+/* The CUDA backend's logits_chunk_bytes (below): up to 10,672 rows of a
+ * vocabulary of 50,304 (124M at B = 32: 4 chunks of 8,192), where the
+ * classifier's GEMMs run at full speed; the memory estimate, which counts a
+ * model's allocations on a CPU-side table, takes it for CUDA runs. */
+#define OPS_CUDA_LOGITS_CHUNK_BYTES ((size_t)1024 << 20)
 
 typedef struct kernel_ops {
     const char *name;  /* "cpu" | "cuda" */

@@ -445,8 +445,9 @@ void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, co
     ops->fp8_cast(h->w8, h->w8_t, NULL, wte, h->Vp, h->C, scale_w, FP8_E4M3);
     h->x = x;
     if (dloss != h->g_dloss) { /* |dlogits| <= |dloss| -> at most 2^15 */
-        int e;
-        frexpf(fabsf(dloss), &e); /* |dloss| = m 2^e, 0.5 <= m < 1: |dloss| <= 2^e */
+        int e = 0; /* a NaN dloss (the guard's poison test): any scale, NaN goes through */
+        if (isfinite(dloss))
+            frexpf(fabsf(dloss), &e); /* |dloss| = m 2^e, 0.5 <= m < 1: |dloss| <= 2^e */
         const float scale = ldexpf(1.0f, 15 - e);
         float both[2 * STRIDE] = {0};
         both[0] = scale;

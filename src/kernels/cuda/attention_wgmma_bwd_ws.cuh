@@ -70,9 +70,10 @@ using namespace attention_tiles;
 // stores them with TMA: the warps go on to the next key block while the copy
 // engine writes the rows out (head size 64; at 128, below, the warps store
 // them from registers). FP8 (head size 64, T a multiple of 64): each warp
-// casts its staged rows into dqkv's FP8 copies instead (fp8, rows = B * T;
-// cast_warp_dkv), and dqkv's k and v parts are not written; the casts'
-// stats go into fp8.stats from each consumer warp at the end.
+// casts its staged rows into dqkv's FP8 copies instead (fp8, whose rows
+// are the B * T = fp8_rows tokens; cast_warp_dkv), and dqkv's k and v parts
+// are not written; the casts' stats go into fp8.stats from each consumer
+// warp at the end.
 // The dq_acc layout is dq_wgmma_index's: a slab (64 rows of one 64-dim
 // atom) is one contiguous 16 KB block. DET (dq_order): warp 1 adds a 64-row
 // slice in the order of the key blocks, as the one-warpgroup kernel's warps
@@ -87,7 +88,7 @@ static __global__ void __launch_bounds__(W::NTH, 1)
                        const WsWork wk, int *ws_table, const __grid_constant__ CUtensorMap qkv_map,
                        const __grid_constant__ CUtensorMap dout_map,
                        const __grid_constant__ CUtensorMap dqkv_map, const AttnFp8Out fp8,
-                       int rows) {
+                       int fp8_rows) {
 #ifdef ATTN_WGMMA_DEVICE
     static_assert(!FP8 || W::BOXES, "FP8: the casts read the staged boxes (head size 64)");
     constexpr int BM = W::BM, BN = W::BN, HS = W::HS, NA = W::NA, QN = BM / 8;
@@ -423,7 +424,7 @@ static __global__ void __launch_bounds__(W::NTH, 1)
                 __syncwarp();
                 stage_warp_dkv(dk, dv, boxes, warp, lane, scale);
                 __syncwarp();
-                cast_warp_dkv(boxes, warp, lane, fp8, fp8_scale, rows, NH * HS, blk.b * T + kw0,
+                cast_warp_dkv(boxes, warp, lane, fp8, fp8_scale, fp8_rows, NH * HS, blk.b * T + kw0,
                               (NH + blk.h) * HS, seen);
             }
         } else if constexpr (W::BOXES) {

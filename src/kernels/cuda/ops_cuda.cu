@@ -500,8 +500,7 @@ static void cuda_transient_shapes(bool on) { g.lt.transient = on; }
 extern "C" const kernel_ops ops_cuda = {
     .name = "cuda",
     .elem_bytes = 2,
-    .logits_chunk_bytes =
-        1024u << 20, /* <= 10672 rows of Vp 50304 (B=32: 4 x 8192): GEMMs at 700+ TFLOP/s */
+    .logits_chunk_bytes = OPS_CUDA_LOGITS_CHUNK_BYTES,
     .alloc = cuda_alloc,
     .release = cuda_release,
     .zero = cuda_zero,

@@ -75,6 +75,8 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     /* The model's own allocations, on a backend that only counts. */
     kernel_ops counting = ops_cpu;
     counting.elem_bytes = m.elem_bytes;
+    /* the logits buffer (and the FP8 lm head's) in the CUDA backend's chunks */
+    if (m.elem_bytes == 2) counting.logits_chunk_bytes = OPS_CUDA_LOGITS_CHUNK_BYTES;
     counting.alloc = count_alloc;
     counting.release = count_release;
     counting.zero = count_zero;
