@@ -381,8 +381,8 @@ void fp8_attention_backward(fp8_layers *f, const kernel_ops *ops, int l, void *d
 
 enum { LM_X, LM_W, LM_TENSORS }; /* the lm head's current-scaled tensors */
 
-size_t fp8_lm_head_bytes(const gpt2_layout *lay, int N, int rows) {
-    (void)N; /* x's amax pass writes into the layers' amax_scratch */
+size_t fp8_lm_head_bytes(const gpt2_layout *lay, int rows) {
+    /* (x's amax pass writes into the layers' amax_scratch) */
     const size_t C = (size_t)lay->n_embd, Vp = (size_t)lay->padded_vocab_size, r = (size_t)rows;
     const size_t scaling =
         LM_TENSORS * (2 * STRIDE * sizeof(float) + sizeof(fp8_cast_stats) + sizeof(float) + 1) +
@@ -443,7 +443,6 @@ void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, co
     ops->fp8_cast(h->w8, NULL, h->s.stats + LM_W, wte, h->Vp, h->C, scale_w, FP8_E4M3);
     ops->fp8_scaling_update(&h->s, 0);
     ops->fp8_cast(h->w8, h->w8_t, NULL, wte, h->Vp, h->C, scale_w, FP8_E4M3);
-    h->x = x;
     if (dloss != h->g_dloss) { /* |dlogits| <= |dloss| -> at most 2^15 */
         int e = 0; /* a NaN dloss (the guard's poison test): any scale, NaN goes through */
         if (isfinite(dloss))
@@ -458,15 +457,13 @@ void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, co
 }
 
 void fp8_lm_head_chunk(fp8_layers *f, const kernel_ops *ops, void *logits, float *losses,
-                       const int32_t *targets, void *dx, void *dwte, int r0, int n, int V,
+                       const int32_t *targets, void *dx, void *dwte, const void *x, int n, int V,
                        float dloss) {
     fp8_lm_head *h = &f->lm;
-    if (!h->x) FAIL("fp8: an lm head chunk before fp8_lm_head_begin");
     if (n > h->rows || n % 16 != 0)
         FAIL("fp8: an lm head chunk of %d rows (at most %d, a multiple of 16)", n, h->rows);
     const int C = h->C, Vp = h->Vp;
-    ops->fp8_cast(h->x8, h->x8_t, NULL, (const char *)h->x + (size_t)r0 * C * ops->elem_bytes, n, C,
-                  h->s.scale + LM_X * STRIDE, FP8_E4M3);
+    ops->fp8_cast(h->x8, h->x8_t, NULL, x, n, C, h->s.scale + LM_X * STRIDE, FP8_E4M3);
     const fp8_linear_operands q = {h->x8,
                                    h->x8_t,
                                    h->w8,

@@ -68,7 +68,6 @@ typedef struct {
     uint8_t *w8, *w8_t; /* wte (Vp, C) and its transpose */
     uint8_t *x8, *x8_t; /* a chunk of x (rows, C) and its transpose */
     uint8_t *g8, *g8_t; /* a chunk of dlogits (rows, Vp) and its transpose */
-    const void *x;      /* this forward's x (N rows), for the chunks */
 } fp8_lm_head;
 
 typedef struct fp8_layers_s {
@@ -193,23 +192,23 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                          int C, int OC, void *dpre_colsum);
 
 /* The FP8 lm head (fp8_lm_head, above) for chunks of up to `rows` (a
- * multiple of 16) of N tokens and a vocabulary padded to Vp; fails where
- * the backend lacks its kernels. fp8_lm_head_bytes: what it allocates. */
+ * multiple of 16) and a vocabulary padded to Vp; fails where the backend
+ * lacks its kernels. fp8_lm_head_bytes: what it allocates. */
 void fp8_lm_head_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int rows);
-size_t fp8_lm_head_bytes(const gpt2_layout *lay, int N, int rows);
+size_t fp8_lm_head_bytes(const gpt2_layout *lay, int rows);
 /* Once per training forward, before its chunks: wte's copies (Vp x C, its
  * transpose) at the scale of its own amax, and x's scale (all N rows of
  * ln_f's output, which the chunks then cast) from its amax; dlogits' scale
  * for dloss. */
 void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, const void *x, int N,
                        float dloss);
-/* One chunk of the classifier, rows r0.. (n of them, a multiple of 16)
- * of the x given to fp8_lm_head_begin, as gpt2's classifier_chunks does it
- * in bf16: logits (n x Vp) = x wte^T, the classifier's losses and FP8
- * dlogits (ops->classifier_forward_backward_fp8), then dx (n x C, rows r0..
- * of d(ln_f's output)) = dlogits wte and dwte += dlogits^T x. */
+/* One chunk of the classifier, after fp8_lm_head_begin: x its n rows (a
+ * multiple of 16) of the x given there, as gpt2's classifier_chunks does
+ * it in bf16: logits (n x Vp) = x wte^T, the classifier's losses and FP8
+ * dlogits (ops->classifier_forward_backward_fp8), then dx (n x C, the
+ * same rows of d(ln_f's output)) = dlogits wte and dwte += dlogits^T x. */
 void fp8_lm_head_chunk(fp8_layers *f, const kernel_ops *ops, void *logits, float *losses,
-                       const int32_t *targets, void *dx, void *dwte, int r0, int n, int V,
+                       const int32_t *targets, void *dx, void *dwte, const void *x, int n, int V,
                        float dloss);
 
 /* Where the tensors left their format's range since this process began:

@@ -174,7 +174,8 @@ static void classifier_chunks(gpt2_model *m, int N, float dloss) {
         for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
             const int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
             fp8_lm_head_chunk(m->fp8, ops, m->logits, m->losses + r0, m->targets + r0,
-                              ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), r0, n, V, dloss);
+                              ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte),
+                              ops_at(ops, m->lnf, (size_t)r0 * C), n, V, dloss);
         }
         return;
     }

@@ -205,6 +205,23 @@ template <bool FP8> static bool row_fits_smem(size_t row_bytes) {
     return true;
 }
 
+/* The kernel over N rows, the row in shared memory where it fits (FP8:
+ * dlogits into out8 at *scale). */
+template <bool FP8>
+static void launch_classifier(bf16 *logits, float *losses, const int32_t *targets, int N, int V,
+                              int Vp, float dloss, uint8_t *out8, const float *scale,
+                              cudaStream_t stream) {
+    if (N <= 0) return;
+    const size_t row_bytes = (size_t)Vp * sizeof(bf16);
+    if (row_fits_smem<FP8>(row_bytes))
+        classifier_kernel<true, FP8><<<N, CLS_THREADS, row_bytes, stream>>>(
+            logits, losses, targets, V, Vp, dloss, out8, scale);
+    else
+        classifier_kernel<false, FP8>
+            <<<N, CLS_THREADS, 0, stream>>>(logits, losses, targets, V, Vp, dloss, out8, scale);
+    CUDA_CHECK_LAUNCH(FP8 ? "classifier_kernel (FP8 dlogits)" : "classifier_kernel");
+}
+
 extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
                                                  const int32_t *targets, int N, int V, int Vp,
                                                  float dloss, cudaStream_t stream) {
@@ -212,15 +229,8 @@ extern "C" void classifier_forward_backward_cuda(void *logits, float *losses,
         FAIL("classifier_forward_backward_cuda: Vp=%d must be a multiple of 8, 0 < V=%d <= Vp, "
              "logits 16-byte aligned",
              Vp, V);
-    if (N <= 0) return;
-    const size_t row_bytes = (size_t)Vp * sizeof(bf16);
-    if (row_fits_smem<false>(row_bytes))
-        classifier_kernel<true>
-            <<<N, CLS_THREADS, row_bytes, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
-    else
-        classifier_kernel<false>
-            <<<N, CLS_THREADS, 0, stream>>>((bf16 *)logits, losses, targets, V, Vp, dloss);
-    CUDA_CHECK_LAUNCH("classifier_kernel");
+    launch_classifier<false>((bf16 *)logits, losses, targets, N, V, Vp, dloss, nullptr, nullptr,
+                             stream);
 }
 
 extern "C" void classifier_forward_backward_fp8_cuda(void *logits, float *losses,
@@ -232,15 +242,7 @@ extern "C" void classifier_forward_backward_fp8_cuda(void *logits, float *losses
         FAIL("classifier_forward_backward_fp8_cuda: Vp=%d must be a multiple of 8, 0 < V=%d <= "
              "Vp, logits 16-byte and out8 8-byte aligned, a scale, dloss != 0",
              Vp, V);
-    if (N <= 0) return;
-    const size_t row_bytes = (size_t)Vp * sizeof(bf16);
-    if (row_fits_smem<true>(row_bytes))
-        classifier_kernel<true, true><<<N, CLS_THREADS, row_bytes, stream>>>(
-            (bf16 *)logits, losses, targets, V, Vp, dloss, out8, scale);
-    else
-        classifier_kernel<false, true><<<N, CLS_THREADS, 0, stream>>>(
-            (bf16 *)logits, losses, targets, V, Vp, dloss, out8, scale);
-    CUDA_CHECK_LAUNCH("classifier_kernel (FP8 dlogits)");
+    launch_classifier<true>((bf16 *)logits, losses, targets, N, V, Vp, dloss, out8, scale, stream);
 }
 
 static __global__ void loss_accumulate_kernel(float *acc, const float *losses, int N) {

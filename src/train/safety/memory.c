@@ -92,8 +92,7 @@ memory_estimate memory_estimate_for(const config *cfg, const gpt2_layout *lay, i
     if (cfg->fp8) {
         m.fp8 = fp8_layers_bytes(lay, cfg->micro_batch * cfg->seq_len, cfg->fp8_amax_history,
                                  cfg->recompute_gelu, !cfg->fp8_attn_proj);
-        if (cfg->fp8_lm_head)
-            m.fp8 += fp8_lm_head_bytes(lay, cfg->micro_batch * cfg->seq_len, classifier_rows);
+        if (cfg->fp8_lm_head) m.fp8 += fp8_lm_head_bytes(lay, classifier_rows);
         m.activations -= gpt2_fp8_saved_bytes(lay, m.elem_bytes, cfg->micro_batch, cfg->seq_len,
                                               cfg->recompute_gelu, !cfg->fp8_attn_proj);
     }
