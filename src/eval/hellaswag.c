@@ -283,6 +283,7 @@ hellaswag_counts hellaswag_evaluate(const hellaswag_set *set, gpt2_model *m,
         for (int b = 0; b < nb; b++)
             if (rows[first + b].len > T_batch) T_batch = rows[first + b].len;
         fill_batch(&rows[first], nb, T_batch, inputs, targets);
+        if (first > 0) gpt2_params_unchanged(m);
         gpt2_forward_async(m, inputs, targets, nb, T_batch, 0.0f);
         m->ops->download(losses, m->losses, (size_t)nb * T_batch * sizeof(float));
         for (int b = 0; b < nb; b++)

@@ -28,6 +28,7 @@ double val_loss_mean(gpt2_model *model, data_loader *val, int eval_batches, int 
     for (int k = rank; k < eval_batches; k += world, mine++) {
         loader_read(val, (int64_t)k * B, B, inputs, targets);
         gpt2_loss_reset(model);
+        if (mine > 0) gpt2_params_unchanged(model);
         gpt2_forward_async(model, inputs, targets, B, T, 0.0f);
         ops->sum_f32(on_device + mine, model->loss_acc, tokens);
     }

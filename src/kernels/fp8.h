@@ -122,13 +122,17 @@ typedef struct {
 
 /* One tensor of a batched cast (fp8_cast_cuda's arguments): rows x cols
  * bf16 `in` into out and out_t (may be NULL), stats and scale on the
- * device. */
+ * device; dequant (may be NULL), on the device too, gets 1 / *scale, the
+ * factor the products of this copy must use, so that a copy kept longer
+ * than its scale (FP8 weights held through the micro-steps of a step)
+ * carries its own (an empty tensor is skipped, its dequant too). */
 typedef struct {
     uint8_t *out, *out_t;
     fp8_cast_stats *stats;
     const void *in;
     int rows, cols;
     const float *scale;
+    float *dequant;
 } fp8_cast_job;
 enum { FP8_CAST_BATCH_MAX = 4 }; /* tensors per batched cast: a block's four weights */
 

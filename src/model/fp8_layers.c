@@ -41,14 +41,16 @@ size_t fp8_layers_bytes(const gpt2_layout *lay, int N, int history, bool recompu
     const size_t scaling =
         n * (3 * STRIDE * sizeof(float) + sizeof(fp8_cast_stats) + 2 * sizeof(unsigned long long) +
              (size_t)history * sizeof(float) + 1);
-    return L * per_block + scratch + scaling;
+    const size_t weight_dequant = L * FP8_LINEARS * STRIDE * sizeof(float); /* per copy */
+    return L * per_block + scratch + scaling + weight_dequant;
 }
 
 void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int N,
                        int history, int margin, fp8_fast_accum fast_accum, bool recompute_gelu,
                        bool attn_proj_bf16) {
-    if (!ops->fp8_cast || !ops->fp8_gelu_cast || !ops->layernorm_forward_fp8 ||
-        !ops->matmul_forward_fp8 || !ops->matmul_residual_forward_fp8)
+    if (!ops->fp8_cast || !ops->fp8_cast_batch || !ops->fp8_gelu_cast ||
+        !ops->layernorm_forward_fp8 || !ops->matmul_forward_fp8 ||
+        !ops->matmul_residual_forward_fp8)
         FAIL("fp8 = true: the %s backend has no FP8 kernels (device=cuda on a GPU of compute "
              "capability 8.9 or newer has)",
              ops->name);
@@ -60,7 +62,6 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     memset(f, 0, sizeof *f);
     f->dout_ready = -1;
     f->inp_ready = -1;
-    f->weights_ready = -1;
     const int L = lay->n_layer, C = lay->n_embd, n = L * FP8_LINEARS * T_PER_LINEAR;
     f->n_layer = L;
     f->C = C;
@@ -91,9 +92,13 @@ void fp8_layers_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *
     ops->zero(f->s.history, (size_t)n * history * sizeof(float));
     ops->upload(format_dev, format, (size_t)n);
     f->s.format = format_dev;
+    /* the weights' copies' own factors (n > L * FP8_LINEARS: ones has enough) */
+    f->w_dequant = ops->alloc((size_t)L * FP8_LINEARS * STRIDE * sizeof(float));
+    ops->upload(f->w_dequant, ones, (size_t)L * FP8_LINEARS * STRIDE * sizeof(float));
     free(ones);
     free(format);
     f->bootstrapped = xcalloc((size_t)n, sizeof(bool));
+    f->w_fresh = xcalloc((size_t)L * FP8_LINEARS, sizeof(bool));
 
     const int linears = L * FP8_LINEARS;
     const size_t big = (size_t)N * 4 * C, wmax = (size_t)4 * C * C;
@@ -128,9 +133,9 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
     free(f->w8);
     free(f->w8_t);
     free(f->x8_t);
-    void *bufs[] = {f->s.scale,   f->s.dequant,        f->s.stats,     f->s.underflow,
-                    f->s.history, f->s.clipped,        f->x8,          f->g8,
-                    f->g8_t,      (void *)f->s.format, f->amax_scratch};
+    void *bufs[] = {f->s.scale,   f->s.dequant,        f->s.stats,      f->s.underflow,
+                    f->s.history, f->s.clipped,        f->x8,           f->g8,
+                    f->g8_t,      (void *)f->s.format, f->amax_scratch, f->w_dequant};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ops->release(bufs[i]);
     if (f->lm.rows) {
         fp8_lm_head *h = &f->lm;
@@ -140,11 +145,22 @@ void fp8_layers_free(fp8_layers *f, const kernel_ops *ops) {
         for (size_t i = 0; i < sizeof lm / sizeof lm[0]; i++) ops->release(lm[i]);
     }
     free(f->bootstrapped);
+    free(f->w_fresh);
     memset(f, 0, sizeof *f);
 }
 
+void fp8_layers_hold_weights(fp8_layers *f) { f->hold_next = true; }
+
 void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops) {
-    f->weights_ready = -1; /* the optimizer has changed them since */
+    const bool held = f->hold_next;
+    f->hold_next = false;
+    if (!held) { /* the weights may have changed since: every copy is cast again */
+        memset(f->w_fresh, 0, (size_t)f->n_layer * FP8_LINEARS * sizeof(bool));
+        f->lm.w_fresh = false;
+    }
+    /* A held weight's cast stats stay 0, so its history gets no amax from
+     * this forward and its scale moves, if at all, only as older amaxes
+     * leave the history; the copies it holds carry their own w_dequant. */
     if (f->forwards > 0) ops->fp8_scaling_update(&f->s, f->forwards);
     f->forwards++;
 }
@@ -194,6 +210,27 @@ static const float *dequant(const fp8_layers *f, int t) {
     return f->s.dequant + (size_t)t * STRIDE;
 }
 
+/* The factor of linear i's weight copies: the one they were cast at. */
+static const float *weight_dequant(const fp8_layers *f, int i) {
+    return f->w_dequant + (size_t)i * STRIDE;
+}
+
+/* The batched cast's job for linear i's weight (OC x C), with the amax
+ * pass first where its scale is not known yet. */
+static fp8_cast_job weight_job(fp8_layers *f, const kernel_ops *ops, int i, const void *weight,
+                               int OC, int C) {
+    const int t = tensor_of(i, T_WEIGHT);
+    const size_t at = (size_t)t * STRIDE;
+    if (!f->bootstrapped[t]) {
+        ops->fp8_cast(f->amax_scratch, NULL, f->s.stats + t, weight, OC, C, f->s.scale + at,
+                      FP8_E4M3);
+        take_first_scale(f, ops, t);
+    }
+    f->w_fresh[i] = true;
+    return (fp8_cast_job){f->w8[i], f->w8_t[i], f->s.stats + t,  weight,
+                          OC,       C,          f->s.scale + at, f->w_dequant + (size_t)i * STRIDE};
+}
+
 static int linear_index(const fp8_layers *f, int l, fp8_linear id) {
     if (l < 0 || l >= f->n_layer || id < 0 || id >= FP8_LINEARS)
         FAIL("fp8: linear %d of block %d does not exist", (int)id, l);
@@ -216,8 +253,10 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
         cast(f, ops, tensor_of(i, T_INP), f->x8, x_t, inp, N, C);
     else
         FAIL("fp8: linear %d of block %d has neither a bf16 input nor its FP8 copy", (int)id, l);
-    if (f->weights_ready != l)
-        cast(f, ops, tensor_of(i, T_WEIGHT), f->w8[i], f->w8_t[i], weight, OC, C);
+    if (!f->w_fresh[i]) {
+        const fp8_cast_job job = weight_job(f, ops, i, weight, OC, C);
+        ops->fp8_cast_batch(&job, 1, FP8_E4M3);
+    }
     const fp8_linear_operands q = {f->x8,
                                    x_t,
                                    f->w8[i],
@@ -225,7 +264,7 @@ void fp8_linear_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear 
                                    NULL,
                                    NULL,
                                    dequant(f, tensor_of(i, T_INP)),
-                                   dequant(f, tensor_of(i, T_WEIGHT)),
+                                   weight_dequant(f, i),
                                    dequant(f, tensor_of(i, T_DOUT)),
                                    f->fast_accum};
     if (!pre) {
@@ -262,27 +301,17 @@ void fp8_recompute_gelu_input(fp8_layers *f, const kernel_ops *ops, int l, const
 
 void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
                        const void *const weights[FP8_LINEARS]) {
-    f->weights_ready = -1;
-    if (!ops->fp8_cast_batch) return;
-    const int C = f->C;
     fp8_cast_job jobs[FP8_LINEARS];
     int n = 0;
     for (int id = 0; id < FP8_LINEARS; id++) {
         if (id == FP8_ATTPROJ && f->attn_proj_bf16) continue;
-        const int i = linear_index(f, l, (fp8_linear)id), t = tensor_of(i, T_WEIGHT);
-        if (!f->bootstrapped[t]) return; /* the linears cast (and bootstrap) their own */
+        const int i = linear_index(f, l, (fp8_linear)id);
+        if (f->w_fresh[i]) continue; /* held from an earlier forward, or cast already */
         int in, out;
-        widths((fp8_linear)id, C, &in, &out);
-        jobs[n++] = (fp8_cast_job){f->w8[i],
-                                   f->w8_t[i],
-                                   f->s.stats + t,
-                                   weights[id],
-                                   out,
-                                   in,
-                                   f->s.scale + (size_t)t * STRIDE};
+        widths((fp8_linear)id, f->C, &in, &out);
+        jobs[n++] = weight_job(f, ops, i, weights[id], out, in);
     }
-    ops->fp8_cast_batch(jobs, n, FP8_E4M3);
-    f->weights_ready = l;
+    if (n) ops->fp8_cast_batch(jobs, n, FP8_E4M3);
 }
 
 void fp8_layernorm_forward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear id,
@@ -317,7 +346,7 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
                                    f->g8,
                                    f->g8_t,
                                    dequant(f, tensor_of(i, T_INP)),
-                                   dequant(f, tensor_of(i, T_WEIGHT)),
+                                   weight_dequant(f, i),
                                    dequant(f, tensor_of(i, T_DOUT)),
                                    f->fast_accum};
     /* mlp.c_proj through the GELU: with mlp.c_fc's output-gradient scale
@@ -440,9 +469,11 @@ void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, co
      * copies at them (no stats: the next forward measures again) */
     float *scale_x = h->s.scale + LM_X * STRIDE, *scale_w = h->s.scale + LM_W * STRIDE;
     ops->fp8_cast(f->amax_scratch, NULL, h->s.stats + LM_X, x, N, h->C, scale_x, FP8_E4M3);
-    ops->fp8_cast(h->w8, NULL, h->s.stats + LM_W, wte, h->Vp, h->C, scale_w, FP8_E4M3);
+    const bool cast_w = !h->w_fresh; /* held: wte's amax stays 0, so its scale stays too */
+    if (cast_w) ops->fp8_cast(h->w8, NULL, h->s.stats + LM_W, wte, h->Vp, h->C, scale_w, FP8_E4M3);
     ops->fp8_scaling_update(&h->s, 0);
-    ops->fp8_cast(h->w8, h->w8_t, NULL, wte, h->Vp, h->C, scale_w, FP8_E4M3);
+    if (cast_w) ops->fp8_cast(h->w8, h->w8_t, NULL, wte, h->Vp, h->C, scale_w, FP8_E4M3);
+    h->w_fresh = true;
     if (dloss != h->g_dloss) { /* |dlogits| <= |dloss| -> at most 2^15 */
         int e = 0; /* a NaN dloss (the guard's poison test): any scale, NaN goes through */
         if (isfinite(dloss))
@@ -530,6 +561,7 @@ void fp8_layers_state_set(fp8_layers *f, const kernel_ops *ops, const fp8_layers
     ops->upload(f->s.history, in->history, (size_t)n * in->len * sizeof(float));
     for (int i = 0; i < n; i++) f->bootstrapped[i] = in->bootstrapped[i] != 0.0f;
     f->forwards = in->forwards;
+    f->hold_next = false; /* new scales: the next forward casts every weight again */
     free(dequant);
 }
 

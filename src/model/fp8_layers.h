@@ -12,7 +12,11 @@
  * produce them where the backend fuses that (the LayerNorms before
  * attn.c_attn and mlp.c_fc, the GELU before mlp.c_proj and its backward,
  * a block's weights in one batched cast), by a cast of their own
- * otherwise. Before a tensor's first cast (a new run) its
+ * otherwise. The weights' copies are cast once per optimizer step, not
+ * once per micro-step: the trainer tells the later micro-steps' forwards
+ * that the weights have not changed (fp8_layers_hold_weights), as
+ * Transformer Engine's is_first_microbatch does. Before a tensor's first
+ * cast (a new run) its
  * scale comes from its own amax (one extra pass, that step only), so that
  * the first steps do not underflow: weights of 0.02 and gradients of
  * 1e-5 sit below E4M3's and E5M2's normal ranges at scale 1.
@@ -68,6 +72,7 @@ typedef struct {
     uint8_t *w8, *w8_t; /* wte (Vp, C) and its transpose */
     uint8_t *x8, *x8_t; /* a chunk of x (rows, C) and its transpose */
     uint8_t *g8, *g8_t; /* a chunk of dlogits (rows, Vp) and its transpose */
+    bool w_fresh;       /* w8, w8_t hold this forward's wte */
 } fp8_lm_head;
 
 typedef struct fp8_layers_s {
@@ -81,12 +86,14 @@ typedef struct fp8_layers_s {
     uint8_t **w8, **w8_t, **x8_t; /* per block and linear */
     uint8_t *x8, *g8, *g8_t;      /* scratch: the forward's input, the backward's dout */
     uint8_t *amax_scratch;        /* the bootstrap pass's throwaway output */
-    int dout_ready;    /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
+    int dout_ready;   /* the linear (block * FP8_LINEARS + id) whose output gradient g8, g8_t
                        already hold (cast fused into the GELU or LayerNorm backward), or -1 */
-    int inp_ready;     /* the linear whose input x8 (and x8_t) already hold (cast fused into
+    int inp_ready;    /* the linear whose input x8 (and x8_t) already hold (cast fused into
                        the LayerNorm or GELU before it), or -1 */
-    int weights_ready; /* the block whose weights w8, w8_t hold this forward, or -1 */
-    fp8_lm_head lm;    /* the lm head's products (fp8_lm_head_create), or lm.rows == 0 */
+    bool *w_fresh;    /* host, per linear: w8, w8_t hold this forward's weights */
+    float *w_dequant; /* backend, per linear (STRIDE apart): the factor w8, w8_t were cast at */
+    bool hold_next;   /* fp8_layers_hold_weights: the next forward keeps the copies */
+    fp8_lm_head lm;   /* the lm head's products (fp8_lm_head_create), or lm.rows == 0 */
 } fp8_layers;
 
 /* Allocates the state for up to N tokens per forward; history and margin
@@ -126,10 +133,17 @@ void fp8_layers_state_free(fp8_layers_state *s);
 /* Called once per forward, before its first fp8_linear_forward: the
  * previous forward's amaxes go into the history and the scales follow. */
 void fp8_layers_begin_forward(fp8_layers *f, const kernel_ops *ops);
+/* The weights (the blocks' and wte) are those of the last forward (the
+ * micro-steps of one optimizer step): the next forward keeps that
+ * forward's FP8 copies of them instead of casting them again, each with
+ * the factor it was cast at, and adds no amax of them to the history.
+ * One forward only; a forward not told so casts every weight. */
+void fp8_layers_hold_weights(fp8_layers *f);
 
-/* Casts the four weights of block l (in FP8_LINEARS order) for this
- * forward in one pass, once their scales are known (after their first
- * casts); the block's linear forwards then skip their own weight casts. */
+/* Casts the weights of block l (in FP8_LINEARS order) that this forward
+ * does not hold yet in one pass (after an amax pass over each whose scale
+ * is not known yet); the block's linear forwards then skip their own
+ * weight casts. */
 void fp8_block_weights(fp8_layers *f, const kernel_ops *ops, int l,
                        const void *const weights[FP8_LINEARS]);
 

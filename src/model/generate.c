@@ -59,6 +59,7 @@ void sample_generate(gpt2_model *m, int32_t *ids, size_t n_prompt, int n_new,
         /* Only the last T tokens fit the context. */
         const size_t start = n > (size_t)m->T ? n - (size_t)m->T : 0;
         const int T = (int)(n - start);
+        if (k > 0) gpt2_params_unchanged(m);
         gpt2_forward(m, ids + start, NULL, 1, T, 0.0f);
         gpt2_last_logits(m, 1, T, logits);
         ids[n] = sample_pick_token(logits, V, opt, &rng);

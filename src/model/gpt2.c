@@ -126,6 +126,10 @@ void gpt2_set_params_needed(gpt2_model *m, params_needed_fn fn, void *ctx) {
     m->params_needed_ctx = ctx;
 }
 
+void gpt2_params_unchanged(gpt2_model *m) {
+    if (m->fp8) fp8_layers_hold_weights(m->fp8);
+}
+
 static void need_params(gpt2_model *m, size_t begin, size_t end) {
     if (m->params_needed) m->params_needed(m->params_needed_ctx, begin, end);
 }

@@ -110,6 +110,12 @@ void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params)
  * only when it is logged). */
 void gpt2_forward_async(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B, int T,
                         float dloss);
+/* The parameters are those of the last forward (a later micro-step of the
+ * same optimizer step, another batch of an evaluation): the next forward
+ * may reuse what it derived from them instead of deriving it again (with
+ * fp8, the weights' FP8 copies: fp8_layers_hold_weights). One forward
+ * only. */
+void gpt2_params_unchanged(gpt2_model *m);
 /* Empties the loss accumulator (asynchronously). */
 void gpt2_loss_reset(gpt2_model *m);
 /* Mean loss per token over the forwards since the last reset (0 when none),

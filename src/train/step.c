@@ -28,6 +28,7 @@ void train_step(run_state *r, bool want_loss, bool poison) {
         loader_read(&r->train_ld, pos, B, r->inputs, r->targets);
         const int last = micro + 1 == cfg->grad_accum;
         if (last) ddp_arm(ddp, model->grads);
+        if (micro > 0) gpt2_params_unchanged(model); /* the optimizer runs after the last */
         gpt2_forward_async(model, r->inputs, r->targets, B, T, dloss);
         gpt2_backward(model, last && comm->world > 1 ? buckets_on_ready : NULL, &ddp->buckets);
     }

@@ -206,14 +206,15 @@ static void check_cast(int rows, int cols, float scale, fp8_format f, int transp
 
 /* fp8_cast_batch_cuda of n tensors (rows[j] x cols[j], each with its own
  * scale; transposed copies where transpose) against fp8_cast_cuda of each:
- * the same bytes, transposed bytes and amaxes, bit for bit. */
+ * the same bytes, transposed bytes and amaxes, bit for bit; and each job's
+ * dequant (the last job's NULL) 1 / its scale, correctly rounded. */
 static void check_cast_batch(int n, const int *rows, const int *cols, int transpose, fp8_format f,
                              cudaStream_t s) {
     fp8_cast_job jobs[FP8_CAST_BATCH_MAX];
     void *in[FP8_CAST_BATCH_MAX];
     uint8_t *o[FP8_CAST_BATCH_MAX][4];
     fp8_cast_stats *stats[FP8_CAST_BATCH_MAX][2];
-    float *scale[FP8_CAST_BATCH_MAX];
+    float *scale[FP8_CAST_BATCH_MAX], *dequant[FP8_CAST_BATCH_MAX], scale_host[FP8_CAST_BATCH_MAX];
     for (int j = 0; j < n; j++) {
         const size_t e = (size_t)rows[j] * cols[j];
         uint16_t *h = xmalloc(e * 2 + 2);
@@ -226,9 +227,12 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
         }
         stats[j][0] = dev_stats(0.0f, 0, 0), stats[j][1] = dev_stats(0.0f, 0, 0);
         /* the last tensor's scale flushes some of its values */
-        scale[j] = dev_float(j == n - 1 ? 1e-3f : 448.0f / (0.1f * (j + 1)));
+        scale_host[j] = j == n - 1 ? 1e-3f : 448.0f / (0.1f * (j + 1));
+        scale[j] = dev_float(scale_host[j]);
+        dequant[j] = j == n - 1 ? NULL : dev_float(-1.0f);
         fp8_cast_cuda(o[j][0], o[j][1], stats[j][0], in[j], rows[j], cols[j], scale[j], f, s);
-        jobs[j] = (fp8_cast_job){o[j][2], o[j][3], stats[j][1], in[j], rows[j], cols[j], scale[j]};
+        jobs[j] = (fp8_cast_job){o[j][2], o[j][3], stats[j][1], in[j],
+                                 rows[j], cols[j], scale[j],    dequant[j]};
     }
     fp8_cast_batch_cuda(jobs, n, f, s);
     CK(cudaStreamSynchronize(s));
@@ -247,6 +251,13 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
         same = same && !memcmp(h[0], h[2], e) && (!transpose || !memcmp(h[1], h[3], e)) &&
                same_stats(a[0], a[1]) && (e == 0 || (a[0].amax > 0.0f && a[0].nonzero > 0));
         flushed += a[0].flushed;
+        if (dequant[j]) { /* IEEE division in float: what the scale update writes */
+            float got;
+            CK(cudaMemcpy(&got, dequant[j], sizeof got, cudaMemcpyDeviceToHost));
+            const float want = e == 0 ? -1.0f : 1.0f / scale_host[j]; /* empty: skipped */
+            same = same && memcmp(&got, &want, sizeof got) == 0;
+            CK(cudaFree(dequant[j]));
+        }
         snprintf(shapes + strlen(shapes), sizeof shapes - strlen(shapes), " %dx%d", rows[j],
                  cols[j]);
         for (int k = 0; k < 4; k++) {
@@ -258,8 +269,9 @@ static void check_cast_batch(int n, const int *rows, const int *cols, int transp
     }
     char what[200];
     snprintf(what, sizeof what,
-             "batched cast %s of%s%s: bytes%s, amaxes and counts (%llu flushed) %s", name_of(f),
-             shapes, transpose ? "" : " (no transpose)", transpose ? ", transposed" : "", flushed,
+             "batched cast %s of%s%s: bytes%s, amaxes, counts (%llu flushed), dequant %s",
+             name_of(f), shapes, transpose ? "" : " (no transpose)",
+             transpose ? ", transposed" : "", flushed,
              same ? "the same as one cast each" : "DIFFER");
     check(same && flushed > 0, what);
 }

@@ -28,7 +28,18 @@
  * fp8_layers_bytes (the memory estimate's term) says, with and without
  * recompute_gelu and attn_proj_bf16; recompute_gelu keeps (L - 1) x 4 C
  * bytes per token fewer, a bf16 attn.c_proj L x (C per token + 2 C^2);
- * the FP8 lm head allocates what fp8_lm_head_bytes says. */
+ * the FP8 lm head allocates what fp8_lm_head_bytes says; and weights held
+ * through micro-steps (gpt2_params_unchanged): two FP8 models (the lm
+ * head in FP8 too) from the same weights run a training forward each, then
+ * one is given other values of the weights it holds in FP8 (the blocks'
+ * four linear weights and wte's rows that no input or target uses, so
+ * that the embedding and everything else reads the same) and told they
+ * have not changed: its next forward's loss must be the other model's
+ * second forward's on the first weights, bit for bit (both cast at the same
+ * scales, the first holding its copies), and differ from the loss of the
+ * new weights; a forward after it, not told so, casts the new weights and
+ * matches the other model's forward of them, bit for bit; the gradients
+ * after the held micro-step are those of the other model within 5e-2. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +218,113 @@ static void check_fp8_bytes(void) {
     layout_free(&lay);
 }
 
+/* Host fp32 params of lay: init, rounded to bf16; with changed, the
+ * weights that FP8 copies hold (the blocks' linear weights and wte's rows
+ * from `unused` on) scaled by 1.5. */
+static float *held_params(const gpt2_layout *lay, int changed, int unused) {
+    float *hp = xmalloc(lay->n_elements * sizeof(float));
+    gpt2_init_params(lay, 99, hp);
+    if (changed) {
+        const size_t C = (size_t)lay->n_embd;
+        for (int l = 0; l < lay->n_layer; l++) {
+            const block_offsets *o = &lay->blocks[l];
+            const size_t at[4] = {o->qkv_w, o->attproj_w, o->fc_w, o->fcproj_w};
+            const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C};
+            for (int k = 0; k < 4; k++)
+                for (size_t e = 0; e < n[k]; e++) hp[at[k] + e] *= 1.5f;
+        }
+        for (size_t e = (size_t)unused * C; e < (size_t)lay->vocab_size * C; e++)
+            hp[lay->wte + e] *= 1.5f;
+    }
+    for (size_t i = 0; i < lay->n_elements; i++) hp[i] = bf16_round(hp[i]);
+    return hp;
+}
+
+static void check_fp8_held_weights(void) {
+    if (cuda_compute_capability(0) < 89) {
+        printf("INFO  fp8_held skipped: the GPU has no FP8 tensor cores\n");
+        return;
+    }
+    const int L = 2, C = 128, B = 2, T = 64, N = B * T, unused = 1000;
+    gpt2_layout lay;
+    layout_build(&lay, L, C, 2, 50257, 50304, T);
+    const size_t n = lay.n_elements;
+    float *first = held_params(&lay, 0, unused), *second = held_params(&lay, 1, unused);
+    rng_state rng;
+    rng_seed(&rng, 2024);
+    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
+    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++) {
+        inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)unused);
+        targets[i] = (int32_t)(rng_next(&rng) % (uint64_t)unused);
+    }
+    const float dloss = 1.0f / (float)(2 * N);
+    const gpt2_options opt = {.fp8 = true,
+                              .fp8_history = 16,
+                              .fp8_fast_accum = FP8_FAST_ACCUM_FORWARD,
+                              .fp8_lm_head = true};
+    gpt2_model held, plain;
+    gpt2_create_with(&held, &lay, &ops_cuda, B, T, &opt);
+    gpt2_create_with(&plain, &lay, &ops_cuda, B, T, &opt);
+    ops_cuda.upload_f32(held.params, first, n);
+    ops_cuda.upload_f32(plain.params, first, n);
+    gpt2_forward(&held, inputs, targets, B, T, dloss);
+    gpt2_backward(&held, NULL, NULL);
+    gpt2_forward(&plain, inputs, targets, B, T, dloss);
+    gpt2_backward(&plain, NULL, NULL);
+
+    ops_cuda.upload_f32(held.params, second, n); /* not cast: the copies of `first` stay */
+    gpt2_params_unchanged(&held);
+    const float l_held = gpt2_forward(&held, inputs, targets, B, T, dloss);
+    gpt2_backward(&held, NULL, NULL);
+    const float l_first = gpt2_forward(&plain, inputs, targets, B, T, dloss);
+    gpt2_backward(&plain, NULL, NULL);
+
+    float *g_held = xmalloc(n * sizeof(float)), *g_plain = xmalloc(n * sizeof(float));
+    ops_cuda.download_f32(g_held, held.grads, n);
+    ops_cuda.download_f32(g_plain, plain.grads, n);
+    double num = 0.0, den = 0.0;
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(g_held[i])) nonfinite++;
+        num += ((double)g_held[i] - g_plain[i]) * ((double)g_held[i] - g_plain[i]);
+        den += (double)g_plain[i] * g_plain[i];
+    }
+    const double g_rel = sqrt(num / den);
+
+    ops_cuda.upload_f32(plain.params, second, n);
+    const float l_second_plain = gpt2_forward(&plain, inputs, targets, B, T, dloss);
+    const float l_second_held = gpt2_forward(&held, inputs, targets, B, T, dloss);
+    const double moved = fabs((double)l_second_plain - l_first) / fabs((double)l_first);
+
+    int pass = isfinite(l_held) && memcmp(&l_held, &l_first, sizeof l_held) == 0;
+    printf("CHECK %-14s the held forward's loss %.7f, the first weights' %.7f: %s %s\n", "fp8_held",
+           l_held, l_first, pass ? "bit for bit" : "DIFFER", pass ? "PASS" : "FAIL");
+    verdict(pass);
+    pass = moved > 1e-3;
+    printf("CHECK %-14s the second weights' loss %.7f is %.2e away (> 1e-3) %s\n", "fp8_held",
+           l_second_plain, moved, pass ? "PASS" : "FAIL");
+    verdict(pass);
+    pass = memcmp(&l_second_held, &l_second_plain, sizeof l_second_held) == 0;
+    printf("CHECK %-14s the forward after the held one casts again: %.7f against %.7f %s\n",
+           "fp8_held", l_second_held, l_second_plain, pass ? "PASS" : "FAIL");
+    verdict(pass);
+    pass = nonfinite == 0 && g_rel < 5e-2;
+    printf("CHECK %-14s gradients after a held micro-step rel_l2=%.2e tol=5e-2 nonfinite=%zu %s\n",
+           "fp8_held", g_rel, nonfinite, pass ? "PASS" : "FAIL");
+    verdict(pass);
+
+    gpt2_free(&held);
+    gpt2_free(&plain);
+    layout_free(&lay);
+    free(first);
+    free(second);
+    free(inputs);
+    free(targets);
+    free(g_held);
+    free(g_plain);
+}
+
 int main(void) {
     if (cuda_device_count() < 1) {
         printf("gpu_model_step: no GPU visible, skipped\n");
@@ -220,6 +338,7 @@ int main(void) {
     run(2, 128, 2, 2, 64, 4242);
     run(2, 768, 12, 2, 64, 777); /* GPT-2 124M's width and heads */
     check_fp8_bytes();
+    check_fp8_held_weights();
     printf("SUMMARY gpu_model_step: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");
     return n_failed ? 1 : 0;

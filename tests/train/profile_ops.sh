@@ -19,7 +19,9 @@
 #         table (the nonzero values counted against the values the casts
 #         saw; each row's counts within its tensor's size times the
 #         forwards, ordered by share, adding up to the total), and the
-#         lm head's FP8 classifier and dlogits transpose once a chunk; then
+#         lm head's FP8 classifier and dlogits transpose once a chunk, the
+#         weights' batched cast once a block a step (held through the
+#         second micro-step) and wte's amax pass once a step; then
 #         the same with fp8_attn_proj=false and fp8_lm_head=false
 #         (attn.c_proj's bf16 labels, 18 tensors, the bf16 classifier).
 # usage: profile_ops.sh cpu|cuda GPT2_DDP WORK_DIR

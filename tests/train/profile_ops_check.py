@@ -104,6 +104,10 @@ want(calls("fp8_transpose") == (cls if lm_fp8 else None),
 want(calls("classifier_forward_backward_fp8" if not lm_fp8 else "classifier_forward_backward") is None,
      "the other classifier ran too")
 if a.fp8:
+    # the weights' FP8 copies are cast once a step, held through its later micro-steps
+    want(calls("fp8_cast_batch") == L, f"fp8_cast_batch {calls('fp8_cast_batch')}/step, want {L} (a block's once a step)")
+    if lm_fp8:  # x's amax pass every micro-step, wte's once a step
+        want(calls("fp8_cast") == M + 1, f"fp8_cast {calls('fp8_cast')}/step, want {M + 1}")
     want(calls("fp8_gelu_cast") == per_block, f"fp8_gelu_cast {calls('fp8_gelu_cast')}/step")
     want(calls("fp8_gelu_backward_cast") == per_block, f"fp8_gelu_backward_cast {calls('fp8_gelu_backward_cast')}/step")
 

@@ -263,6 +263,7 @@ __global__ void __launch_bounds__(CAST_THREADS)
     cast_tile<TRANSPOSE, CAST_PLAIN>(job.out, job.out_t, job.stats,
                                      static_cast<const __nv_bfloat16 *>(job.in), job.rows, job.cols,
                                      job.scale, f, b % across, b / across);
+    if (job.dequant && b == 0 && threadIdx.x == 0) *job.dequant = __fdiv_rn(1.0f, *job.scale);
 }
 
 // One thread per tensor: fp8_scale_update (kernels/cpu/fp8.c) written
