@@ -20,6 +20,9 @@ Modes:
         head in FP8, docs/fp8.md) against the same bf16 PyTorch: < 2% (FP8's
         coarser operands).
   cuda-fp8-bf16-head: the same with the lm head in bf16 (fp8_lm_head=0): < 2%.
+  cuda-fp8-accum: cuda-fp8 in two micro-steps of B=4 a step (the same
+        tokens a step), so that the second holds the first's FP8 copies
+        of the weights (docs/fp8.md): < 2%.
   cpu:  the fp32 CPU backend against float64 PyTorch, 2 layers x 64, B=2,
         T=32, gradient accumulation 2, 10 steps: < 1e-4.
   cpu-muon: optimizer=muon, the fp32 CPU backend against float64 PyTorch
@@ -31,7 +34,7 @@ Modes:
         steps, against PyTorch (bf16 autocast, Newton-Schulz in bf16 as
         published): < 3% (BF16 noise over a longer, larger run).
 
-usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cuda-fp8-bf16-head|cpu]
+usage: test_loss_curve_cuda.py GPT2_DDP WORK_DIR [--device MODE] (MODE: one of those above)
 Exit 0 pass, 1 fail, 77 skipped (no GPU for cuda mode)."""
 import argparse
 import contextlib
@@ -58,6 +61,9 @@ MODES = {
     "cuda-fp8-bf16-head": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=8, seq_len=256,
                                grad_accum=1, max_steps=200, warmup_steps=20, lr=1e-3, tol=2e-2,
                                extra=["fp8=1", "fp8_lm_head=0"]),
+    "cuda-fp8-accum": dict(n_layer=4, n_embd=256, n_head=4, micro_batch=4, seq_len=256,
+                           grad_accum=2, max_steps=200, warmup_steps=20, lr=1e-3, tol=2e-2,
+                           extra=["fp8=1"]),
     "cpu": dict(n_layer=2, n_embd=64, n_head=2, micro_batch=2, seq_len=32, grad_accum=2,
                 max_steps=10, warmup_steps=2, lr=3e-3, tol=1e-4),
     "cpu-muon": dict(n_layer=2, n_embd=64, n_head=2, micro_batch=2, seq_len=32, grad_accum=2,

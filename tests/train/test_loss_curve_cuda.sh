@@ -3,7 +3,7 @@
 # the first python3 that has torch (and, for --device cuda, sees a GPU): the
 # GPU machines' python3 is a virtual environment, Debian's is /usr/bin/python3.
 # Exits 77 (skipped) when there is none, or when the corpus shards are missing.
-# usage: test_loss_curve_cuda.sh GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cuda-fp8-bf16-head|cuda-muon|cpu|cpu-muon]
+# usage: test_loss_curve_cuda.sh GPT2_DDP WORK_DIR [--device cuda|cuda-fp8|cuda-fp8-bf16-head|cuda-fp8-accum|cuda-muon|cpu|cpu-muon]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 device=cuda
