@@ -561,7 +561,7 @@ void fp8_layers_state_set(fp8_layers *f, const kernel_ops *ops, const fp8_layers
     ops->upload(f->s.history, in->history, (size_t)n * in->len * sizeof(float));
     for (int i = 0; i < n; i++) f->bootstrapped[i] = in->bootstrapped[i] != 0.0f;
     f->forwards = in->forwards;
-    f->hold_next = false; /* new scales: the next forward casts every weight again */
+    f->hold_next = false; /* a restored run's first forward casts every weight, as a new one */
     free(dequant);
 }
 

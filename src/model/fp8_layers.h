@@ -59,9 +59,10 @@ typedef enum { FP8_QKV, FP8_ATTPROJ, FP8_FC, FP8_FCPROJ, FP8_LINEARS } fp8_linea
  * over each chunk of the classifier's rows, logits = x wte^T, dx =
  * dlogits wte and dwte += dlogits^T x, read E4M3 copies of x (ln_f's
  * output) and wte, and an E5M2 copy of dlogits that the classifier writes
- * itself. x and wte are scaled by their own amax in every forward
- * (current scaling: one pass over each for its amax first), so the state
- * is not carried from step to step nor checkpointed; dlogits, which is
+ * itself. x and wte are scaled by their own amax in every forward that
+ * casts them (current scaling: one pass over each for its amax first;
+ * wte's copies are held as the blocks' weights are), so the state is not
+ * carried from step to step nor checkpointed; dlogits, which is
  * at most |dloss| in size, by a fixed power of two that puts |dloss| at
  * 2^15 (E5M2 goes to 57344, and down to 2^-31 of that). */
 typedef struct {
@@ -211,7 +212,8 @@ void fp8_linear_backward(fp8_layers *f, const kernel_ops *ops, int l, fp8_linear
 void fp8_lm_head_create(fp8_layers *f, const kernel_ops *ops, const gpt2_layout *lay, int rows);
 size_t fp8_lm_head_bytes(const gpt2_layout *lay, int rows);
 /* Once per training forward, before its chunks: wte's copies (Vp x C, its
- * transpose) at the scale of its own amax, and x's scale (all N rows of
+ * transpose) at the scale of its own amax (unless the forward holds the
+ * last one's: fp8_layers_hold_weights), and x's scale (all N rows of
  * ln_f's output, which the chunks then cast) from its amax; dlogits' scale
  * for dloss. */
 void fp8_lm_head_begin(fp8_layers *f, const kernel_ops *ops, const void *wte, const void *x, int N,

@@ -39,7 +39,16 @@
  * scales, the first holding its copies), and differ from the loss of the
  * new weights; a forward after it, not told so, casts the new weights and
  * matches the other model's forward of them, bit for bit; the gradients
- * after the held micro-step are those of the other model within 5e-2. */
+ * after the held micro-step are those of the other model within 1e-2
+ * (the attention backward's atomics may change their last bits). And a
+ * held copy keeps the factor it was cast at while its tensor's scale
+ * moves: a forward with the last block's mlp.c_proj weight halved gives
+ * its first scale, one with it whole is cast at that scale (delayed
+ * scaling: its largest values saturate), then a forward holds those
+ * copies while the update, seeing the whole weight's amax, halves the
+ * scale: its loss must be the forward's before it, bit for bit (the
+ * weight feeds no later delayed-scaled input, so no other scale moves),
+ * and the forward after it, which casts again, must differ. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -309,8 +318,8 @@ static void check_fp8_held_weights(void) {
     printf("CHECK %-14s the forward after the held one casts again: %.7f against %.7f %s\n",
            "fp8_held", l_second_held, l_second_plain, pass ? "PASS" : "FAIL");
     verdict(pass);
-    pass = nonfinite == 0 && g_rel < 5e-2;
-    printf("CHECK %-14s gradients after a held micro-step rel_l2=%.2e tol=5e-2 nonfinite=%zu %s\n",
+    pass = nonfinite == 0 && g_rel < 1e-2;
+    printf("CHECK %-14s gradients after a held micro-step rel_l2=%.2e tol=1e-2 nonfinite=%zu %s\n",
            "fp8_held", g_rel, nonfinite, pass ? "PASS" : "FAIL");
     verdict(pass);
 
@@ -323,6 +332,62 @@ static void check_fp8_held_weights(void) {
     free(targets);
     free(g_held);
     free(g_plain);
+}
+
+/* A training forward + backward on m; its mean loss. */
+static float train_micro_step(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
+                              int T) {
+    const float loss = gpt2_forward(m, inputs, targets, B, T, 1.0f / (float)(B * T));
+    gpt2_backward(m, NULL, NULL);
+    return loss;
+}
+
+static void check_fp8_held_scale_moved(void) {
+    if (cuda_compute_capability(0) < 89) return; /* check_fp8_held_weights said so */
+    const int L = 2, C = 128, B = 2, T = 64, N = B * T;
+    gpt2_layout lay;
+    layout_build(&lay, L, C, 2, 50257, 50304, T);
+    const size_t n = lay.n_elements, at = lay.blocks[L - 1].fcproj_w;
+    float *whole = held_params(&lay, 0, 0), *halved = xmalloc(n * sizeof(float));
+    memcpy(halved, whole, n * sizeof(float));
+    for (size_t e = 0; e < (size_t)4 * C * C; e++) halved[at + e] *= 0.5f; /* exact in bf16 */
+    rng_state rng;
+    rng_seed(&rng, 77);
+    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
+    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++) {
+        inputs[i] = (int32_t)(rng_next(&rng) % 50257u);
+        targets[i] = (int32_t)(rng_next(&rng) % 50257u);
+    }
+    const gpt2_options opt = {.fp8 = true,
+                              .fp8_history = 16,
+                              .fp8_fast_accum = FP8_FAST_ACCUM_FORWARD,
+                              .fp8_lm_head = true};
+    gpt2_model m;
+    gpt2_create_with(&m, &lay, &ops_cuda, B, T, &opt);
+    ops_cuda.upload_f32(m.params, halved, n);
+    train_micro_step(&m, inputs, targets, B, T); /* the weight's first scale: the halved one's */
+    ops_cuda.upload_f32(m.params, whole, n);
+    const float cast = train_micro_step(&m, inputs, targets, B, T); /* at that scale: saturates */
+    gpt2_params_unchanged(&m);
+    const float held = train_micro_step(&m, inputs, targets, B, T); /* the scale has halved */
+    const float recast = train_micro_step(&m, inputs, targets, B, T);
+
+    int pass = isfinite(held) && memcmp(&held, &cast, sizeof held) == 0;
+    printf("CHECK %-14s held through a moved scale: %.7f against the forward that cast it %.7f "
+           "%s\n",
+           "fp8_held", held, cast, pass ? "PASS" : "FAIL");
+    verdict(pass);
+    pass = isfinite(recast) && memcmp(&recast, &cast, sizeof recast) != 0;
+    printf("CHECK %-14s cast again at the moved scale: %.7f, not %.7f (the scale did move) %s\n",
+           "fp8_held", recast, cast, pass ? "PASS" : "FAIL");
+    verdict(pass);
+    gpt2_free(&m);
+    layout_free(&lay);
+    free(whole);
+    free(halved);
+    free(inputs);
+    free(targets);
 }
 
 int main(void) {
@@ -339,6 +404,7 @@ int main(void) {
     run(2, 768, 12, 2, 64, 777); /* GPT-2 124M's width and heads */
     check_fp8_bytes();
     check_fp8_held_weights();
+    check_fp8_held_scale_moved();
     printf("SUMMARY gpu_model_step: %d checks, %d failed: %s\n", n_checks, n_failed,
            n_failed ? "FAIL" : "PASS");
     return n_failed ? 1 : 0;
