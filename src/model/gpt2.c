@@ -173,19 +173,16 @@ static void classifier_chunks(gpt2_model *m, int N, float dloss) {
     const kernel_ops *ops = m->ops;
     const gpt2_layout *lay = &m->lay;
     const int C = lay->n_embd, V = lay->vocab_size, Vp = lay->padded_vocab_size;
-    if (m->opt.fp8_lm_head && m->fp8 && dloss != 0.0f) { /* training: the FP8 products */
-        fp8_lm_head_begin(m->fp8, ops, P(lay->wte), m->lnf, N, dloss);
-        for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
-            const int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
-            fp8_lm_head_chunk(m->fp8, ops, m->logits, m->losses + r0, m->targets + r0,
-                              ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte),
-                              ops_at(ops, m->lnf, (size_t)r0 * C), n, V, dloss);
-        }
-        return;
-    }
+    const bool fp8_head = m->opt.fp8_lm_head && m->fp8 && dloss != 0.0f; /* training only */
+    if (fp8_head) fp8_lm_head_begin(m->fp8, ops, P(lay->wte), m->lnf, N, dloss);
     for (int r0 = 0; r0 < N; r0 += m->classifier_chunk) {
         int n = N - r0 < m->classifier_chunk ? N - r0 : m->classifier_chunk;
         const void *x = ops_at(ops, m->lnf, (size_t)r0 * C);
+        if (fp8_head) { /* the three products in FP8 */
+            fp8_lm_head_chunk(m->fp8, ops, m->logits, m->losses + r0, m->targets + r0,
+                              ops_at(ops, m->dln, (size_t)r0 * C), G(lay->wte), x, n, V, dloss);
+            continue;
+        }
         ops->matmul_forward(m->logits, x, P(lay->wte), NULL, n, C, Vp);
         ops->classifier_forward_backward(m->logits, m->losses + r0, m->targets + r0, n, V, Vp,
                                          dloss);

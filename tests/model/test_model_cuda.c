@@ -81,6 +81,19 @@ static void verdict(int pass) {
     if (!pass) n_failed++;
 }
 
+/* N input and N target tokens below `below` (malloc'd), drawn in turn. */
+static void random_tokens(uint64_t seed, int N, uint64_t below, int32_t **inputs,
+                          int32_t **targets) {
+    rng_state rng;
+    rng_seed(&rng, seed);
+    *inputs = xmalloc((size_t)N * sizeof(int32_t));
+    *targets = xmalloc((size_t)N * sizeof(int32_t));
+    for (int i = 0; i < N; i++) {
+        (*inputs)[i] = (int32_t)(rng_next(&rng) % below);
+        (*targets)[i] = (int32_t)(rng_next(&rng) % below);
+    }
+}
+
 static void run(int L, int C, int NH, int B, int T, uint64_t seed) {
     const int V = 50257, Vp = 50304, maxT = 64;
     gpt2_layout lay;
@@ -93,15 +106,9 @@ static void run(int L, int C, int NH, int B, int T, uint64_t seed) {
     gpt2_init_params(&lay, seed, hp);
     for (size_t i = 0; i < n; i++) hp[i] = bf16_round(hp[i]);
 
-    rng_state rng;
-    rng_seed(&rng, seed ^ 0x5eed);
     const int N = B * T;
-    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
-    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
-    for (int i = 0; i < N; i++) {
-        inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)V);
-        targets[i] = (int32_t)(rng_next(&rng) % (uint64_t)V);
-    }
+    int32_t *inputs, *targets;
+    random_tokens(seed ^ 0x5eed, N, (uint64_t)V, &inputs, &targets);
     const float dloss = 1.0f / (float)N;
 
     gpt2_model mc, mg;
@@ -227,6 +234,10 @@ static void check_fp8_bytes(void) {
     layout_free(&lay);
 }
 
+/* The held-weights checks' models: FP8, the lm head in FP8 too. */
+static const gpt2_options fp8_held_opt = {
+    .fp8 = true, .fp8_history = 16, .fp8_fast_accum = FP8_FAST_ACCUM_FORWARD, .fp8_lm_head = true};
+
 /* Host fp32 params of lay: init, rounded to bf16; with changed, the
  * weights that FP8 copies hold (the blocks' linear weights and wte's rows
  * from `unused` on) scaled by 1.5. */
@@ -259,22 +270,12 @@ static void check_fp8_held_weights(void) {
     layout_build(&lay, L, C, 2, 50257, 50304, T);
     const size_t n = lay.n_elements;
     float *first = held_params(&lay, 0, unused), *second = held_params(&lay, 1, unused);
-    rng_state rng;
-    rng_seed(&rng, 2024);
-    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
-    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
-    for (int i = 0; i < N; i++) {
-        inputs[i] = (int32_t)(rng_next(&rng) % (uint64_t)unused);
-        targets[i] = (int32_t)(rng_next(&rng) % (uint64_t)unused);
-    }
+    int32_t *inputs, *targets;
+    random_tokens(2024, N, (uint64_t)unused, &inputs, &targets);
     const float dloss = 1.0f / (float)(2 * N);
-    const gpt2_options opt = {.fp8 = true,
-                              .fp8_history = 16,
-                              .fp8_fast_accum = FP8_FAST_ACCUM_FORWARD,
-                              .fp8_lm_head = true};
     gpt2_model held, plain;
-    gpt2_create_with(&held, &lay, &ops_cuda, B, T, &opt);
-    gpt2_create_with(&plain, &lay, &ops_cuda, B, T, &opt);
+    gpt2_create_with(&held, &lay, &ops_cuda, B, T, &fp8_held_opt);
+    gpt2_create_with(&plain, &lay, &ops_cuda, B, T, &fp8_held_opt);
     ops_cuda.upload_f32(held.params, first, n);
     ops_cuda.upload_f32(plain.params, first, n);
     gpt2_forward(&held, inputs, targets, B, T, dloss);
@@ -351,20 +352,10 @@ static void check_fp8_held_scale_moved(void) {
     float *whole = held_params(&lay, 0, 0), *halved = xmalloc(n * sizeof(float));
     memcpy(halved, whole, n * sizeof(float));
     for (size_t e = 0; e < (size_t)4 * C * C; e++) halved[at + e] *= 0.5f; /* exact in bf16 */
-    rng_state rng;
-    rng_seed(&rng, 77);
-    int32_t *inputs = xmalloc((size_t)N * sizeof(int32_t));
-    int32_t *targets = xmalloc((size_t)N * sizeof(int32_t));
-    for (int i = 0; i < N; i++) {
-        inputs[i] = (int32_t)(rng_next(&rng) % 50257u);
-        targets[i] = (int32_t)(rng_next(&rng) % 50257u);
-    }
-    const gpt2_options opt = {.fp8 = true,
-                              .fp8_history = 16,
-                              .fp8_fast_accum = FP8_FAST_ACCUM_FORWARD,
-                              .fp8_lm_head = true};
+    int32_t *inputs, *targets;
+    random_tokens(77, N, 50257u, &inputs, &targets);
     gpt2_model m;
-    gpt2_create_with(&m, &lay, &ops_cuda, B, T, &opt);
+    gpt2_create_with(&m, &lay, &ops_cuda, B, T, &fp8_held_opt);
     ops_cuda.upload_f32(m.params, halved, n);
     train_micro_step(&m, inputs, targets, B, T); /* the weight's first scale: the halved one's */
     ops_cuda.upload_f32(m.params, whole, n);
