@@ -260,6 +260,15 @@ static float *held_params(const gpt2_layout *lay, int changed, int unused) {
     return hp;
 }
 
+/* A training forward + backward on m, its loss gradient scaled by dloss;
+ * its mean loss. */
+static float train_micro_step(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
+                              int T, float dloss) {
+    const float loss = gpt2_forward(m, inputs, targets, B, T, dloss);
+    gpt2_backward(m, NULL, NULL);
+    return loss;
+}
+
 static void check_fp8_held_weights(void) {
     if (cuda_compute_capability(0) < 89) {
         printf("INFO  fp8_held skipped: the GPU has no FP8 tensor cores\n");
@@ -278,17 +287,13 @@ static void check_fp8_held_weights(void) {
     gpt2_create_with(&plain, &lay, &ops_cuda, B, T, &fp8_held_opt);
     ops_cuda.upload_f32(held.params, first, n);
     ops_cuda.upload_f32(plain.params, first, n);
-    gpt2_forward(&held, inputs, targets, B, T, dloss);
-    gpt2_backward(&held, NULL, NULL);
-    gpt2_forward(&plain, inputs, targets, B, T, dloss);
-    gpt2_backward(&plain, NULL, NULL);
+    train_micro_step(&held, inputs, targets, B, T, dloss);
+    train_micro_step(&plain, inputs, targets, B, T, dloss);
 
     ops_cuda.upload_f32(held.params, second, n); /* not cast: the copies of `first` stay */
     gpt2_params_unchanged(&held);
-    const float l_held = gpt2_forward(&held, inputs, targets, B, T, dloss);
-    gpt2_backward(&held, NULL, NULL);
-    const float l_first = gpt2_forward(&plain, inputs, targets, B, T, dloss);
-    gpt2_backward(&plain, NULL, NULL);
+    const float l_held = train_micro_step(&held, inputs, targets, B, T, dloss);
+    const float l_first = train_micro_step(&plain, inputs, targets, B, T, dloss);
 
     float *g_held = xmalloc(n * sizeof(float)), *g_plain = xmalloc(n * sizeof(float));
     ops_cuda.download_f32(g_held, held.grads, n);
@@ -335,14 +340,6 @@ static void check_fp8_held_weights(void) {
     free(g_plain);
 }
 
-/* A training forward + backward on m; its mean loss. */
-static float train_micro_step(gpt2_model *m, const int32_t *inputs, const int32_t *targets, int B,
-                              int T) {
-    const float loss = gpt2_forward(m, inputs, targets, B, T, 1.0f / (float)(B * T));
-    gpt2_backward(m, NULL, NULL);
-    return loss;
-}
-
 static void check_fp8_held_scale_moved(void) {
     if (cuda_compute_capability(0) < 89) return; /* check_fp8_held_weights said so */
     const int L = 2, C = 128, B = 2, T = 64, N = B * T;
@@ -354,15 +351,19 @@ static void check_fp8_held_scale_moved(void) {
     for (size_t e = 0; e < (size_t)4 * C * C; e++) halved[at + e] *= 0.5f; /* exact in bf16 */
     int32_t *inputs, *targets;
     random_tokens(77, N, 50257u, &inputs, &targets);
+    const float dloss = 1.0f / (float)N;
     gpt2_model m;
     gpt2_create_with(&m, &lay, &ops_cuda, B, T, &fp8_held_opt);
     ops_cuda.upload_f32(m.params, halved, n);
-    train_micro_step(&m, inputs, targets, B, T); /* the weight's first scale: the halved one's */
+    train_micro_step(&m, inputs, targets, B, T,
+                     dloss); /* the weight's first scale: the halved one's */
     ops_cuda.upload_f32(m.params, whole, n);
-    const float cast = train_micro_step(&m, inputs, targets, B, T); /* at that scale: saturates */
+    const float cast =
+        train_micro_step(&m, inputs, targets, B, T, dloss); /* at that scale: saturates */
     gpt2_params_unchanged(&m);
-    const float held = train_micro_step(&m, inputs, targets, B, T); /* the scale has halved */
-    const float recast = train_micro_step(&m, inputs, targets, B, T);
+    const float held =
+        train_micro_step(&m, inputs, targets, B, T, dloss); /* the scale has halved */
+    const float recast = train_micro_step(&m, inputs, targets, B, T, dloss);
 
     int pass = isfinite(held) && memcmp(&held, &cast, sizeof held) == 0;
     printf("CHECK %-14s held through a moved scale: %.7f against the forward that cast it %.7f "
