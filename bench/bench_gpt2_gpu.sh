@@ -18,9 +18,11 @@
 # FP8=1 adds a column: ours again with fp8=1 (docs/fp8.md), and its ratio
 # to our BF16 run (the ratio to PyTorch stays BF16's).
 # Beside each run, the GPU's SM clock and power draw (nvidia-smi every
-# 250 ms, medians of the samples with the GPU at least 90% busy): a GPU
-# held at its power limit lowers its clock, so two machines, or ours and
-# the peer, may run at different clocks (docs/benchmarks.md).
+# 250 ms, medians of the samples with the GPU at least 90% busy) and the
+# share of those samples in which the driver held the clock down for the
+# power limit ("capped"): a GPU held at its power limit lowers its clock,
+# so two machines, or ours and the peer, may run at different clocks
+# (docs/benchmarks.md).
 # usage: [PROFILE_B=32] [PEER=1] [PEERS="cudnn default autotune"] [FP8=0] [OURS_ARGS="key=value ..."]
 #        bench/bench_gpt2_gpu.sh BUILD_DIR [T:B ...]
 #        (needs data/nlp-corpus shards: the trainer opens them, the timed batches are real text)
@@ -40,9 +42,13 @@ gpu_index=${CUDA_VISIBLE_DEVICES:-0}
 gpu_index=${gpu_index%%,*}
 
 clocks_pid=""
-clocks_start() { # FILE: samples "utilization %, SM MHz, W" into it until clocks_stop
+# the power-cap clock reason's field: its name before the drivers of 2023
+# was clocks_throttle_reasons.*
+cap_field=clocks_event_reasons.sw_power_cap
+nvidia-smi --query-gpu=$cap_field --format=csv >/dev/null 2>&1 || cap_field=clocks_throttle_reasons.sw_power_cap
+clocks_start() { # FILE: samples "utilization %, SM MHz, W, power cap" into it until clocks_stop
   command -v nvidia-smi >/dev/null || return 0
-  nvidia-smi -i "$gpu_index" --query-gpu=utilization.gpu,clocks.sm,power.draw \
+  nvidia-smi -i "$gpu_index" --query-gpu=utilization.gpu,clocks.sm,power.draw,$cap_field \
     --format=csv,noheader,nounits -lms 250 >"$1" 2>/dev/null &
   clocks_pid=$!
 }
@@ -50,7 +56,7 @@ clocks_stop() { # stops the sampler (in this shell, so that it is reaped)
   if [ -n "$clocks_pid" ]; then kill "$clocks_pid" 2>/dev/null; wait "$clocks_pid" 2>/dev/null; fi
   clocks_pid=""
 }
-clocks_median() { # FILE -> "<MHz> MHz <W> W", medians of the busy samples ("n/a" without)
+clocks_median() { # FILE -> "<MHz> MHz <W> W capped <%>", medians of the busy samples ("n/a" without)
   /usr/bin/env python3 - "$1" <<'PY'
 import statistics, sys
 busy = []
@@ -58,14 +64,15 @@ try:
     for line in open(sys.argv[1]):
         f = [x.strip() for x in line.split(",")]
         try:
-            if len(f) == 3 and float(f[0]) >= 90:
-                busy.append((float(f[1]), float(f[2])))
+            if len(f) == 4 and float(f[0]) >= 90:
+                busy.append((float(f[1]), float(f[2]), f[3] == "Active"))
         except ValueError:
             pass
 except OSError:
     pass
 if busy:
-    print(f"{statistics.median(b[0] for b in busy):.0f} MHz {statistics.median(b[1] for b in busy):.0f} W")
+    print(f"{statistics.median(b[0] for b in busy):.0f} MHz {statistics.median(b[1] for b in busy):.0f} W"
+          f" capped {100 * sum(b[2] for b in busy) / len(busy):.0f}%")
 else:
     print("n/a")
 PY
@@ -97,14 +104,18 @@ for shape in $shapes; do
   ours[$shape]=$tps ours_ms[$shape]=$ms ours_mfu[$shape]=$mfu
   echo "ours T=$t B=$b: $ms ms/step, $tps tok/s, MFU $mfu%, GPU at ${ours_clock[$shape]}"
   [ "$fp8" = 1 ] || continue
+  clocks_start "$out/t${t}b${b}fp8.clocks"
   # shellcheck disable=SC2086
   "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
     total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
     checkpoint_every=0 out_dir="$out" run_name="t${t}b${b}fp8" fp8=1 $ours_args \
-    >"$out/t${t}b${b}fp8.log" 2>&1 || { tail -5 "$out/t${t}b${b}fp8.log"; continue; }
+    >"$out/t${t}b${b}fp8.log" 2>&1
+  rc=$?
+  clocks_stop
+  [ $rc = 0 ] || { tail -5 "$out/t${t}b${b}fp8.log"; continue; }
   read -r ms tps mfu < <(median_of_run "$out/t${t}b${b}fp8/metrics.jsonl")
   ours_fp8[$shape]=$tps
-  echo "ours fp8 T=$t B=$b: $ms ms/step, $tps tok/s"
+  echo "ours fp8 T=$t B=$b: $ms ms/step, $tps tok/s, GPU at $(clocks_median "$out/t${t}b${b}fp8.clocks")"
 done
 
 if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
