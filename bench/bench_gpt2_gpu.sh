@@ -89,33 +89,36 @@ print(f"{ms:.2f} {tps:.0f} {mfu * 100:.1f}")
 PY
 }
 
+# ours_run NAME T B [KEY=VALUE ...]: one timed run of ours as $out/NAME,
+# sampled for its clock (run_clock); ms, tps and mfu its medians; false
+# (its log's tail printed) where it failed
+ours_run() {
+  local name=$1 t=$2 b=$3 rc
+  shift 3
+  clocks_start "$out/$name.clocks"
+  # shellcheck disable=SC2086
+  "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
+    total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
+    checkpoint_every=0 out_dir="$out" run_name="$name" "$@" $ours_args >"$out/$name.log" 2>&1
+  rc=$?
+  clocks_stop
+  run_clock=$(clocks_median "$out/$name.clocks")
+  [ $rc = 0 ] || { tail -5 "$out/$name.log"; return 1; }
+  read -r ms tps mfu < <(median_of_run "$out/$name/metrics.jsonl")
+}
+
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
-  clocks_start "$out/t${t}b$b.clocks"
-  # shellcheck disable=SC2086
-  "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
-    total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
-    checkpoint_every=0 out_dir="$out" run_name="t${t}b$b" $ours_args >"$out/t${t}b$b.log" 2>&1
+  ours_run "t${t}b$b" "$t" "$b"
   rc=$?
-  clocks_stop
-  ours_clock[$shape]=$(clocks_median "$out/t${t}b$b.clocks")
-  [ $rc = 0 ] || { tail -5 "$out/t${t}b$b.log"; continue; }
-  read -r ms tps mfu < <(median_of_run "$out/t${t}b$b/metrics.jsonl")
+  ours_clock[$shape]=$run_clock
+  [ $rc = 0 ] || continue
   ours[$shape]=$tps ours_ms[$shape]=$ms ours_mfu[$shape]=$mfu
-  echo "ours T=$t B=$b: $ms ms/step, $tps tok/s, MFU $mfu%, GPU at ${ours_clock[$shape]}"
+  echo "ours T=$t B=$b: $ms ms/step, $tps tok/s, MFU $mfu%, GPU at $run_clock"
   [ "$fp8" = 1 ] || continue
-  clocks_start "$out/t${t}b${b}fp8.clocks"
-  # shellcheck disable=SC2086
-  "$build/gpt2_ddp" configs/124M.ini device=cuda micro_batch="$b" seq_len="$t" block_size="$t" \
-    total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
-    checkpoint_every=0 out_dir="$out" run_name="t${t}b${b}fp8" fp8=1 $ours_args \
-    >"$out/t${t}b${b}fp8.log" 2>&1
-  rc=$?
-  clocks_stop
-  [ $rc = 0 ] || { tail -5 "$out/t${t}b${b}fp8.log"; continue; }
-  read -r ms tps mfu < <(median_of_run "$out/t${t}b${b}fp8/metrics.jsonl")
+  ours_run "t${t}b${b}fp8" "$t" "$b" fp8=1 || continue
   ours_fp8[$shape]=$tps
-  echo "ours fp8 T=$t B=$b: $ms ms/step, $tps tok/s, GPU at $(clocks_median "$out/t${t}b${b}fp8.clocks")"
+  echo "ours fp8 T=$t B=$b: $ms ms/step, $tps tok/s, GPU at $run_clock"
 done
 
 if [ "$peer" = 1 ] && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then

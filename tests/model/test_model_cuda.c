@@ -355,14 +355,14 @@ static void check_fp8_held_scale_moved(void) {
     gpt2_model m;
     gpt2_create_with(&m, &lay, &ops_cuda, B, T, &fp8_held_opt);
     ops_cuda.upload_f32(m.params, halved, n);
-    train_micro_step(&m, inputs, targets, B, T,
-                     dloss); /* the weight's first scale: the halved one's */
+    /* the weight's first scale: the halved one's */
+    train_micro_step(&m, inputs, targets, B, T, dloss);
     ops_cuda.upload_f32(m.params, whole, n);
-    const float cast =
-        train_micro_step(&m, inputs, targets, B, T, dloss); /* at that scale: saturates */
+    /* at that scale: saturates */
+    const float cast = train_micro_step(&m, inputs, targets, B, T, dloss);
     gpt2_params_unchanged(&m);
-    const float held =
-        train_micro_step(&m, inputs, targets, B, T, dloss); /* the scale has halved */
+    /* the scale has halved */
+    const float held = train_micro_step(&m, inputs, targets, B, T, dloss);
     const float recast = train_micro_step(&m, inputs, targets, B, T, dloss);
 
     int pass = isfinite(held) && memcmp(&held, &cast, sizeof held) == 0;
