@@ -106,7 +106,7 @@ int main(int argc, char **argv) {
         "encoder_forward", shape, [&] { G->encoder_forward(out, tok, wte, wpe, B, T, C); },
         3 * act);
     line_mem(
-        "encoder_backward", shape, [&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C); },
+        "encoder_backward", shape, [&] { G->encoder_backward(dwte, dwpe, out, tok, B, T, C, V); },
         3 * act);
     /* as in text: a few tokens fill much of a batch (",", " the", ".") */
     std::vector<int32_t> htext(htok);
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     G->upload(text_tok, htext.data(), (size_t)N * 4);
     line_mem(
         "encoder_backward (text-like)", shape,
-        [&] { G->encoder_backward(dwte, dwpe, out, text_tok, B, T, C); }, 3 * act);
+        [&] { G->encoder_backward(dwte, dwpe, out, text_tok, B, T, C, V); }, 3 * act);
     line_mem(
         "layernorm_forward", shape,
         [&] { G->layernorm_forward(out, mean, rstd, x, lnw, lnb, N, C); }, 2 * act);

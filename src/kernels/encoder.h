@@ -22,9 +22,10 @@ void encoder_forward_cuda(void *out, const int32_t *inp, const void *wte, const 
                           int T, int C, cudaStream_t stream);
 /* Scratch the backward needs for B x T tokens (sorted token/row pairs). */
 size_t encoder_backward_cuda_workspace_bytes(int B, int T);
-/* Accumulates (+=) into dwte and dwpe; deterministic (sums in row order). */
+/* Accumulates (+=) into dwte (V rows: every token is below V) and dwpe;
+ * deterministic (sums in row order). */
 void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B,
-                           int T, int C, void *workspace, size_t workspace_bytes,
+                           int T, int C, int V, void *workspace, size_t workspace_bytes,
                            cudaStream_t stream);
 #ifdef __cplusplus
 }

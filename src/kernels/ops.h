@@ -61,8 +61,9 @@ typedef struct kernel_ops {
 
     void (*encoder_forward)(void *out, const int32_t *inp, const void *wte, const void *wpe, int B,
                             int T, int C);
+    /* V: dwte's rows; every token is below it */
     void (*encoder_backward)(void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B,
-                             int T, int C);
+                             int T, int C, int V);
     void (*layernorm_forward)(void *out, float *mean, float *rstd, const void *inp,
                               const void *weight, const void *bias, int N, int C);
     void (*residual_layernorm_forward)(void *residual, void *out, float *mean, float *rstd,

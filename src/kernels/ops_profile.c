@@ -170,12 +170,12 @@ static void p_encoder_forward(void *out, const int32_t *inp, const void *wte, co
 }
 
 static void p_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B,
-                               int T, int C) {
+                               int T, int C, int V) {
     /* dout and tokens read, dwpe updated; the dwte rows it touches depend on
      * the tokens, left out (a lower bound) */
     const double n = (double)B * T;
     TIMED_COST("encoder_backward", 0, 4 * n + st(n * C + 2.0 * T * C),
-               prof.inner->encoder_backward(dwte, dwpe, dout, inp, B, T, C));
+               prof.inner->encoder_backward(dwte, dwpe, dout, inp, B, T, C, V));
 }
 
 static void p_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,

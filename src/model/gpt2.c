@@ -421,7 +421,8 @@ void gpt2_backward(gpt2_model *m, grads_ready_fn on_ready, void *ctx) {
                                 l > 0 ? G(lay->blocks[l - 1].fcproj_b) : NULL);
         if (on_ready) on_ready(ctx, l > 0 ? lay->blocks[l - 1].begin : lay->wpe);
     }
-    ops->encoder_backward(G(lay->wte), G(lay->wpe), m->dres, m->inputs, B, T, C);
+    ops->encoder_backward(G(lay->wte), G(lay->wpe), m->dres, m->inputs, B, T, C,
+                          lay->padded_vocab_size);
     if (on_ready) on_ready(ctx, lay->n_elements);
 }
 

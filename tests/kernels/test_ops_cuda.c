@@ -290,8 +290,8 @@ static void test_encoder(int B, int T, int C, int V, int skewed) {
     float *dwte = hrand((size_t)V * C, 0, 1.0), *dwpe = hrand((size_t)T * C, 0, 1.0);
     void *d_dout = dev_from(dout, N * C);
     void *d_dwte = dev_from(dwte, (size_t)V * C), *d_dwpe = dev_from(dwpe, (size_t)T * C);
-    H->encoder_backward(dwte, dwpe, dout, tok, B, T, C);
-    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
+    H->encoder_backward(dwte, dwpe, dout, tok, B, T, C, V);
+    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C, V);
     float *g_dwte = dev_to_host(d_dwte, (size_t)V * C),
           *g_dwpe = dev_to_host(d_dwpe, (size_t)T * C);
     check(op, "dwte", g_dwte, dwte, (size_t)V * C, 0x1p-7, 1e-3);
@@ -299,11 +299,11 @@ static void test_encoder(int B, int T, int C, int V, int skewed) {
     /* determinism: the same backward from the same state, twice */
     float *before = hcopy(g_dwte, (size_t)V * C);
     G->upload_f32(d_dwte, before, (size_t)V * C);
-    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
+    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C, V);
     float *again = dev_to_host(d_dwte, (size_t)V * C);
     float *once = hbuf((size_t)V * C);
     G->upload_f32(d_dwte, before, (size_t)V * C);
-    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C);
+    G->encoder_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C, V);
     G->download_f32(once, d_dwte, (size_t)V * C);
     check_same(op, "determ", again, once, (size_t)V * C * 4);
 

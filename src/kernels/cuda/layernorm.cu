@@ -31,7 +31,11 @@
  * over it. (Sums in shared memory, one row per warp, limited the warps
  * per SM at large C and moved more bytes through shared memory; the
  * designs measured are in docs/gpu-training.md.) The backward's parts
- * other than its kernel and the loads are layernorm_backward.cuh's. */
+ * other than its kernel and the loads are layernorm_backward.cuh's.
+ *
+ * The bf16 kernels and the backward's second kernel are launched by
+ * launch_dependent and wait at their top for the kernel before them, so
+ * that only their launch overlaps that kernel's end. */
 #include "kernels/layernorm.h"
 
 #include <stdint.h>
@@ -39,6 +43,7 @@
 #include "kernels/cuda/bf16_vec.cuh"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dependent_launch.cuh"
 #include "kernels/cuda/fp8_convert.cuh"
 #include "kernels/cuda/layernorm_backward.cuh"
 #include "kernels/cuda/smem_limit.cuh"
@@ -115,6 +120,7 @@ template <int VPL, bool RESIDUAL>
 static __global__ void __launch_bounds__(LN_THREADS)
     layernorm_forward_kernel(bf16 *residual, bf16 *out, float *mean, float *rstd, const bf16 *a,
                              const bf16 *b, const bf16 *weight, const bf16 *bias, int N, int C) {
+    grid_dependency_wait(); // launched by launch_dependent
     const int row = blockIdx.x * LN_WARPS + threadIdx.x / 32;
     if (row >= N) return;
     bf16 *out_row = out + (size_t)row * C;
@@ -208,6 +214,7 @@ static __global__ void __launch_bounds__(LN_BWD_THREADS<COLSUM>, 1)
     layernorm_backward_kernel(bf16 *dinp, float *partials, const bf16 *dout, const bf16 *inp,
                               const bf16 *weight, const float *mean, const float *rstd, int N,
                               int C, int rows_per_block, int group_warps, int groups) {
+    grid_dependency_wait(); // launched by launch_dependent
     /* the block's sums: dbias [0, C), dweight [C, 2C) and (COLSUM) the new
      * dinp's column sums [2C, 3C); then each group's per-warp row sums, two
      * slots (by row parity) of group_warps float2 */
@@ -341,6 +348,7 @@ static __global__ void __launch_bounds__(LN_BWD_FP8_THREADS, 1)
 static __global__ void layernorm_backward_reduce_kernel(bf16 *dweight, bf16 *dbias, bf16 *colsum,
                                                         const float *partials, int nblocks, int C,
                                                         int nsum) {
+    grid_dependency_wait(); // launched by launch_dependent
     const int width = nsum * C, j = blockIdx.x * COLSUM_X + threadIdx.x;
     const float total = column_sum_fixed_order(partials, nblocks, (size_t)width, width);
     if (threadIdx.y == 0 && j < width) {
@@ -367,8 +375,8 @@ static void launch_forward(int vpl, bf16 *residual, bf16 *out, float *mean, floa
     const unsigned grid = (unsigned)((N + LN_WARPS - 1) / LN_WARPS);
 #define LN_FWD_CASE(V)                                                                             \
     case V:                                                                                        \
-        layernorm_forward_kernel<V, RESIDUAL>                                                      \
-            <<<grid, LN_THREADS, 0, stream>>>(residual, out, mean, rstd, a, b, w, bias, N, C);     \
+        launch_dependent("layernorm_forward_kernel", layernorm_forward_kernel<V, RESIDUAL>, grid,  \
+                         LN_THREADS, 0, stream, residual, out, mean, rstd, a, b, w, bias, N, C);   \
         break;
     switch (vpl) {
         LN_FWD_CASE(1)
@@ -381,7 +389,6 @@ static void launch_forward(int vpl, bf16 *residual, bf16 *out, float *mean, floa
         LN_FWD_CASE(8)
     }
 #undef LN_FWD_CASE
-    CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
 }
 
 extern "C" void layernorm_forward_cuda(void *out, float *mean, float *rstd, const void *inp,
@@ -511,9 +518,9 @@ void ln_bwd_reduce(void *dweight, void *dbias, void *dinp_colsum, const float *p
                    int nblocks, int C, cudaStream_t stream) {
     const dim3 block(COLSUM_X, COLSUM_Y);
     const int nsum = dinp_colsum ? 3 : 2;
-    layernorm_backward_reduce_kernel<<<(nsum * C + COLSUM_X - 1) / COLSUM_X, block, 0, stream>>>(
-        (bf16 *)dweight, (bf16 *)dbias, (bf16 *)dinp_colsum, partials, nblocks, C, nsum);
-    CUDA_CHECK_LAUNCH("layernorm_backward_reduce_kernel");
+    launch_dependent("layernorm_backward_reduce_kernel", layernorm_backward_reduce_kernel,
+                     dim3((nsum * C + COLSUM_X - 1) / COLSUM_X), block, 0, stream, (bf16 *)dweight,
+                     (bf16 *)dbias, (bf16 *)dinp_colsum, partials, nblocks, C, nsum);
 }
 
 /* Launches the backward's register kernel; returns the number of blocks
@@ -527,9 +534,9 @@ static int launch_backward(bf16 *dinp, float *partials, const bf16 *dout, const 
     int rows = 0;
     const int nblocks = ln_bwd_grid(N, &rows);
     const size_t smem = ln_bwd_sums_bytes(C, group_warps, groups, COLSUM);
-    layernorm_backward_kernel<COLSUM><<<nblocks, groups * group_warps * 32, smem, stream>>>(
-        dinp, partials, dout, inp, weight, mean, rstd, N, C, rows, group_warps, groups);
-    CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
+    launch_dependent("layernorm_backward_kernel", layernorm_backward_kernel<COLSUM>, nblocks,
+                     groups * group_warps * 32, smem, stream, dinp, partials, dout, inp, weight,
+                     mean, rstd, N, C, rows, group_warps, groups);
     return nblocks;
 }
 

@@ -278,9 +278,9 @@ static void cuda_encoder_forward(void *out, const int32_t *inp, const void *wte,
 }
 
 static void cuda_encoder_backward(void *dwte, void *dwpe, const void *dout, const int32_t *inp,
-                                  int B, int T, int C) {
+                                  int B, int T, int C, int V) {
     const size_t bytes = encoder_backward_cuda_workspace_bytes(B, T);
-    encoder_backward_cuda(dwte, dwpe, dout, inp, B, T, C, scratch(bytes), bytes, g.stream);
+    encoder_backward_cuda(dwte, dwpe, dout, inp, B, T, C, V, scratch(bytes), bytes, g.stream);
 }
 
 static void cuda_layernorm_forward(void *out, float *mean, float *rstd, const void *inp,
