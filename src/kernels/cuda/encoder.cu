@@ -178,9 +178,10 @@ static __global__ void encoder_backward_wte_runs_kernel(bf16 *dwte, const float 
     if (end >= N || sorted_tok[end] != tok) return; /* ends in the tile */
     if (sorted_tok[first] == tok && first > 0 && sorted_tok[first - 1] == tok)
         return; /* begun before */
-    /* Every later tile opens with a piece of the run; the last is the first
-     * that the run does not pass the end of. Tokens are sorted, so the
-     * tiles it passes are a leading stretch: their count is the last. */
+    /* Every later tile opens with a piece of the run, up to the first tile
+     * whose end the run does not pass: the run's last tile. The tokens are
+     * sorted, so the tiles whose end it passes form a leading stretch,
+     * counted here a block's width of tiles at a time. */
     int last = tile + 1;
     for (;;) {
         const long long t_end = (long long)(last + (int)threadIdx.x + 1) * WTE_TILE;
@@ -281,9 +282,8 @@ extern "C" void encoder_backward_cuda(void *dwte, void *dwpe, const void *dout, 
     size_t temp_bytes = sort_temp_bytes(N);
     iota_kernel<<<(N + 255) / 256, 256, 0, stream>>>(rows, N);
     CUDA_CHECK_LAUNCH("iota_kernel");
-    /* Only the bits a token below V has: each radix pass over 32K keys costs
-     * about as much as a pass over dout (16 bits for GPT-2's vocabulary
-     * against 32: two passes of four). */
+    /* Only the bits a token below V has: 16 for GPT-2's vocabulary, two
+     * radix passes of 8 bits where all 32 bits took four. */
     int key_bits = 1;
     while (key_bits < 31 && (1 << key_bits) < V) key_bits++;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inp, sorted_tok, rows, sorted_row,
