@@ -15,8 +15,9 @@
 # (profile_ops=1, with each op's floor).
 # Our tokens/s are medians of steps 6-30 as the trainer logs them: a step's
 # time includes the loop's host work. The peer's are medians of steps 6-25.
-# FP8=1 adds a column: ours again with fp8=1 (docs/fp8.md), and its ratio
-# to our BF16 run (the ratio to PyTorch stays BF16's).
+# FP8=1 adds columns: ours again with fp8=1 (docs/fp8.md), its ratio to
+# our BF16 run (fp8_ratio) and to the fastest peer (fp8_peer_ratio, the
+# FP8 target's measure); ratio stays BF16's.
 # Beside each run, the GPU's SM clock and power draw (nvidia-smi every
 # 250 ms, medians of the samples with the GPU at least 90% busy) and the
 # share of those samples in which the driver held the clock down for the
@@ -174,18 +175,20 @@ for shape in $shapes; do
   if [ "$fp8" = 1 ]; then
     f8=${ours_fp8[$shape]:-0}
     extra=" fp8=$f8 fp8_ratio=$(python3 -c "print(f'{$f8 / $o:.3f}' if $o and $f8 else 'n/a')")"
+    extra+=" fp8_peer_ratio=$(ratio_of "$f8" "$c" "$d" "$a")"
   fi
   echo "BENCH gpt2_124M T=$t B=$b ours=$o cudnn=$c default=$d autotune=$a ratio=$(ratio_of "$o" "$c" "$d" "$a")$extra gpu=${gpu:-unknown}"
 done
 echo
-printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s\n" T B "ours ms" "ours tok/s" MFU \
+printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s %10s\n" T B "ours ms" "ours tok/s" MFU \
   "ours GPU" "peer cudnn" "peer default" "peer autotune" "ratio" \
-  "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')"
+  "$([ "$fp8" = 1 ] && echo 'fp8 tok/s')" "$([ "$fp8" = 1 ] && echo 'fp8 ratio')"
 for shape in $shapes; do
   t=${shape%%:*} b=${shape##*:}
   o=${ours[$shape]:-0} c=${peer_cudnn[$shape]:-0} d=${peer_default[$shape]:-0} a=${peer_autotune[$shape]:-0}
-  printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s\n" "$t" "$b" \
+  printf "%-5s %-3s %9s %12s %6s %15s %12s %13s %14s %7s %10s %10s\n" "$t" "$b" \
     "${ours_ms[$shape]:-fail}" "$o" "${ours_mfu[$shape]:-}%" "${ours_clock[$shape]:-n/a}" "$c" "$d" \
-    "$a" "$(ratio_of "$o" "$c" "$d" "$a")" "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")"
+    "$a" "$(ratio_of "$o" "$c" "$d" "$a")" "$([ "$fp8" = 1 ] && echo "${ours_fp8[$shape]:-fail}")" \
+    "$([ "$fp8" = 1 ] && ratio_of "${ours_fp8[$shape]:-0}" "$c" "$d" "$a")"
 done
 rm -rf "$out"
