@@ -235,6 +235,8 @@ extern "C" void encoder_forward_cuda(void *out, const int32_t *inp, const void *
 
 static size_t align_up(size_t x) { return (x + 255) / 256 * 256; }
 
+/* CUB's scratch for sorting N pairs on all 32 key bits: enough for the
+ * backward's sort on fewer (V's), so that the workspace needs no V. */
 static size_t sort_temp_bytes(int N) {
     size_t bytes = 0;
     CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, (const int32_t *)nullptr,
