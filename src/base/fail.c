@@ -169,10 +169,12 @@ void fail_collective_any(int exit_code, const char *msg) {
     if (first == size) return;
     if (rank == first) {
         fflush(stdout);
+        /* Named as fail_at names a rank, so that every error line holds
+         * "error: " whichever rank tells it. */
         if (rank == 0)
             fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
         else
-            fprintf(stderr, "%s: error [rank %d/%d %s]: %s\n", program_invocation_short_name, rank,
+            fprintf(stderr, "%s [rank %d/%d %s]: error: %s\n", program_invocation_short_name, rank,
                     size, host, msg);
         fflush(stderr);
     }

@@ -71,7 +71,7 @@ GPT2_T_HALF=x mpi_run -np 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 0 ] || unset GPT2
   "$bin" "${run[@]}" "out_dir=$work/half" 'run_name=r${GPT2_T_HALF}' >"$work/half.log" 2>&1 || rc=$?
 cat "$work/half.log"
 [ "$rc" -eq 2 ] || fail "exit code $rc, expected 2" "$work/half.log"
-n=$(grep -c 'error \[rank 1/2 .*\]: run_name = r${GPT2_T_HALF}: environment variable GPT2_T_HALF is not set' "$work/half.log" || true)
+n=$(grep -c '\[rank 1/2 .*\]: error: run_name = r${GPT2_T_HALF}: environment variable GPT2_T_HALF is not set' "$work/half.log" || true)
 [ "$n" -eq 1 ] || fail "$n messages from rank 1, expected 1" "$work/half.log"
 [ ! -e "$work/half" ] || fail "rank 0 went on and created its run directory" "$work/half.log"
 echo "config_env: OK"
