@@ -38,6 +38,12 @@ static void where_am_i(int *rank, int *size, char *host, size_t host_len) {
     host[host_len - 1] = '\0';
 }
 
+/* " [rank 1/2 host]": how an error line names the rank that tells it, after
+ * the program's name and before "error:" (fail_at, fail_collective_any). */
+static void rank_tag(char *tag, size_t tag_len, int rank, int size, const char *host) {
+    snprintf(tag, tag_len, " [rank %d/%d %s]", rank, size, host);
+}
+
 enum { HINT_MAX = 4096, CLEANUP_MAX = 8 };
 static char fail_hint[HINT_MAX];
 static struct {
@@ -115,7 +121,7 @@ _Noreturn void fail_at(const char *file, int line, int exit_code, const char *fm
      * apart; the source position is for whoever debugs the program, not for
      * its user (GPT2_DEBUG=1 shows it). One write, as in fail_collective. */
     char who[320] = "";
-    if (size > 1) snprintf(who, sizeof who, " [rank %d/%d %s]", rank, size, host);
+    if (size > 1) rank_tag(who, sizeof who, rank, size, host);
     char where[512] = "";
     if (fail_debug()) snprintf(where, sizeof where, " %s:%d:", file, line);
     fflush(stdout);
@@ -168,14 +174,12 @@ void fail_collective_any(int exit_code, const char *msg) {
     }
     if (first == size) return;
     if (rank == first) {
+        /* Rank 0 speaks for the job; another rank names itself as fail_at
+         * does, so that every error line holds "error: ". */
+        char who[320] = "";
+        if (rank != 0) rank_tag(who, sizeof who, rank, size, host);
         fflush(stdout);
-        /* Named as fail_at names a rank, so that every error line holds
-         * "error: " whichever rank tells it. */
-        if (rank == 0)
-            fprintf(stderr, "%s: error: %s\n", program_invocation_short_name, msg);
-        else
-            fprintf(stderr, "%s [rank %d/%d %s]: error: %s\n", program_invocation_short_name, rank,
-                    size, host, msg);
+        fprintf(stderr, "%s%s: error: %s\n", program_invocation_short_name, who, msg);
         fflush(stderr);
     }
     run_cleanups(); /* as fail_collective: a refused start leaves no lock file */

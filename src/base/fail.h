@@ -38,8 +38,8 @@ FAIL_NORETURN void fail_collective(int exit_code, const char *fmt, ...)
 /* Collective, for an error that may differ between ranks (their
  * environments): each rank passes its own message, or NULL. When some rank
  * has one, the lowest such rank prints it (naming itself when it is not rank
- * 0, as "gpt2_ddp [rank 1/2 host]: error: ..."), and every rank finalizes MPI and exits with exit_code; otherwise it
- * returns. */
+ * 0, as "gpt2_ddp [rank 1/2 host]: error: ..."), and every rank finalizes
+ * MPI and exits with exit_code; otherwise it returns. */
 void fail_collective_any(int exit_code, const char *msg);
 
 /* This process's rank in the job (0 before dist_init names the job,
