@@ -213,7 +213,8 @@ const config_key config_keys[] = {
              "ranks)"),
     BOOL_KEY("run", matmul_autotune, "true",
              "device=cuda: time cuBLASLt's candidate algorithms once per GEMM shape at start-up "
-             "and keep the fastest (false: the heuristic's first choice)"),
+             "and keep the fastest, and the GELU forward's kernel, ours or cuBLASLt's (false: "
+             "the heuristic's first choice, and ours)"),
     BOOL_KEY("run", attention_hopper, "true",
              "device=cuda: the Hopper (wgmma, TMA) attention kernels on H100/H200 in builds with "
              "sm_90a code (GPT2_CUDA_ARCHS with 90a); false: the mma.sync kernels of other GPUs"),

@@ -108,7 +108,11 @@ enum {
      * by matmul_wgmma.cu's GEMM where it runs (sm_90a on compute
      * capability 9.0; elsewhere the cuBLASLt epilogues above) */
     MATMUL_FUSE_OWN_GEMM = 16,
-    MATMUL_FUSE_DEFAULT = MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU | MATMUL_FUSE_OWN_GEMM,
+    /* with OWN_GEMM and autotune: per shape, the GELU forward by ours or
+     * cuBLASLt's, whichever its first call times faster (cleared: ours) */
+    MATMUL_FUSE_OWN_GEMM_TIMED = 32,
+    MATMUL_FUSE_DEFAULT =
+        MATMUL_FUSE_GELU | MATMUL_FUSE_DGELU | MATMUL_FUSE_OWN_GEMM | MATMUL_FUSE_OWN_GEMM_TIMED,
 };
 /* matmul_wgmma.cu (1: done; 0: not for this call or device, nothing done) */
 int matmul_wgmma_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
@@ -128,15 +132,17 @@ void matmul_batched_cuda(int ta, int tb, int m, int n, int k, float alpha, const
                          const void *C, void *D, int ldd, int64_t stride_d, int count,
                          const cublaslt_ctx *lt, cudaStream_t stream);
 /* Counts since the start, for tests: plans made in the shared table (a
- * shape's first call, or a shape made again after it was pushed out) and
- * plans tuned by timing their candidates. One-off shapes
- * (cublaslt_ctx.transient) add to neither. */
+ * shape's first call, or a shape made again after it was pushed out),
+ * plans tuned by timing their candidates, and GELU forward shapes whose
+ * kernel (ours or cuBLASLt's) was chosen by timing both. One-off shapes
+ * (cublaslt_ctx.transient) add to none. */
 typedef struct {
-    long plans_made, plans_tuned;
+    long plans_made, plans_tuned, gelu_choices_timed;
 } matmul_plan_counts;
 matmul_plan_counts matmul_cuda_plan_counts(void);
 /* The measured choices so far: per GEMM plan, the heuristic's first
- * algorithm's time, the chosen one's, and its rate. */
+ * algorithm's time, the chosen one's, and its rate; per GELU forward shape,
+ * our kernel's time, cuBLASLt's, and the pick. */
 void matmul_cuda_print_tuning(FILE *out);
 #ifdef __cplusplus
 }

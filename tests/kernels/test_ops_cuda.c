@@ -474,9 +474,10 @@ static void test_layernorm(int N, int C) {
  * shape. offset_rows > 0 places every activation tensor that many rows into
  * a larger buffer, so the pointers are only 16-byte (or 128-byte) aligned. */
 static const char *fusion_name(int fused) {
-    return fused == MATMUL_FUSE_DEFAULT                             ? ""
-           : fused == 0                                             ? " unfused"
-           : fused == (MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM) ? " cublaslt"
+    return fused == MATMUL_FUSE_DEFAULT                                   ? ""
+           : fused == 0                                                   ? " unfused"
+           : fused == (MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM)       ? " cublaslt"
+           : fused == (MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM_TIMED) ? " ours"
            : fused == ((MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM) | MATMUL_FUSE_DGELU_BGRAD)
                ? " cublaslt +dgelu_bgrad"
                : " +bgradb";
@@ -700,6 +701,56 @@ static void test_transient_shapes(void) {
     G->release(d_w);
     G->release(d_bias);
     G->release(d_out);
+}
+
+/* The GELU forward's kernel by measurement (MATMUL_FUSE_OWN_GEMM_TIMED): a
+ * shape's first call times ours and cuBLASLt's on its own buffers, once, and
+ * still leaves the product there; with the flag cleared, or for one-off
+ * shapes, nothing is timed. */
+static void test_gelu_choice(void) {
+    const char *op = "matmul_gelu_forward timed choice";
+    const int N = 512, C = 256, OC = 1024; /* a shape no other test runs */
+    const size_t nin = (size_t)N * C, nout = (size_t)N * OC;
+    float *inp = hrand(nin, 0, 1.0), *w = hrand((size_t)OC * C, 0, 1.0 / sqrt(C));
+    float *bias = hrand(OC, 0, 0.5), *pre = hbuf(nout), *act = hbuf(nout);
+    H->matmul_gelu_forward(act, pre, inp, w, bias, N, C, OC);
+    void *d_inp = dev_from(inp, nin), *d_w = dev_from(w, (size_t)OC * C);
+    void *d_bias = dev_from(bias, OC), *d_out = G->alloc(nout * 2), *d_pre = G->alloc(nout * 2);
+    long timed[4];
+    timed[0] = matmul_cuda_plan_counts().gelu_choices_timed;
+    matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM_TIMED);
+    G->matmul_gelu_forward(d_out, d_pre, d_inp, d_w, d_bias, N, C, OC);
+    matmul_cuda_set_fusion(MATMUL_FUSE_DEFAULT);
+    G->transient_shapes(true);
+    G->matmul_gelu_forward(d_out, d_pre, d_inp, d_w, d_bias, N, C, OC);
+    G->transient_shapes(false);
+    timed[1] = matmul_cuda_plan_counts().gelu_choices_timed;
+    for (int call = 0; call < 2; call++) { /* the timed first call, then the chosen kernel */
+        dev_poison(d_out, nout);
+        dev_poison(d_pre, nout);
+        G->matmul_gelu_forward(d_out, d_pre, d_inp, d_w, d_bias, N, C, OC);
+        timed[2 + call] = matmul_cuda_plan_counts().gelu_choices_timed;
+        float *g_pre = dev_to_host(d_pre, nout), *g_act = dev_to_host(d_out, nout);
+        check(op, call ? "pre (chosen)" : "pre (timed)", g_pre, pre, nout, 0x1p-7, 1e-3);
+        check(op, call ? "gelu (chosen)" : "gelu (timed)", g_act, act, nout, 0x1p-7, 1e-2);
+        free(g_pre);
+        free(g_act);
+    }
+    char detail[160];
+    snprintf(detail, sizeof detail, "shapes timed %ld -> %ld (untimed calls) -> %ld -> %ld",
+             timed[0], timed[1], timed[2], timed[3]);
+    check_true(op, "timed once",
+               timed[1] == timed[0] && timed[2] == timed[1] + 1 && timed[3] == timed[2], detail);
+    free(inp);
+    free(w);
+    free(bias);
+    free(pre);
+    free(act);
+    G->release(d_inp);
+    G->release(d_w);
+    G->release(d_bias);
+    G->release(d_out);
+    G->release(d_pre);
 }
 
 static void test_gelu_form(void) {
@@ -1222,21 +1273,28 @@ int main(void) {
     test_layernorm(300, 2048);
 
     test_gelu_form();
-    /* the defaults (on sm_90a our own GEMM for the GELU products), cuBLASLt's
-     * epilogues, none, and the two off by default */
+    test_gelu_choice();
+    /* the defaults (on sm_90a our own GEMM for the GELU products, the
+     * forward's where timed faster), ours alone, cuBLASLt's epilogues,
+     * none, and the two off by default */
     const int cublaslt = MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM,
+              own = MATMUL_FUSE_DEFAULT & ~MATMUL_FUSE_OWN_GEMM_TIMED,
               dgelu_bgrad = cublaslt | MATMUL_FUSE_DGELU_BGRAD;
-    const int fusions[5] = {MATMUL_FUSE_DEFAULT, cublaslt, 0, dgelu_bgrad,
+    const int fusions[6] = {MATMUL_FUSE_DEFAULT,
+                            own,
+                            cublaslt,
+                            0,
+                            dgelu_bgrad,
                             MATMUL_FUSE_DEFAULT | MATMUL_FUSE_BGRADB};
-    for (int f = 0; f < 5; f++) {
+    for (int f = 0; f < 6; f++) {
         test_matmul(1024, 768, 3072, 1, 1, 0, fusions[f]); /* fc (+ fc_proj's backward_gelu) */
         test_matmul(7, 64, 256, 1, 1, 1, fusions[f]);      /* odd rows, 128-byte aligned */
     }
     /* our GEMM's tiles: several tiles a warpgroup (more tiles than SMs),
      * activations a row into their buffers; a K of 25 steps (GPT-2 XL's
      * C = 1600) */
-    test_matmul(4096, 128, 512, 1, 1, 1, MATMUL_FUSE_DEFAULT);
-    test_matmul(256, 1600, 6400, 1, 1, 0, MATMUL_FUSE_DEFAULT);
+    test_matmul(4096, 128, 512, 1, 1, 1, own);
+    test_matmul(256, 1600, 6400, 1, 1, 0, own);
     const int D = MATMUL_FUSE_DEFAULT;
     test_matmul(1024, 768, 2304, 0, 1, 0, D); /* qkv */
     test_matmul(1024, 768, 768, 0, 1, 0, D);  /* attn proj */

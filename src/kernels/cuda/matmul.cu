@@ -160,6 +160,18 @@ static plan g_transient_plans[TRANSIENT_PLANS]; /* one-off shapes, a ring */
 static int g_next_transient;
 static matmul_plan_counts g_counts;
 
+/* The GELU forward's kernel per shape (MATMUL_FUSE_OWN_GEMM_TIMED): ours or
+ * cuBLASLt's, whichever its first call timed faster; past MAX_GELU_CHOICES
+ * shapes the oldest choice gives way (a training run has one or two). */
+enum { MAX_GELU_CHOICES = 16 };
+typedef struct {
+    int N, C, OC, has_bias;
+    int own;                   /* 1: ours; 0: cuBLASLt's */
+    float own_us, cublaslt_us; /* median of TUNE_REPS (negative: cannot run) */
+} gelu_choice;
+static gelu_choice g_gelu_choices[MAX_GELU_CHOICES];
+static int g_n_gelu_choices, g_next_gelu_choice;
+
 /* Largest power of two (up to 256) that divides the address. */
 static unsigned alignment_of(const void *p) {
     const uintptr_t a = (uintptr_t)p;
@@ -282,33 +294,49 @@ static plan *plan_get(const plan_key *key, const void *bias, const void *aux,
     return p;
 }
 
-/* Median time of TUNE_REPS runs of the plan with one algorithm (after one
- * untimed run); a negative value when cuBLASLt refuses to run it. */
-static float time_algo(const cublaslt_ctx *lt, cudaStream_t stream, const plan *p,
-                       const cublasLtMatmulAlgo_t *algo, const void *A, const void *B, void *D,
-                       float beta, cudaEvent_t start, cudaEvent_t stop) {
-    const float alpha = 1.0f;
-    float t[TUNE_REPS];
-    for (int r = -1; r < TUNE_REPS; r++) {
+/* Median time in us of TUNE_REPS runs of run() (after one untimed run); a
+ * negative value when run() returns false (it cannot run these operands). */
+template <typename Run> static float median_time_us(cudaStream_t stream, Run run) {
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    float t[TUNE_REPS], us = -1.0f;
+    int r = -1;
+    for (; r < TUNE_REPS; r++) {
         if (r >= 0) CUDA_CHECK(cudaEventRecord(start, stream));
-        if (cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D, p->d,
-                           algo, lt->workspace, lt->workspace_bytes,
-                           stream) != CUBLAS_STATUS_SUCCESS) {
-            cudaGetLastError();
-            return -1.0f;
-        }
+        if (!run()) break;
         if (r < 0) continue;
         CUDA_CHECK(cudaEventRecord(stop, stream));
         CUDA_CHECK(cudaEventSynchronize(stop));
         CUDA_CHECK(cudaEventElapsedTime(&t[r], start, stop));
     }
-    for (int i = 1; i < TUNE_REPS; i++) /* insertion sort: five values */
-        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-            const float x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    return t[TUNE_REPS / 2] * 1e3f;
+    if (r == TUNE_REPS) {
+        for (int i = 1; i < TUNE_REPS; i++) /* insertion sort: five values */
+            for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                const float x = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = x;
+            }
+        us = t[TUNE_REPS / 2] * 1e3f;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    return us;
+}
+
+/* median_time_us of the plan with one algorithm. */
+static float time_algo(const cublaslt_ctx *lt, cudaStream_t stream, const plan *p,
+                       const cublasLtMatmulAlgo_t *algo, const void *A, const void *B, void *D,
+                       float beta) {
+    const float alpha = 1.0f;
+    return median_time_us(stream, [&] {
+        if (cublasLtMatmul(lt->handle, p->desc, &alpha, A, p->a, B, p->b, &beta, D, p->d, D, p->d,
+                           algo, lt->workspace, lt->workspace_bytes,
+                           stream) == CUBLAS_STATUS_SUCCESS)
+            return true;
+        cudaGetLastError();
+        return false;
+    });
 }
 
 /* Times the plan's candidates on this call's operands and keeps the
@@ -328,13 +356,10 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
         }
         CUDA_CHECK(cudaMemcpyAsync(saved, D, d_bytes, cudaMemcpyDeviceToDevice, stream));
     }
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
     int best = 0;
     float best_us = -1.0f;
     for (int i = 0; i < p->n_candidates; i++) {
-        const float us = time_algo(lt, stream, p, &p->candidates[i], A, B, D, beta, start, stop);
+        const float us = time_algo(lt, stream, p, &p->candidates[i], A, B, D, beta);
         if (i == 0) p->heuristic_us = us;
         if (us > 0.0f && (best_us < 0.0f || us < best_us)) {
             best = i;
@@ -354,8 +379,6 @@ static void tune_plan(const cublaslt_ctx *lt, cudaStream_t stream, plan *p, cons
         CUDA_CHECK(cudaStreamSynchronize(stream));
         CUDA_CHECK(cudaFree(saved));
     }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
 }
 
 /* FP8 operands of a GEMM (cuBLAS's A and B): their types, the device
@@ -481,6 +504,17 @@ extern "C" void matmul_cuda_print_tuning(FILE *out) {
                 flops / (p->tuned_us * 1e-6) * 1e-12);
     }
     if (any) fprintf(out, "\n");
+    for (int i = 0; i < g_n_gelu_choices; i++) {
+        const gelu_choice *c = &g_gelu_choices[i];
+        if (i == 0)
+            fprintf(out,
+                    "GELU forward, ours or cuBLASLt's by measurement (us = median of %d "
+                    "runs):\n%6s %6s %6s %10s %12s %10s\n",
+                    TUNE_REPS, "N", "C", "OC", "ours us", "cuBLASLt us", "pick");
+        fprintf(out, "%6d %6d %6d %10.1f %12.1f %10s\n", c->N, c->C, c->OC, c->own_us,
+                c->cublaslt_us, c->own ? "ours" : "cuBLASLt");
+    }
+    if (g_n_gelu_choices) fprintf(out, "\n");
 }
 
 /* One product's cuBLAS operands: A, B as cuBLAS sees them (column-major,
@@ -601,18 +635,13 @@ extern "C" void matmul_residual_forward_cuda(void *out, const void *residual, co
                         bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias, residual);
 }
 
-extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
-                                         const void *bias, int N, int C, int OC,
-                                         const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
-                                         cudaStream_t stream) {
-    const void *ptrs[] = {out, pre, inp, weight, bias};
-    check_args("matmul_gelu_forward_cuda", N, C, OC, ptrs, 5);
-    if (N == 0) return;
+/* matmul_gelu_forward by cuBLASLt: its GELU_AUX(_BIAS) epilogue where it has
+ * one and MATMUL_FUSE_GELU is set, else the bias epilogue and the GELU kernel. */
+static void lt_gelu_forward(void *out, void *pre, const void *inp, const void *weight,
+                            const void *bias, int N, int C, int OC, const fp8_linear_operands *fp8,
+                            const cublaslt_ctx *lt, cudaStream_t stream) {
     const cublasLtEpilogue_t ep =
         bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-    if (!fp8 && (g_fusion & MATMUL_FUSE_OWN_GEMM) &&
-        matmul_wgmma_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream))
-        return;
     const int fuse = g_fusion & MATMUL_FUSE_GELU;
     const product p = forward_product(inp, weight, C, fp8);
     if (fuse && lt_product(lt, stream, &p, OC, N, C, out, OC, 0.0f, ep, bias, CUDA_R_16BF, pre, OC))
@@ -621,6 +650,54 @@ extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, 
     lt_product_required(lt, stream, &p, OC, N, C, pre, OC, 0.0f,
                         bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, bias);
     gelu_forward_cuda(out, pre, (size_t)N * OC, stream);
+}
+
+/* Whether our GELU forward runs this shape. With MATMUL_FUSE_OWN_GEMM_TIMED
+ * and autotune, a shape's first call times ours and cuBLASLt's on its own
+ * operands (both overwrite all they write, so the call itself, made after,
+ * leaves what it would have without them) and keeps cuBLASLt's only if it
+ * is TUNE_MARGIN faster: ours leads at 124M's width, cuBLASLt's at 1558M's
+ * on the H100 (docs/gpu-training.md). One-off shapes take ours untimed. */
+static int own_gelu_forward_chosen(void *out, void *pre, const void *inp, const void *weight,
+                                   const void *bias, int N, int C, int OC, const cublaslt_ctx *lt,
+                                   cudaStream_t stream) {
+    if (!(g_fusion & MATMUL_FUSE_OWN_GEMM_TIMED) || !lt->autotune || lt->transient) return 1;
+    const int has_bias = bias != nullptr;
+    for (int i = 0; i < g_n_gelu_choices; i++) {
+        const gelu_choice *c = &g_gelu_choices[i];
+        if (c->N == N && c->C == C && c->OC == OC && c->has_bias == has_bias) return c->own;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream)); /* nothing else runs in the timings */
+    gelu_choice c = {N, C, OC, has_bias, 1, -1.0f, -1.0f};
+    c.own_us = median_time_us(stream, [&] {
+        return matmul_wgmma_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream) != 0;
+    });
+    if (c.own_us > 0.0f) { /* cuBLASLt's first call makes and tunes its plan, untimed */
+        c.cublaslt_us = median_time_us(stream, [&] {
+            lt_gelu_forward(out, pre, inp, weight, bias, N, C, OC, nullptr, lt, stream);
+            return true;
+        });
+        c.own = c.cublaslt_us > c.own_us * (1.0f - TUNE_MARGIN);
+    }
+    g_counts.gelu_choices_timed++;
+    g_gelu_choices[g_next_gelu_choice] = c;
+    g_next_gelu_choice = (g_next_gelu_choice + 1) % MAX_GELU_CHOICES;
+    if (g_n_gelu_choices < MAX_GELU_CHOICES) g_n_gelu_choices++;
+    return c.own;
+}
+
+extern "C" void matmul_gelu_forward_cuda(void *out, void *pre, const void *inp, const void *weight,
+                                         const void *bias, int N, int C, int OC,
+                                         const fp8_linear_operands *fp8, const cublaslt_ctx *lt,
+                                         cudaStream_t stream) {
+    const void *ptrs[] = {out, pre, inp, weight, bias};
+    check_args("matmul_gelu_forward_cuda", N, C, OC, ptrs, 5);
+    if (N == 0) return;
+    if (!fp8 && (g_fusion & MATMUL_FUSE_OWN_GEMM) &&
+        own_gelu_forward_chosen(out, pre, inp, weight, bias, N, C, OC, lt, stream) &&
+        matmul_wgmma_gelu_forward(out, pre, inp, weight, bias, N, C, OC, stream))
+        return;
+    lt_gelu_forward(out, pre, inp, weight, bias, N, C, OC, fp8, lt, stream);
 }
 
 extern "C" void gelu_forward_cuda(void *out, const void *pre, size_t n, cudaStream_t stream) {
