@@ -134,10 +134,25 @@ static void need_params(gpt2_model *m, size_t begin, size_t end) {
     if (m->params_needed) m->params_needed(m->params_needed_ctx, begin, end);
 }
 
+/* p[k] = s times normal number first + k of seed's stream (two draws each),
+ * for k < n: chunks drawn in parallel, each from its place in the stream
+ * (rng_skip), give the values one pass over the stream would. */
+static void fill_normal(float *p, size_t n, double s, uint64_t seed, uint64_t first) {
+    enum { CHUNK = 1 << 16 };
+    const long chunks = (long)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static)
+    for (long c = 0; c < chunks; c++) {
+        const size_t begin = (size_t)c * CHUNK, end = n - begin < CHUNK ? n : begin + CHUNK;
+        rng_state rng;
+        rng_seed(&rng, seed);
+        rng_skip(&rng, 2 * (first + begin));
+        for (size_t k = begin; k < end; k++) p[k] = (float)(s * rng_normal(&rng));
+    }
+}
+
 void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params) {
     memset(host_params, 0, lay->n_elements * sizeof(float));
-    rng_state rng;
-    rng_seed(&rng, seed);
+    uint64_t drawn = 0; /* normal numbers of the stream used by the tensors before */
     const double std = 0.02;
     /* GPT-2 scales the projections that write into the residual stream by
      * 1/sqrt(2 L): two per block, so the stream's variance stays bounded. */
@@ -159,7 +174,8 @@ void gpt2_init_params(const gpt2_layout *lay, uint64_t seed, float *host_params)
         size_t n = t->numel;
         if (t->offset == lay->wte)
             n = (size_t)lay->vocab_size * lay->n_embd; /* padding rows stay 0 */
-        for (size_t k = 0; k < n; k++) p[k] = (float)(s * rng_normal(&rng));
+        fill_normal(p, n, s, seed, drawn);
+        drawn += n;
     }
 }
 

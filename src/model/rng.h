@@ -12,12 +12,18 @@ typedef struct {
 
 static inline void rng_seed(rng_state *r, uint64_t seed) { r->state = seed; }
 
+#define RNG_INCREMENT 0x9E3779B97F4A7C15ull /* splitmix64's step of the state */
+
 static inline uint64_t rng_next(rng_state *r) {
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+    uint64_t z = (r->state += RNG_INCREMENT);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
+
+/* The stream n draws on: the state only ever adds RNG_INCREMENT, so the
+ * draws from any point on can be made without those before (in parallel). */
+static inline void rng_skip(rng_state *r, uint64_t n) { r->state += n * RNG_INCREMENT; }
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline double rng_uniform(rng_state *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
