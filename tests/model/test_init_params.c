@@ -1,8 +1,7 @@
 /* GPT-2's initialisation (gpt2_init_params), drawn in parallel chunks: the
  * same bits as one sequential pass over the seed's stream (the form it had
  * before, written here again as the reference), whatever the thread count,
- * with chunks that start inside tensors and tensors that start inside
- * chunks; biases 0, LayerNorm weights 1, wte's padding rows 0, and the
+ * with tensors of several chunks and chunks that start mid-stream; biases 0, LayerNorm weights 1, wte's padding rows 0, and the
  * projections into the residual stream at 0.02 / sqrt(2 L). */
 #include <math.h>
 #include <omp.h>
@@ -11,19 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "model/gpt2.h"
 #include "model/layout.h"
 #include "model/rng.h"
 
 /* wte is 2,000 x 64 = 128,000 values: two chunks of 65,536 and a part */
 enum { L = 2, C = 64, NH = 2, V = 2000, VP = 2048, T = 64 };
-
-static int failed;
-
-static void expect(bool ok, const char *what) {
-    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-    if (!ok) failed++;
-}
 
 /* The reference: one stream, tensors in the layout's order. */
 static void init_sequential(const gpt2_layout *lay, uint64_t seed, float *p0) {
@@ -61,10 +54,10 @@ int main(void) {
     gpt2_init_params(&lay, 1337, one);
     omp_set_num_threads(3);
     gpt2_init_params(&lay, 1337, many);
-    expect(memcmp(one, ref, bytes) == 0, "one thread: the sequential stream's bits");
-    expect(memcmp(many, ref, bytes) == 0, "three threads: the sequential stream's bits");
+    EXPECT(memcmp(one, ref, bytes) == 0, "one thread: the sequential stream's bits");
+    EXPECT(memcmp(many, ref, bytes) == 0, "three threads: the sequential stream's bits");
     gpt2_init_params(&lay, 1338, many);
-    expect(memcmp(many, ref, bytes) != 0, "another seed: other values");
+    EXPECT(memcmp(many, ref, bytes) != 0, "another seed: other values");
 
     /* what the values are, from the layout alone */
     bool zeros = true, ones = true;
@@ -82,22 +75,22 @@ int main(void) {
                 ones = false;
         }
     }
-    expect(zeros, "biases 0");
-    expect(ones, "LayerNorm weights 1");
+    EXPECT(zeros, "biases 0");
+    EXPECT(ones, "LayerNorm weights 1");
     bool pad = true;
     for (size_t k = (size_t)V * C; k < (size_t)VP * C; k++) pad = pad && one[lay.wte + k] == 0.0f;
-    expect(pad, "wte's padding rows 0");
+    EXPECT(pad, "wte's padding rows 0");
     const double wte_rms = rms(one + lay.wte, (size_t)V * C);
     const param_tensor *proj = layout_find(&lay, "h.0.mlp.c_proj.weight");
     const double proj_rms = rms(one + proj->offset, proj->numel);
     printf("wte rms %.5f (0.02), h.0.mlp.c_proj.weight rms %.5f (%.5f)\n", wte_rms, proj_rms,
            0.02 / sqrt(2.0 * L));
-    expect(fabs(wte_rms / 0.02 - 1) < 0.01, "wte at std 0.02");
-    expect(fabs(proj_rms / (0.02 / sqrt(2.0 * L)) - 1) < 0.03, "residual projections scaled");
+    EXPECT(fabs(wte_rms / 0.02 - 1) < 0.01, "wte at std 0.02");
+    EXPECT(fabs(proj_rms / (0.02 / sqrt(2.0 * L)) - 1) < 0.03, "residual projections scaled");
     free(ref);
     free(one);
     free(many);
     layout_free(&lay);
-    printf("%s\n", failed ? "FAILED" : "all passed");
-    return failed ? 1 : 0;
+    printf("%s\n", failures ? "FAILED" : "all passed");
+    return failures ? 1 : 0;
 }
