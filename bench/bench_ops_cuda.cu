@@ -135,6 +135,34 @@ int main(int argc, char **argv) {
     line_mem(
         "layernorm_backward +colsum", shape,
         [&] { G->layernorm_backward(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb); }, 4 * act);
+    if (G->layernorm_forward_fp8 && G->layernorm_backward_fp8) {
+        /* the LayerNorms of fp8=true: also the FP8 copy of their output and
+         * its transposed copy (1 byte an element each), unit scale */
+        uint8_t *o8 = (uint8_t *)G->alloc((size_t)N * C), *o8t = (uint8_t *)G->alloc((size_t)N * C);
+        fp8_cast_stats *stats = (fp8_cast_stats *)G->alloc(sizeof(fp8_cast_stats));
+        float *unit = rand_f32(1, 1.0f, 1.0f, 24);
+        line_mem(
+            "layernorm_forward_fp8", shape,
+            [&] {
+                G->layernorm_forward_fp8(NULL, o8, o8t, stats, mean, rstd, x, NULL, lnw, lnb, N, C,
+                                         unit, FP8_E4M3);
+            },
+            2 * act);
+        line_mem(
+            "residual_layernorm_forward_fp8", shape,
+            [&] {
+                G->layernorm_forward_fp8(res, o8, o8t, stats, mean, rstd, x, y, lnw, lnb, N, C,
+                                         unit, FP8_E4M3);
+            },
+            4 * act);
+        line_mem(
+            "layernorm_backward_fp8 +colsum", shape,
+            [&] {
+                G->layernorm_backward_fp8(res, dw, dbias, y, x, lnw, mean, rstd, N, C, lnb, o8, o8t,
+                                          stats, unit, FP8_E5M2);
+            },
+            5 * act);
+    }
 #ifdef GPT2_LN_TUNING
     /* LayerNorm backward's tuning variant (its rows copied into shared
      * memory by the copy engine) at 2 to 4 stages a row group, then the
