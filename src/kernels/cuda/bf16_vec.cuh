@@ -10,18 +10,6 @@
 
 typedef __nv_bfloat16 bf16;
 
-/* f[0..8) = p[0..8) */
-static __device__ __forceinline__ void load8(float f[8], const bf16 *p) {
-    const uint4 u = *reinterpret_cast<const uint4 *>(p);
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float2 v = __bfloat1622float2(h[i]);
-        f[2 * i] = v.x;
-        f[2 * i + 1] = v.y;
-    }
-}
-
 /* The 8 values of a raw 16-byte vector as fp32. */
 static __device__ __forceinline__ void unpack8(float f[8], uint4 u) {
     const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
@@ -31,6 +19,11 @@ static __device__ __forceinline__ void unpack8(float f[8], uint4 u) {
         f[2 * i] = v.x;
         f[2 * i + 1] = v.y;
     }
+}
+
+/* f[0..8) = p[0..8) */
+static __device__ __forceinline__ void load8(float f[8], const bf16 *p) {
+    unpack8(f, *reinterpret_cast<const uint4 *>(p));
 }
 
 /* Element i (0-7, a constant after unrolling) of a raw 16-byte vector as
