@@ -23,18 +23,17 @@ a_args=${A_ARGS:-} b_args=${B_ARGS:-}
 config=${CONFIG:-configs/124M.ini} device=${DEVICE:-cuda}
 model=gpt2_$(basename "$config" .ini)
 cd "$(dirname "$0")/.." || exit
-if [ ! -x "$other/build/gpt2_ddp" ]; then
-  # shellcheck disable=SC2086 # CMAKE_ARGS: a list of flags
-  cmake -S "$other" -B "$other/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$other.configure.log" 2>&1 \
-    || { tail -20 "$other.configure.log"; exit 1; }
-  ninja -C "$other/build" gpt2_ddp >/dev/null || exit 1
-fi
+source bench/ab_build.sh
+ab_build_other "$other" gpt2_ddp || exit 1
 out=$(mktemp -d)
+train() { # train BINARY T B STEPS ARGS...: the config at T x B, no accumulation, evaluations or checkpoints
+  local bin=$1 t=$2 b=$3 steps=$4; shift 4
+  "$bin" "$config" device="$device" micro_batch="$b" seq_len="$t" block_size="$t" \
+    total_batch=$((b * t)) max_steps="$steps" eval_every=0 checkpoint_every=0 out_dir="$out" "$@"
+}
 run() { # run NAME BINARY T B ARGS...
   local name=$1 bin=$2 t=$3 b=$4; shift 4
-  "$bin" "$config" device="$device" micro_batch="$b" seq_len="$t" block_size="$t" \
-    total_batch=$((b * t)) max_steps=30 warmup_steps=10 eval_every=0 log_every=1 \
-    checkpoint_every=0 out_dir="$out" run_name="$name" "$@" >"$out/$name.log" 2>&1 \
+  train "$bin" "$t" "$b" 30 warmup_steps=10 log_every=1 run_name="$name" "$@" >"$out/$name.log" 2>&1 \
     || { echo "$name failed:"; tail -5 "$out/$name.log"; return 1; }
   python3 -c "
 import json, statistics, sys
@@ -48,10 +47,8 @@ if [ "${BITS:-0}" = 1 ]; then
     bin=$build/gpt2_ddp args=$a_args
     [ $side = b ] && bin=$other/build/gpt2_ddp args=$b_args
     # shellcheck disable=SC2086
-    "$bin" "$config" device="$device" micro_batch="$b" seq_len="$t" block_size="$t" \
-      total_batch=$((b * t)) max_steps=4 eval_every=0 log_every=1 checkpoint_every=0 \
-      attention_deterministic=true out_dir="$out" run_name="bits_$side" $args >"$out/bits_$side.log" 2>&1 \
-      || { echo "bits_$side failed:"; tail -5 "$out/bits_$side.log"; }
+    train "$bin" "$t" "$b" 4 log_every=1 attention_deterministic=true run_name="bits_$side" $args \
+      >"$out/bits_$side.log" 2>&1 || { echo "bits_$side failed:"; tail -5 "$out/bits_$side.log"; }
   done
   python3 - "$out" "$t" "$b" <<'PY'
 import json, os, sys
@@ -91,9 +88,8 @@ for side in a b; do
   bin=$build/gpt2_ddp args=$a_args
   [ $side = b ] && bin=$other/build/gpt2_ddp args=$b_args
   # shellcheck disable=SC2086
-  "$bin" "$config" device="$device" micro_batch="$b" seq_len="$t" block_size="$t" \
-    total_batch=$((b * t)) max_steps=6 warmup_steps=2 eval_every=0 log_every=0 checkpoint_every=0 \
-    profile_ops=1 out_dir="$out" run_name="profile_$side" $args >"$out/profile_$side.log" 2>&1
+  train "$bin" "$t" "$b" 6 warmup_steps=2 log_every=0 profile_ops=1 run_name="profile_$side" $args \
+    >"$out/profile_$side.log" 2>&1
   echo "== $side: per-op table, T=$t B=$b"
   sed -n '/^per-op profile/,/^step (profiled)/p' "$out/profile_$side.log"
   sed -n '/^GEMM algorithms by measurement/,/^$/p' "$out/profile_$side.log"

@@ -14,12 +14,8 @@ build=$(realpath "$1") other=$(realpath "$2"); shift 2
 shapes=${*:-32768:768 16384:1600}
 rounds=${ROUNDS:-2} autotune=${AUTOTUNE:-1}
 cd "$(dirname "$0")/.." || exit
-if [ ! -x "$other/build/tests/bench_ops_cuda" ]; then
-  # shellcheck disable=SC2086 # CMAKE_ARGS: a list of flags
-  cmake -S "$other" -B "$other/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$other.configure.log" 2>&1 \
-    || { tail -20 "$other.configure.log"; exit 1; }
-  ninja -C "$other/build" bench_ops_cuda >/dev/null || exit 1
-fi
+source bench/ab_build.sh
+ab_build_other "$other" tests/bench_ops_cuda || exit 1
 out=$(mktemp -d)
 for shape in $shapes; do
   IFS=: read -r tokens channels only <<<"$shape"
