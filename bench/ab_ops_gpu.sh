@@ -17,14 +17,17 @@ cd "$(dirname "$0")/.." || exit
 source bench/ab_build.sh
 ab_build_other "$other" tests/bench_ops_cuda || exit 1
 out=$(mktemp -d)
+n=0 # the shape's number: two shapes of the same width (other ONLY) keep their own logs
 for shape in $shapes; do
   IFS=: read -r tokens channels only <<<"$shape"
+  n=$((n + 1))
   for ((r = 0; r < rounds; r++)); do
     for side in a b; do
       bin=$build/tests/bench_ops_cuda
       [ $side = b ] && bin=$other/build/tests/bench_ops_cuda
-      "$bin" "$tokens" "$autotune" "$channels" ${only:+"$only"} >"$out/$side.$tokens.$channels.$r.log" 2>&1 \
-        || { echo "$side failed at $shape:"; tail -5 "$out/$side.$tokens.$channels.$r.log"; exit 1; }
+      log=$out/$side.$tokens.$channels.$n.$r.log
+      "$bin" "$tokens" "$autotune" "$channels" ${only:+"$only"} >"$log" 2>&1 \
+        || { echo "$side failed at $shape:"; tail -5 "$log"; exit 1; }
     done
   done
 done
@@ -35,7 +38,7 @@ import glob, os, re, statistics, sys
 shape_at_end = re.compile(r"^BENCH (.*?)\s+(N\d+ C\d+(?: OC\d+| Vp\d+)?|n\d+)\s*$")
 times = {}  # (tokens, channels, op, shape) -> {"a": [us, ...], "b": [...]}
 for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.log"))):
-    side, tokens, channels = os.path.basename(path).split(".")[:3]  # a.32768.768.0.log
+    side, tokens, channels = os.path.basename(path).split(".")[:3]  # a.32768.768.1.0.log
     for line in open(path):
         if not line.startswith("BENCH ") or " median_us=" not in line:
             continue
