@@ -20,6 +20,11 @@ accum=${ACCUM:-0} steps=${STEPS:-8} device=${DEVICE:-cuda}
 skip=${SKIP:-$([ "$accum" = 1 ] && echo 1 || echo 3)}
 [ "$skip" -lt "$steps" ] || { echo "bench_sizes_gpu.sh: SKIP=$skip leaves none of STEPS=$steps" >&2; exit 2; }
 declare -A step_ms
+# failed RUN RC TEXT: the run's row, with the first error line of TEXT
+failed() {
+  rows+=("$(printf '%-40s failed (exit %d): %s' "$1" "$2" "$(grep -m1 -iE 'error|fail' <<<"$3")")")
+  echo "${rows[-1]}"
+}
 cd "$(dirname "$0")/.." || exit
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
@@ -31,11 +36,7 @@ for run in $runs; do
   # the config as the trainer reads it: a run it refuses fails here, with its reason
   settings=$("$build/gpt2_ddp" --print-config "configs/$name.ini" device="$device" "${overrides[@]}" 2>&1)
   rc=$?
-  if [ "$rc" -ne 0 ]; then
-    rows+=("$(printf '%-40s failed (exit %d): %s' "$run" "$rc" "$(grep -m1 -iE 'error|fail' <<<"$settings")")")
-    echo "${rows[-1]}"
-    continue
-  fi
+  if [ "$rc" -ne 0 ]; then failed "$run" "$rc" "$settings"; continue; fi
   b=$(sed -nE 's/^micro_batch = ([0-9]+).*/\1/p' <<<"$settings")
   batch=(total_batch=$((b * 1024)))
   [ "$accum" = 1 ] && batch=()
@@ -48,11 +49,7 @@ for run in $runs; do
   rc=$?
   kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
   rm -f "$out/$tag/model.h5" # up to 6 GB for 1558M
-  if [ "$rc" -ne 0 ]; then
-    rows+=("$(printf '%-40s failed (exit %d): %s' "$run" "$rc" "$(grep -m1 -iE 'error|fail' "$out/$tag.log")")")
-    echo "${rows[-1]}"
-    continue
-  fi
+  if [ "$rc" -ne 0 ]; then failed "$run" "$rc" "$(cat "$out/$tag.log")"; continue; fi
   # "memory: about 42.37 GiB per rank (estimate: ...)"
   est=$(sed -nE 's/^memory: about ([0-9.]+) GiB per rank.*/\1/p' "$out/$tag.log")
   peak=$(sort -n "$out/$tag.mem" | tail -1)

@@ -1,8 +1,9 @@
 /* GPT-2's initialisation (gpt2_init_params), drawn in parallel chunks: the
  * same bits as one sequential pass over the seed's stream (the form it had
  * before, written here again as the reference), whatever the thread count,
- * with tensors of several chunks and chunks that start mid-stream; biases 0, LayerNorm weights 1, wte's padding rows 0, and the
- * projections into the residual stream at 0.02 / sqrt(2 L). */
+ * with tensors of several chunks and chunks that start mid-stream; biases
+ * 0, LayerNorm weights 1, wte's padding rows 0, and the projections into
+ * the residual stream at 0.02 / sqrt(2 L). */
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>
